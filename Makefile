@@ -1,0 +1,32 @@
+# Every target creates .venv if needed and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+
+.PHONY: demo test lint bench fuzz clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-%: pyproject.toml | $(PY)
+	$(PIP) install -e '.[$*]'
+	touch $@
+
+demo: $(VENV)/.installed-demo
+	$(PY) -m yaad demo $(ARGS)
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest tests $(ARGS)
+
+lint: $(VENV)/.installed-lint
+	$(VENV)/bin/ruff check .
+
+bench: $(VENV)/.installed-bench
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m benchmarks $(ARGS)
+
+fuzz: $(VENV)/.installed-test
+	YAAD_FUZZ_PROGRAMS=5000 $(PY) -m pytest tests -k fuzz $(ARGS)
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

@@ -1,0 +1,68 @@
+"""``yaad.autograd``: the functional entry points of the engine (PyTorch's names)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .engine import run_backward
+from .tensor import Tensor
+
+
+def _as_tuple(x: Any) -> tuple:
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
+         grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple:
+    """Gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``.
+
+    Parameters
+    ----------
+    outputs : Tensor or sequence of Tensor
+        What to differentiate.
+    inputs : Tensor or sequence of Tensor
+        With respect to what (leaves or intermediate tensors).
+    grad_outputs : array_like or sequence, optional
+        The gradient with respect to each output; may be omitted for real scalars.
+    retain_graph : bool, optional
+        Keep saved values for another backward; defaults to ``create_graph``.
+    create_graph : bool, optional
+        Record the computation of the gradients, for higher derivatives.
+    allow_unused : bool, optional
+        Return None for inputs that the outputs do not depend on, instead of raising.
+
+    Returns
+    -------
+    tuple
+        One gradient (array, or tensor under ``create_graph``) per input.
+    """
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = (grad_outputs,) if len(outputs) == 1 and not isinstance(
+            grad_outputs, (tuple, list)) else tuple(grad_outputs)
+        if len(grad_outputs) != len(outputs):
+            raise ValueError(f"grad: {len(grad_outputs)} grad_outputs for {len(outputs)} "
+                             f"outputs")
+    return tuple(run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                              capture=True, allow_unused=allow_unused))
+
+
+def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
+             retain_graph: bool | None = None, create_graph: bool = False,
+             inputs: Any = None) -> None:
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (several roots at once).
+
+    Parameters are those of :meth:`Tensor.backward`, with one gradient per tensor.
+    """
+    tensors = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, Tensor) or not isinstance(grad_tensors, (list, tuple)):
+        grad_tensors = (grad_tensors,)
+    run_backward(tensors, tuple(grad_tensors), retain_graph, create_graph, inputs)

@@ -1,0 +1,436 @@
+"""The backward pass: dependency counts, one rule call per input edge, no recursion.
+
+A node runs when every consumer has delivered its gradient (its dependency count is zero),
+so each rule runs once with its complete gradient. Gradients of intermediate nodes are
+dropped as soon as they are consumed; saved values are dropped when a node has run,
+unless ``retain_graph``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+
+from .grad_mode import state
+from .op import Meta, Node, _clock, check_saved
+from .tensor import Tensor
+
+_new = object.__new__
+_getrefcount = sys.getrefcount
+
+_FREED = (
+    "Trying to backward through the graph a second time (or to use saved values after "
+    "they were freed): '{name}' has already released what it saved. Pass "
+    "retain_graph=True to the first backward() or autograd.grad() to keep it.")
+
+
+def _edge(t: Tensor) -> Any:
+    node = t._node
+    return t if node is None else node
+
+
+def _node_of(edge: Any) -> Node | None:
+    if type(edge) is Node:
+        return edge
+    if type(edge) is tuple:
+        return edge[0]
+    return None
+
+
+def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
+    """Sum ``g`` over the axes that broadcasting added to reach ``shape``."""
+    gshape = np.shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
+        raise ValueError(f"{where}: the gradient has shape {gshape}, which does not "
+                         f"broadcast to the input's shape {shape}")
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
+    from . import reshape, sum as _sum
+
+    if axes:
+        g = _sum(g, axis=axes)
+    return reshape(g, shape) if np.shape(g) != shape else g
+
+
+def cast_gradient(g: Any, dtype: np.dtype) -> Any:
+    """Cast a gradient to an input's dtype: the real part for a real input."""
+    gdt = getattr(g, "dtype", None)
+    if gdt is None:
+        return np.asarray(g, dtype=dtype)
+    if gdt.kind == "c" and dtype.kind != "c":
+        from . import real
+
+        g = real(g)
+        if g.dtype == dtype:
+            return g
+    from . import astype
+
+    return astype(g, dtype)
+
+
+def _fit(g: Any, ref: Any, node: Node, i: int) -> Any:
+    """Reduce ``g`` over broadcast axes and cast it to the dtype of the input ``ref``."""
+    if not hasattr(g, "shape"):
+        g = np.asarray(g)
+    shape = ref.shape
+    if g.shape != shape:
+        g = unbroadcast(g, shape, f"the gradient of '{node.op.name}' for input {i}")
+    dtype = ref.dtype
+    gdt = g.dtype
+    if gdt is not dtype and gdt != dtype:
+        g = cast_gradient(g, dtype)
+    return g
+
+
+def _saved_as_tensors(node: Node) -> tuple[list, Any]:
+    """Saved values as tensors linked into the graph (for create_graph and forward mode)."""
+    duals = node.extra.duals if node.extra is not None else None
+    parents = node.parents
+    args = []
+    for i, a in enumerate(node.args):
+        p = parents[i] if i < len(parents) else None
+        if duals is not None and isinstance(duals[0][i], Tensor):
+            args.append(duals[0][i])
+        elif p is None or a is None or isinstance(a, Meta):
+            args.append(a)
+        elif isinstance(p, Tensor):
+            args.append(p)
+        else:
+            t = _new(Tensor)
+            t.data = a
+            t._node = p
+            t.requires_grad = True
+            args.append(t)
+    ans = node.ans
+    tangents = duals[1] if duals is not None else None
+    if isinstance(ans, tuple):
+        ans = tuple(_output_tensor(a, (node, k), tangents and tangents[k])
+                    for k, a in enumerate(ans))
+    elif ans is not None:
+        ans = _output_tensor(ans, node, tangents)
+    return args, ans
+
+
+def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
+    if isinstance(a, Meta):
+        return a
+    t = _new(Tensor)
+    t.data = a
+    t._node = edge
+    t.requires_grad = True
+    if tangents:
+        t._tangents = tangents
+    return t
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a + b
+
+
+def _accumulate(pending: dict, edge: Any, g: Any) -> None:
+    if type(edge) is tuple:
+        node, k = edge
+        slots = pending.get(node)
+        if slots is None:
+            slots = pending[node] = [None] * node.op.nout
+        slots[k] = _add(slots[k], g)
+    else:
+        prev = pending.get(edge)
+        pending[edge] = g if prev is None else prev + g
+
+
+def _run_hooks(hooks: list, g: Any) -> Any:
+    for fn in hooks:
+        r = fn(g)
+        if r is not None:
+            g = r
+    return g
+
+
+def _node_hooks(node: Node, g: Any) -> Any:
+    multi = node.op.nout != 1
+    extra = node.extra
+    if extra.hooks:
+        for k, hooks in extra.hooks.items():
+            if multi:
+                if g is not None and g[k] is not None:
+                    g[k] = _run_hooks(hooks, g[k])
+            elif g is not None:
+                g = _run_hooks(hooks, g)
+    if extra.retained:
+        for k, ref in extra.retained.items():
+            t = ref()
+            gk = (g[k] if g is not None else None) if multi else g
+            if t is not None and gk is not None:
+                prev = getattr(t, "_grad", None)
+                t._grad = _own(gk) if prev is None else prev + gk
+    return g
+
+
+def _own(g: Any) -> Any:
+    """``g``, copied if anything else may hold it (a leaf's .grad must not alias)."""
+    if isinstance(g, Tensor):
+        return g
+    if not isinstance(g, np.ndarray):
+        return np.asarray(g).copy()
+    # References: the caller's variable and getrefcount's argument, plus the pending dict
+    # entry the caller is iterating over. More means something else holds it.
+    if _getrefcount(g) > 4 or g.base is not None:
+        return g.copy()
+    return g
+
+
+def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
+                 retain_graph: bool | None, create_graph: bool, inputs: Any = None,
+                 capture: bool = False, allow_unused: bool = False) -> list | None:
+    """Backpropagate from ``outputs``; accumulate into leaves' ``.grad`` or capture.
+
+    With ``capture`` (``autograd.grad``), return the gradients for ``inputs`` instead of
+    accumulating into any ``.grad``.
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = []
+    for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: output {k} is a {type(t).__name__}, not a Tensor")
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"backward: output {k} does not require grad and has no grad_fn: nothing "
+                f"it depends on requires grad (or it was computed under no_grad()).")
+        roots.append((_edge(t), _root_gradient(t, g, k, create_graph)))
+
+    targets = None
+    if inputs is not None:
+        if isinstance(inputs, Tensor):
+            inputs = (inputs,)
+        targets = {}
+        for k, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"input {k} is a {type(t).__name__}, not a Tensor")
+            if not t.requires_grad:
+                raise RuntimeError(f"input {k} does not require grad, so it has no gradient")
+            targets.setdefault(_node_of(_edge(t)) or t, []).append(k)
+
+    prev_mode = state.enabled
+    state.enabled = bool(create_graph)
+    try:
+        results = _execute(roots, retain_graph, create_graph, inputs, targets, capture)
+    finally:
+        state.enabled = prev_mode
+    if inputs is None:
+        return None
+    for k, t in enumerate(inputs):
+        if results[k] is None and not allow_unused:
+            raise RuntimeError(
+                f"input {k} (shape {t.shape}) was not used to compute the outputs, so it "
+                f"has no gradient. Pass allow_unused=True to get None for it.")
+    if capture:
+        return results
+    for t, g in zip(inputs, results):
+        if g is not None:
+            prev = getattr(t, "_grad", None)
+            t._grad = _own(g) if prev is None else prev + g
+    return None
+
+
+def _root_gradient(t: Tensor, g: Any, k: int, create_graph: bool) -> Any:
+    if g is None:
+        if t.data.size != 1:
+            raise RuntimeError(
+                f"backward: output {k} has shape {t.shape}; a gradient can be created "
+                f"implicitly only for a scalar. Reduce it (e.g. .sum()) or pass gradient= "
+                f"with shape {t.shape}.")
+        if t.data.dtype.kind == "c":
+            raise RuntimeError(
+                f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
+                f"output is not defined without gradient=. Differentiate a real loss, such "
+                f"as .real or abs(...)**2.")
+        g = np.ones(t.shape, dtype=t.dtype)
+    else:
+        if isinstance(g, Tensor) and not create_graph:
+            g = g.data
+        if np.shape(g) != t.shape:
+            raise RuntimeError(f"backward: gradient for output {k} has shape {np.shape(g)}, "
+                               f"but the output has shape {t.shape}")
+        if not isinstance(g, (np.ndarray, Tensor)):
+            g = np.asarray(g, dtype=t.dtype)
+    if create_graph and not isinstance(g, Tensor):
+        w = _new(Tensor)
+        w.data = g
+        w._node = None
+        w.requires_grad = False
+        g = w
+    return g
+
+
+def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> list | None:
+    # 1. Dependency counts over the graph reachable from the roots.
+    deps: dict[Node, int] = {}
+    stack = []
+    for edge, _ in roots:
+        node = _node_of(edge)
+        if node is not None and node not in deps:
+            deps[node] = 0
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        for p in node.parents:
+            if p is None:
+                continue
+            tp = type(p)
+            if tp is tuple:
+                p = p[0]
+            elif tp is not Node:
+                continue
+            c = deps.get(p)
+            if c is None:
+                deps[p] = 1
+                stack.append(p)
+            else:
+                deps[p] = c + 1
+
+    # 2. Seed the roots, then run nodes as their counts reach zero.
+    pending: dict[Any, Any] = {}
+    for edge, g in roots:
+        _accumulate(pending, edge, g)
+    ready = [n for n, c in deps.items() if c == 0]
+    results = [None] * len(inputs) if inputs is not None else None
+    masked: set = set()
+    clock = _clock[0]
+    pending_get = pending.get
+    pending_pop = pending.pop
+    ready_append = ready.append
+
+    while ready:
+        node = ready.pop()
+        g = pending_pop(node, None)
+        args = node.args
+        if args is None:
+            raise RuntimeError(_FREED.format(name=node.op.name))
+        extra = node.extra
+        if extra is not None and (extra.hooks or extra.retained):
+            g = _node_hooks(node, g)
+        if targets is not None and node in targets:
+            _capture(targets[node], inputs, results, g)
+        if node.epoch < clock:
+            check_saved(node)
+        spec = node.op
+        parents = node.parents
+        if g is not None and spec.nout != 1:
+            g = None if all(x is None for x in g) else tuple(g)
+        grads = None
+        if g is not None:
+            if create_graph or (extra is not None and extra.duals is not None):
+                rule_args, ans = _saved_as_tensors(node)
+            else:
+                rule_args, ans = args, node.ans
+            kw = node.kw or {}
+            strong = node in masked if masked else False
+            if strong and spec.elementwise:
+                grads = _strong_zero_grads(node, g, ans, rule_args, kw)
+            mask = strong or spec.selects
+            vjps = spec.vjps
+            variadic = spec.variadic
+        for i, p in enumerate(parents):
+            if p is None:
+                continue
+            gi = None
+            if g is not None:
+                if grads is not None:
+                    gi = grads[i]
+                elif variadic:
+                    gi = vjps[0](i, g, ans, *rule_args, **kw)
+                else:
+                    gi = vjps[i](g, ans, *rule_args, **kw)
+                if gi is not None:
+                    ref = args[i]
+                    if ref is not None:
+                        try:
+                            if gi.shape != ref.shape or gi.dtype != ref.dtype:
+                                gi = _fit(gi, ref, node, i)
+                        except AttributeError:
+                            gi = _fit(gi, ref, node, i)
+            tp = type(p)
+            if tp is Node:
+                if gi is not None:
+                    prev = pending_get(p)
+                    pending[p] = gi if prev is None else prev + gi
+                    if mask:
+                        masked.add(p)
+                c = deps[p] - 1
+                deps[p] = c
+                if not c:
+                    ready_append(p)
+            elif tp is tuple:
+                if gi is not None:
+                    _accumulate(pending, p, gi)
+                    if mask:
+                        masked.add(p[0])
+                p = p[0]
+                c = deps[p] - 1
+                deps[p] = c
+                if not c:
+                    ready_append(p)
+            elif gi is not None:
+                prev = pending_get(p)
+                pending[p] = gi if prev is None else prev + gi
+        if not retain_graph:
+            node.args = None
+            node.ans = None
+            node.kw = None
+            if extra is not None:
+                extra.duals = None
+
+    # 3. Leaves: hooks, then accumulate (or capture).
+    for leaf, g in pending.items():
+        if not isinstance(leaf, Tensor):
+            continue  # a node that no path reached with a gradient
+        hooks = getattr(leaf, "_hooks", None)
+        if hooks:
+            g = _run_hooks(hooks, g)
+        if targets is not None:
+            for k in targets.get(leaf, ()):
+                results[k] = g
+            continue
+        if not isinstance(g, (np.ndarray, Tensor)):
+            g = np.asarray(g)
+        prev = getattr(leaf, "_grad", None)
+        leaf._grad = _own(g) if prev is None else prev + g
+    return results
+
+
+def _capture(ks: list, inputs: Sequence[Tensor], results: list, g: Any) -> None:
+    for k in ks:
+        edge = inputs[k]._node
+        if type(edge) is tuple:
+            results[k] = g[edge[1]] if g is not None else None
+        else:
+            results[k] = g
+
+
+def _strong_zero_grads(node: Node, g: Any, ans: Any, args: Any, kw: dict) -> list:
+    """Rule results with exact zeros wherever ``g`` is zero (a masked, untaken branch):
+    0 * inf and 0 * nan there become 0 instead of nan."""
+    from . import where
+
+    spec = node.op
+    zero = g == 0
+    grads = []
+    with np.errstate(all="ignore"):
+        for i, p in enumerate(node.parents):
+            if p is None:
+                grads.append(None)
+                continue
+            gi = (spec.vjps[0](i, g, ans, *args, **kw) if spec.variadic
+                  else spec.vjps[i](g, ans, *args, **kw))
+            grads.append(None if gi is None else where(zero, 0, gi))
+    return grads

@@ -1,0 +1,629 @@
+"""The one op mechanism: every differentiable function, built-in or a user's, is declared here.
+
+An op is a forward function on arrays plus one VJP rule per differentiable input (and,
+optionally, one JVP rule per input). Calling an op on tensors computes the forward on
+the underlying arrays and, when a gradient is needed, records a :class:`Node`. Calling it
+on plain arrays is plain NumPy: no tensor, no node.
+
+Rule signatures (``args`` are the op's positional arguments, ``kw`` its keyword ones)::
+
+    vjp_i(g, ans, *args, **kw) -> gradient for input i
+    jvp_i(t, ans, *args, **kw) -> tangent of the output due to tangent t of input i
+
+In ordinary backward, rules see NumPy arrays; under ``create_graph=True`` or forward mode
+they see tensors. Rules written with yaad functions therefore give higher derivatives for
+free. The engine, not the rule, reduces a gradient over broadcast axes, casts it to the
+input's dtype (real part for a real input) and skips inputs that need no gradient.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .grad_mode import state
+from .tensor import Tensor
+
+ndarray = np.ndarray
+_new = object.__new__
+
+# Clock of in-place modifications. A node records the clock when it is made; at backward,
+# a saved array whose memory was modified later is an error (see ``mark_modified``).
+_clock = [0]
+_modified: dict[int, list] = {}  # id(root array) -> [version, clock, weakref]
+
+# Every op, by name (built-ins and users'); the tests walk it.
+registry: dict[str, Op] = {}
+
+
+class Meta:
+    """Shape and dtype of an input whose value the rules do not need (saves memory)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __repr__(self) -> str:
+        return f"Meta(shape={self.shape}, dtype={self.dtype})"
+
+
+class Node:
+    """One recorded call of an op: what backward needs to run its rules."""
+
+    # args: the saved inputs (arrays), or a Meta / None for inputs whose values the rules
+    # do not read (None: same shape and dtype as the output). kw: None when empty.
+    # extra: None, or a NodeExtra for the rarely used parts.
+    __slots__ = ("op", "args", "kw", "ans", "parents", "epoch", "extra", "__weakref__")
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op.name}>"
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+
+class NodeExtra:
+    """Hooks, retained gradients, forward-mode duals and view tracking of a node."""
+
+    __slots__ = ("hooks", "retained", "duals", "view_of")
+
+    def __init__(self) -> None:
+        self.hooks = None
+        self.retained = None
+        self.duals = None
+        self.view_of = None
+
+
+def extra_of(node: Node) -> NodeExtra:
+    """The node's :class:`NodeExtra`, made on first use."""
+    extra = node.extra
+    if extra is None:
+        extra = node.extra = NodeExtra()
+    return extra
+
+
+class Op:
+    """The declaration of a differentiable function (see the module docstring)."""
+
+    __slots__ = (
+        "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
+        "elementwise", "selects", "linear", "fn", "__weakref__",
+    )
+
+    def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
+                 elementwise, selects, linear):
+        self.forward = forward
+        self.name = name
+        self.vjps = vjps
+        self.jvps = jvps
+        self.save_args = save_args
+        self.save_ans = save_ans
+        self.nout = nout
+        self.variadic = variadic
+        self.elementwise = elementwise
+        self.selects = selects
+        self.linear = linear
+        self.fn = None  # the public function, set by op()
+
+    def __repr__(self) -> str:
+        return f"<yaad op {self.name}>"
+
+
+def _as_rules(rules: Callable | Sequence | None) -> tuple:
+    if rules is None:
+        return ()
+    if callable(rules):
+        return (rules,)
+    return tuple(rules)
+
+
+def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = None,
+       jvp: Callable | Sequence | None = None, name: str | None = None,
+       save_args: bool = True, save_ans: bool = True, nout: int = 1,
+       variadic: bool = False, elementwise: bool = False, selects: bool = False,
+       linear: Sequence[int] | bool = False) -> Callable:
+    """Declare a differentiable operation from a forward function on arrays.
+
+    Usable as ``op(forward, vjp=..., jvp=...)`` or as a decorator, with the rules given
+    later by ``f.defvjp(...)`` and ``f.defjvp(...)``.
+
+    Parameters
+    ----------
+    forward : callable
+        The function on NumPy arrays (any positional and keyword arguments).
+    vjp : callable or sequence of callables, optional
+        One rule per differentiable positional input, ``vjp_i(g, ans, *args, **kw)``,
+        returning the gradient for that input; ``None`` marks an input without a gradient.
+        With ``variadic=True``, a single rule ``vjp(i, g, ans, *args, **kw)`` for all.
+    jvp : callable or sequence of callables, optional
+        Forward-mode rules, ``jvp_i(t, ans, *args, **kw)``, same layout as ``vjp``.
+    name : str, optional
+        The name used in errors; defaults to ``forward.__name__``.
+    save_args, save_ans : bool
+        Whether the rules read the input values / the output value. When False the
+        rules get only shapes and dtypes (a :class:`Meta`) or ``None``, and memory is
+        released early.
+    nout : int
+        Number of outputs (forward returns a tuple when more than one).
+    variadic : bool
+        All positional arguments are differentiable inputs (``concatenate(*xs)``).
+    elementwise : bool
+        The op maps positions to positions; enables the strong-zero treatment of
+        gradients that were masked by a selection (see ``selects``).
+    selects : bool
+        The VJP places exact zeros (``where``, indexing, ``maximum``): the inputs above it
+        get strong-zero gradients, so a NaN in a branch not taken stays out.
+    linear : bool or sequence of int
+        The op is linear in each of these inputs with the others held fixed (True: in
+        all), as ``multiply``, ``matmul`` and ``reshape`` are; its JVP for such an input is
+        the op applied with the tangent in that input's place, so no JVP rule needs
+        writing. (``add`` is not: it is affine in each input and has its own rules.)
+
+    Returns
+    -------
+    callable
+        The op: takes tensors or arrays, returns a tensor (arrays in, arrays out).
+    """
+    if forward is None:
+        return lambda f: op(f, vjp=vjp, jvp=jvp, name=name, save_args=save_args,
+                            save_ans=save_ans, nout=nout, variadic=variadic,
+                            elementwise=elementwise, selects=selects, linear=linear)
+    spec = Op(forward, name or forward.__name__, _as_rules(vjp), _as_rules(jvp), save_args,
+              save_ans, nout, variadic, elementwise, selects, linear)
+    return _make_function(spec)
+
+
+def _fast_arity(spec: Op) -> int:
+    """1 or 2 when calls with that many positional arguments may take the fast path."""
+    vjps = spec.vjps
+    if spec.variadic or spec.nout != 1 or not vjps or any(v is None for v in vjps):
+        return 0
+    return len(vjps) if len(vjps) <= 2 else 0
+
+
+def _make_function(spec: Op) -> Callable:
+    forward = spec.forward
+    fast = _fast_arity(spec)
+
+    def call(*args, **kw):
+        if not kw:
+            n = len(args)
+            if n == fast:
+                if n == 1:
+                    x = args[0]
+                    if isinstance(x, Tensor):
+                        return _unary(spec, x)
+                    return forward(x)
+                x, y = args
+                xt = isinstance(x, Tensor)
+                if xt or isinstance(y, Tensor):
+                    return _binary(spec, x, y, xt)
+                return forward(x, y)
+        for a in args:
+            if isinstance(a, Tensor):
+                return apply(spec, args, kw)
+        if kw:
+            for v in kw.values():
+                if isinstance(v, Tensor):
+                    return apply(spec, args, kw)
+        return forward(*args, **kw)
+
+    def _set(attr, rules):
+        nonlocal fast
+        rules = rules[0] if len(rules) == 1 and isinstance(rules[0], tuple) else rules
+        setattr(spec, attr, tuple(rules))
+        fast = _fast_arity(spec)
+        return rules[0] if len(rules) == 1 else rules
+
+    call.__name__ = spec.name
+    call.__qualname__ = spec.name
+    call.__doc__ = forward.__doc__
+    call.__wrapped__ = forward
+    call.op = spec
+    spec.fn = call
+    call.defvjp = lambda *rules: _set("vjps", rules)
+    call.defjvp = lambda *rules: _set("jvps", rules)
+    registry[spec.name] = spec
+    return call
+
+
+def _meta(a: Any, ans: Any, elementwise: bool) -> Any:
+    """What a non-saving op keeps of an input: None when an elementwise op's output has
+    the input's shape and dtype (nothing to reduce or cast), else a :class:`Meta`."""
+    if elementwise and a.shape == ans.shape and a.dtype is ans.dtype:
+        return None
+    return Meta(a.shape, a.dtype)
+
+
+def _unary(spec: Op, x: Tensor) -> Tensor:
+    """The fast path of a one-input op called with a tensor and no keywords."""
+    st = state
+    if st.special:
+        return _apply_special(spec, (x,), {})
+    xd = x.data
+    try:
+        ans = spec.forward(xd)
+    except Exception as e:
+        raise _named(e, spec.name) from e
+    out = _new(Tensor)
+    out.data = ans
+    if st.enabled and x.requires_grad and (spec.elementwise or ans.dtype.kind in "fc"):
+        node = _new(Node)
+        node.op = spec
+        node.args = (xd,) if spec.save_args else (_meta(xd, ans, spec.elementwise),)
+        node.kw = None
+        node.ans = ans if spec.save_ans else None
+        node.parents = (x._node or x,)
+        node.epoch = _clock[0]
+        node.extra = None
+        if not spec.save_args and getattr(ans, "base", None) is not None:
+            _note_view(node, ans)
+        out._node = node
+        out.requires_grad = True
+        return out
+    out._node = None
+    out.requires_grad = False
+    return out
+
+
+def _binary(spec: Op, x: Any, y: Any, xt: bool) -> Tensor:
+    """The fast path of a two-input op called with at least one tensor and no keywords."""
+    st = state
+    if st.special:
+        return _apply_special(spec, (x, y), {})
+    yt = isinstance(y, Tensor)
+    xd = x.data if xt else x
+    yd = y.data if yt else y
+    try:
+        ans = spec.forward(xd, yd)
+    except Exception as e:
+        raise _named(e, spec.name) from e
+    out = _new(Tensor)
+    out.data = ans
+    if st.enabled:
+        px = (x._node or x) if xt and x.requires_grad else None
+        py = (y._node or y) if yt and y.requires_grad else None
+        if (px is not None or py is not None) and (spec.elementwise or
+                                                   ans.dtype.kind in "fc"):
+            node = _new(Node)
+            node.op = spec
+            if spec.save_args:
+                node.args = (xd, yd)
+            elif spec.elementwise:
+                node.args = (None if px is None else _meta(xd, ans, True),
+                             None if py is None else _meta(yd, ans, True))
+            else:
+                node.args = (_meta(xd, ans, False) if hasattr(xd, "dtype") else xd,
+                             _meta(yd, ans, False) if hasattr(yd, "dtype") else yd)
+            node.kw = None
+            node.ans = ans if spec.save_ans else None
+            node.parents = (px, py)
+            node.epoch = _clock[0]
+            node.extra = None
+            out._node = node
+            out.requires_grad = True
+            return out
+    out._node = None
+    out.requires_grad = False
+    return out
+
+
+def _kw_arrays(spec: Op, kw: dict) -> dict:
+    out = {}
+    for k, v in kw.items():
+        if isinstance(v, Tensor):
+            if v.requires_grad and state.enabled:
+                raise TypeError(
+                    f"{spec.name}: keyword argument {k}= is a tensor that requires grad; "
+                    f"keyword arguments are not differentiated. Pass it positionally.")
+            v = v.data
+        out[k] = v
+    return out
+
+
+def apply(spec: Op, args: tuple, kw: dict) -> Any:
+    """Run ``spec`` on ``args`` (some of them tensors), recording a node if needed."""
+    if state.special:
+        return _apply_special(spec, args, kw)
+    arrays = tuple([a.data if isinstance(a, Tensor) else a for a in args])
+    if kw:
+        kw = _kw_arrays(spec, kw)
+    try:
+        ans = spec.forward(*arrays, **kw)
+    except Exception as e:
+        raise _named(e, spec.name) from e
+    if state.enabled:
+        vjps = spec.vjps
+        variadic = spec.variadic
+        parents = [None] * len(args)
+        any_parent = False
+        for i, a in enumerate(args):
+            if (isinstance(a, Tensor) and a.requires_grad
+                    and (variadic or (i < len(vjps) and vjps[i] is not None))):
+                parents[i] = a._node or a
+                any_parent = True
+        if any_parent:
+            return _wrap_outputs(spec, ans, _record(spec, arrays, kw, ans, tuple(parents)))
+    return _wrap_outputs(spec, ans, None)
+
+
+def _named(e: Exception, name: str) -> Exception:
+    """The same exception with the op's name in front of its message."""
+    msg = str(e)
+    if msg.startswith(name + ":"):
+        return e
+    try:
+        return type(e)(f"{name}: {msg}")
+    except Exception:
+        return e
+
+
+def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node:
+    node = _new(Node)
+    node.op = spec
+    if spec.save_args:
+        node.args = arrays
+    else:
+        # Keep only shapes and dtypes of the differentiable inputs; other arguments
+        # (axes, indices) stay as they are.
+        ew = spec.elementwise
+        vjps = spec.vjps
+        variadic = spec.variadic
+        kept = []
+        for i, a in enumerate(arrays):
+            if hasattr(a, "dtype") and (variadic or (i < len(vjps) and vjps[i] is not None)):
+                kept.append(None if ew and parents[i] is None else _meta(a, ans, ew))
+            else:
+                kept.append(a)
+        node.args = tuple(kept)
+    node.kw = kw or None
+    if spec.save_ans:
+        node.ans = ans
+    elif spec.nout == 1:
+        node.ans = None
+    else:
+        node.ans = tuple(Meta(np.shape(a), a.dtype) for a in ans)
+    node.parents = parents
+    node.epoch = _clock[0]
+    node.extra = None
+    if not spec.save_args and getattr(ans, "base", None) is not None:
+        _note_view(node, ans)
+    return node
+
+
+def _note_view(node: Node, ans: Any) -> None:
+    # The output is a view: an in-place change of its memory after this point would reach
+    # later users of the view but not this node. Backward checks it (check_saved).
+    extra_of(node).view_of = weakref.ref(ans.base)
+
+
+def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
+    if spec.nout == 1:
+        out = _new(Tensor)
+        out.data = ans
+        diff = node is not None and ans.dtype.kind in "fc"
+        out._node = node if diff else None
+        out.requires_grad = diff
+        return out
+    outs = []
+    for i, a in enumerate(ans):
+        t = _new(Tensor)
+        t.data = a
+        diff = node is not None and a.dtype.kind in "fc"
+        t._node = (node, i) if diff else None
+        t.requires_grad = diff
+        outs.append(t)
+    return tuple(outs)
+
+
+# ---------------------------------------------------------------------------------------
+# Forward mode, tracing and anomaly detection: the slow path, only taken when active.
+
+
+def _apply_special(spec: Op, args: tuple, kw: dict) -> Any:
+    levels = state.levels
+    if levels:
+        top = _top_level(args, kw, levels)
+        if top is not None:
+            return _apply_forward_mode(spec, args, kw, top)
+    tracer = state.tracer
+    if tracer is not None:
+        return tracer.apply(spec, args, kw)
+    state.special = False
+    try:
+        out = apply(spec, args, kw)
+    finally:
+        state.refresh()
+    if state.anomaly:
+        from .anomaly import note_forward
+
+        note_forward(out)
+    return out
+
+
+def _top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
+    top = None
+    for a in (*args, *kw.values()):
+        if isinstance(a, Tensor):
+            tan = getattr(a, "_tangents", None)
+            if tan:
+                m = max(tan)
+                if top is None or m > top:
+                    top = m
+    return top
+
+
+def strip_level(x: Any, level: int) -> Any:
+    """The same value without its tangent at ``level`` (a new tensor sharing data and node)."""
+    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
+    if not tans or level not in tans:
+        return x
+    y = _new(Tensor)
+    y.data = x.data
+    y._node = x._node
+    y.requires_grad = x.requires_grad
+    rest = {k: v for k, v in tans.items() if k != level}
+    y._tangents = rest or None
+    return y
+
+
+def tangent_of(x: Any, level: int) -> Any:
+    """The tangent of ``x`` at ``level``, or None."""
+    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
+    return tans.get(level) if tans else None
+
+
+def with_tangent(x: Tensor, level: int, tangent: Any) -> Tensor:
+    """A tensor equal to ``x`` (same data and node) carrying ``tangent`` at ``level``."""
+    y = _new(Tensor)
+    y.data = x.data
+    y._node = x._node
+    y.requires_grad = x.requires_grad
+    old = getattr(x, "_tangents", None)
+    tans = dict(old) if old else {}
+    tans[level] = tangent
+    y._tangents = tans
+    return y
+
+
+def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
+    base_args = tuple(strip_level(a, level) for a in args)
+    base_kw = {k: strip_level(v, level) for k, v in kw.items()}
+    for k, v in kw.items():
+        if tangent_of(v, level) is not None:
+            raise TypeError(f"{spec.name}: keyword argument {k}= carries a forward-mode "
+                            "tangent; keyword arguments are not differentiated.")
+    out = apply(spec, base_args, base_kw)
+    nin = len(args) if spec.variadic else len(spec.vjps)
+    total = None
+    for i in range(min(nin, len(args))):
+        t = tangent_of(args[i], level)
+        if t is None:
+            continue
+        contrib = _jvp_rule(spec, i, t, out, base_args, base_kw)
+        if contrib is None:
+            continue
+        if spec.nout == 1:
+            total = contrib if total is None else total + contrib
+        else:
+            total = contrib if total is None else tuple(
+                a if b is None else b if a is None else a + b for a, b in zip(total, contrib))
+    if total is None:
+        return out
+    if spec.nout == 1:
+        total = _fit_tangent(total, out)
+        out = with_tangent(out, level, total)
+        node = out._node
+        tangents = out._tangents
+    else:
+        out = tuple(o if tt is None else with_tangent(o, level, _fit_tangent(tt, o))
+                    for o, tt in zip(out, total))
+        node = next((o._node[0] for o in out if o._node is not None), None)
+        tangents = tuple(getattr(o, "_tangents", None) for o in out)
+    if node is not None:
+        # Backward through this node (jacfwd of jacrev, hvp) must see the saved values
+        # with their tangents, so keep the inputs as tensors.
+        extra_of(node).duals = (list(args), tangents)
+    return out
+
+
+def _fit_tangent(t: Any, out: Tensor) -> Any:
+    shape = out.shape
+    if np.shape(t) != shape:
+        from . import broadcast_to
+
+        t = broadcast_to(t, shape)
+    dt = out.dtype
+    tdt = getattr(t, "dtype", None)
+    if tdt is not None and tdt != dt:
+        if tdt.kind == "c" and dt.kind != "c":
+            from . import real
+
+            t = real(t)
+        from . import astype
+
+        t = astype(t, dt)
+    return t
+
+
+def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
+    jvps = spec.jvps
+    rule = None
+    if spec.variadic:
+        if jvps:
+            return jvps[0](i, t, out, *args, **kw)
+    elif i < len(jvps):
+        rule = jvps[i]
+    if rule is not None:
+        return rule(t, out, *args, **kw)
+    lin = spec.linear
+    if lin is True or (lin and i in lin):
+        # Linear in input i with the others held fixed (multiply, matmul, einsum,
+        # reshape): the tangent goes through the op itself in place of input i.
+        new_args = list(args)
+        new_args[i] = t
+        return spec.fn(*new_args, **kw)
+    raise NotImplementedError(
+        f"{spec.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian) "
+        f"cannot go through it. Declare one with {spec.name}.defjvp(...) or use "
+        f"reverse mode (vjp, jacrev).")
+
+
+def mark_modified(arr: Any) -> None:
+    """Record that the memory of ``arr`` was changed in place (bumps its version)."""
+    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
+    _clock[0] += 1
+    key = id(root)
+    entry = _modified.get(key)
+    if entry is not None and entry[2]() is root:
+        entry[0] += 1
+        entry[1] = _clock[0]
+        return
+    ref = weakref.ref(root, lambda _r, key=key: _modified.pop(key, None))
+    _modified[key] = [1, _clock[0], ref]
+
+
+def version_of(arr: Any) -> int:
+    """How many in-place changes the memory of ``arr`` has seen."""
+    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
+    entry = _modified.get(id(root))
+    if entry is not None and entry[2]() is root:
+        return entry[0]
+    return 0
+
+
+def check_saved(node: Node) -> None:
+    """Raise if a value saved by ``node`` was modified in place after it was saved."""
+    saved = list(node.args)
+    ans = node.ans
+    saved.extend(ans if isinstance(ans, tuple) else (ans,))
+    view_of = node.extra.view_of if node.extra is not None else None
+    if view_of is not None and view_of() is not None:
+        saved.append(view_of())
+    for k, a in enumerate(saved):
+        if not isinstance(a, ndarray):
+            continue
+        root = a.base if isinstance(a.base, ndarray) else a
+        entry = _modified.get(id(root))
+        if entry is not None and entry[2]() is root and entry[1] > node.epoch:
+            what = (f"input {k}" if k < len(node.args) else
+                    "its output" if k == len(node.args) else "the memory its output views")
+            raise RuntimeError(
+                f"one of the values needed for gradient computation has been modified by an "
+                f"in-place operation: {what} of '{node.op.name}' (an array of shape "
+                f"{a.shape} and dtype {a.dtype}) is now at version {entry[0]}, and was "
+                f"saved before that change. Avoid the in-place operation, or apply it to "
+                f"a .clone() of the tensor.")

@@ -1,0 +1,1 @@
+"""The built-in operators, one module a family."""

@@ -1,0 +1,434 @@
+"""Elementwise functions: one row a function, derivatives written with yaad functions.
+
+A row names the function, its NumPy/SciPy implementation, and the derivative with respect
+to each input as a function of ``(ans, *inputs)``. Parameters that a derivative does not
+read start with ``_``; when no row reads the inputs (or the output), they are not saved.
+From a derivative ``d`` the VJP is ``g * conj(d)`` (PyTorch's convention for holomorphic
+functions, so ``z.grad = dL/dx + i dL/dy``) and the JVP is ``t * d``.
+
+Non-holomorphic and piecewise functions (``abs``, ``real``, ``angle``, ``maximum``,
+``where``, ...) have their rules written out after the table.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.special as sp
+
+from ..op import op
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_SQRT_PI = math.sqrt(math.pi)
+
+
+def _is_complex(v) -> bool:
+    dt = getattr(v, "dtype", None)
+    if dt is not None:
+        return dt.kind == "c"
+    return isinstance(v, complex)
+
+
+def _uses(fn, name_index: int) -> bool:
+    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+    return name_index < len(names) and not names[name_index].startswith("_")
+
+
+def _check_real(name, args):
+    for a in args:
+        if _is_complex(a):
+            raise TypeError(f"{name}: the derivative is not defined for complex inputs (got "
+                            f"{a.dtype}); apply it to the real and imaginary parts, or to "
+                            f"abs(z)")
+
+
+def _vjp_from(d, name, real_only):
+    def vjp(g, ans, *args):
+        if real_only:
+            _check_real(name, args)
+        dv = d(ans, *args)
+        if _is_complex(dv):
+            dv = conj(dv)
+        return g * dv
+
+    return vjp
+
+
+def _jvp_from(d, name, real_only):
+    def jvp(t, ans, *args):
+        if real_only:
+            _check_real(name, args)
+        return t * d(ans, *args)
+
+    return jvp
+
+
+def row(name: str, fn, *derivs, real_only: bool = False, selects: bool = False):
+    """Declare an elementwise function from its derivatives (see the module docstring).
+
+    ``None`` in place of a derivative marks a non-differentiable input (an order, say).
+    ``real_only`` marks functions whose derivative does not exist for complex inputs
+    (``maximum``: NumPy compares complex numbers lexicographically): the forward stays
+    NumPy's, the gradient raises.
+    """
+    used = [d for d in derivs if d is not None]
+    save_ans = any(_uses(d, 0) for d in used)
+    save_args = any(_uses(d, k) for d in used for k in range(1, len(derivs) + 1))
+    return op(fn, name=name,
+              vjp=tuple(None if d is None else _vjp_from(d, name, real_only) for d in derivs),
+              jvp=tuple(None if d is None else _jvp_from(d, name, real_only) for d in derivs),
+              save_args=save_args, save_ans=save_ans, elementwise=True, selects=selects)
+
+
+# ---- the table ---------------------------------------------------------------------
+
+sin = row("sin", np.sin, lambda _a, x: cos(x))
+cos = row("cos", np.cos, lambda _a, x: -sin(x))
+tan = row("tan", np.tan, lambda ans, _x: 1 + ans * ans)
+arcsin = row("arcsin", np.arcsin, lambda _a, x: reciprocal(sqrt(1 - x * x)))
+arccos = row("arccos", np.arccos, lambda _a, x: -reciprocal(sqrt(1 - x * x)))
+arctan = row("arctan", np.arctan, lambda _a, x: reciprocal(1 + x * x))
+sinh = row("sinh", np.sinh, lambda _a, x: cosh(x))
+cosh = row("cosh", np.cosh, lambda _a, x: sinh(x))
+tanh = row("tanh", np.tanh, lambda ans, _x: 1 - ans * ans)
+arcsinh = row("arcsinh", np.arcsinh, lambda _a, x: reciprocal(sqrt(x * x + 1)))
+arccosh = row("arccosh", np.arccosh, lambda _a, x: reciprocal(sqrt(x - 1) * sqrt(x + 1)))
+arctanh = row("arctanh", np.arctanh, lambda _a, x: reciprocal(1 - x * x))
+exp = row("exp", np.exp, lambda ans, _x: ans)
+exp2 = row("exp2", np.exp2, lambda ans, _x: ans * _LN2)
+expm1 = row("expm1", np.expm1, lambda ans, _x: ans + 1)
+log = row("log", np.log, lambda _a, x: reciprocal(x))
+log2 = row("log2", np.log2, lambda _a, x: reciprocal(x * _LN2))
+log10 = row("log10", np.log10, lambda _a, x: reciprocal(x * _LN10))
+log1p = row("log1p", np.log1p, lambda _a, x: reciprocal(1 + x))
+sqrt = row("sqrt", np.sqrt, lambda ans, _x: 0.5 / ans)
+cbrt = row("cbrt", np.cbrt, lambda ans, _x: reciprocal(3 * ans * ans), real_only=True)
+square = row("square", np.square, lambda _a, x: 2 * x)
+reciprocal = row("reciprocal", np.reciprocal, lambda ans, _x: -(ans * ans))
+negative = row("negative", np.negative, lambda _a, _x: -1)
+positive = row("positive", np.positive, lambda _a, _x: 1)
+deg2rad = row("deg2rad", np.deg2rad, lambda _a, _x: math.pi / 180, real_only=True)
+rad2deg = row("rad2deg", np.rad2deg, lambda _a, _x: 180 / math.pi, real_only=True)
+radians = row("radians", np.radians, lambda _a, _x: math.pi / 180, real_only=True)
+degrees = row("degrees", np.degrees, lambda _a, _x: 180 / math.pi, real_only=True)
+sinc = row("sinc", np.sinc, lambda ans, x: where(
+    x == 0, 0, (cos(math.pi * x) - ans) / where(x == 0, 1, x)))
+
+erf = row("erf", sp.erf, lambda _a, x: (2 / _SQRT_PI) * exp(-(x * x)))
+erfc = row("erfc", sp.erfc, lambda _a, x: (-2 / _SQRT_PI) * exp(-(x * x)))
+erfinv = row("erfinv", sp.erfinv, lambda ans, _x: (_SQRT_PI / 2) * exp(ans * ans),
+             real_only=True)
+erfcinv = row("erfcinv", sp.erfcinv, lambda ans, _x: (-_SQRT_PI / 2) * exp(ans * ans),
+              real_only=True)
+erfcx = row("erfcx", sp.erfcx, lambda ans, x: 2 * x * ans - 2 / _SQRT_PI)
+gamma = row("gamma", sp.gamma, lambda ans, x: ans * digamma(x))
+gammaln = row("gammaln", sp.gammaln, lambda _a, x: digamma(x), real_only=True)
+digamma = row("digamma", sp.digamma, lambda _a, x: polygamma(1, x))
+psi = digamma
+polygamma = row("polygamma", sp.polygamma, None, lambda _a, n, x: polygamma(n + 1, x),
+                real_only=True)
+beta = row("beta", sp.beta,
+           lambda ans, a, b: ans * (digamma(a) - digamma(a + b)),
+           lambda ans, a, b: ans * (digamma(b) - digamma(a + b)), real_only=True)
+betaln = row("betaln", sp.betaln,
+             lambda _ans, a, b: digamma(a) - digamma(a + b),
+             lambda _ans, a, b: digamma(b) - digamma(a + b), real_only=True)
+expit = row("expit", sp.expit, lambda ans, _x: ans * (1 - ans), real_only=True)
+logit = row("logit", sp.logit, lambda _a, x: reciprocal(x * (1 - x)), real_only=True)
+xlogy = row("xlogy", sp.xlogy,
+            lambda _a, x, y: xlogy(x != 0, y),
+            lambda _a, x, y: x / y)
+xlog1py = row("xlog1py", sp.xlog1py,
+              lambda _a, x, y: xlog1py(x != 0, y),
+              lambda _a, x, y: x / (1 + y))
+# Bessel functions through the recurrences of the general orders.
+jv = row("jv", sp.jv, None, lambda _a, v, x: 0.5 * (jv(v - 1, x) - jv(v + 1, x)))
+yv = row("yv", sp.yv, None, lambda _a, v, x: 0.5 * (yv(v - 1, x) - yv(v + 1, x)))
+iv = row("iv", sp.iv, None, lambda _a, v, x: 0.5 * (iv(v - 1, x) + iv(v + 1, x)))
+ive = row("ive", sp.ive, None,
+          lambda ans, v, x: 0.5 * (ive(v - 1, x) + ive(v + 1, x)) - sign(real(x)) * ans)
+j0 = row("j0", sp.j0, lambda _a, x: -j1(x), real_only=True)
+j1 = row("j1", sp.j1, lambda _a, x: 0.5 * (j0(x) - jv(2, x)), real_only=True)
+y0 = row("y0", sp.y0, lambda _a, x: -y1(x), real_only=True)
+y1 = row("y1", sp.y1, lambda _a, x: 0.5 * (y0(x) - yv(2, x)), real_only=True)
+i0 = row("i0", sp.i0, lambda _a, x: i1(x), real_only=True)
+i1 = row("i1", sp.i1, lambda _a, x: 0.5 * (i0(x) + iv(2, x)), real_only=True)
+i0e = row("i0e", sp.i0e, lambda ans, x: i1e(x) - sign(x) * ans, real_only=True)
+i1e = row("i1e", sp.i1e, lambda ans, x: 0.5 * (i0e(x) + ive(2, x)) - sign(x) * ans,
+          real_only=True)
+
+multiply = row("multiply", np.multiply, lambda _a, _x, y: y, lambda _a, x, _y: x)
+arctan2 = row("arctan2", np.arctan2,
+              lambda _a, y, x: x / (x * x + y * y),
+              lambda _a, y, x: -y / (x * x + y * y), real_only=True)
+hypot = row("hypot", np.hypot,
+            lambda ans, x, _y: where(ans == 0, 0, x / where(ans == 0, 1, ans)),
+            lambda ans, _x, y: where(ans == 0, 0, y / where(ans == 0, 1, ans)),
+            real_only=True)
+logaddexp = row("logaddexp", np.logaddexp,
+                lambda ans, x, _y: exp(x - where(ans == -np.inf, 0, ans)),
+                lambda ans, _x, y: exp(y - where(ans == -np.inf, 0, ans)), real_only=True)
+logaddexp2 = row("logaddexp2", np.logaddexp2,
+                 lambda ans, x, _y: exp2(x - where(ans == -np.inf, 0, ans)),
+                 lambda ans, _x, y: exp2(y - where(ans == -np.inf, 0, ans)), real_only=True)
+mod = row("mod", np.mod, lambda _a, _x, _y: 1, lambda _a, x, y: -floor(x / y),
+          real_only=True)
+remainder = mod
+fmod = row("fmod", np.fmod, lambda _a, _x, _y: 1, lambda _a, x, y: -trunc(x / y),
+           real_only=True)
+maximum = row("maximum", np.maximum,
+              lambda _a, x, y: (x > y) + 0.5 * (x == y),
+              lambda _a, x, y: (x < y) + 0.5 * (x == y), real_only=True, selects=True)
+minimum = row("minimum", np.minimum,
+              lambda _a, x, y: (x < y) + 0.5 * (x == y),
+              lambda _a, x, y: (x > y) + 0.5 * (x == y), real_only=True, selects=True)
+fmax = row("fmax", np.fmax,
+           lambda _a, x, y: ((x > y) | isnan(y)) + 0.5 * (x == y),
+           lambda _a, x, y: ((x < y) | isnan(x)) + 0.5 * (x == y), real_only=True,
+           selects=True)
+fmin = row("fmin", np.fmin,
+           lambda _a, x, y: ((x < y) | isnan(y)) + 0.5 * (x == y),
+           lambda _a, x, y: ((x > y) | isnan(x)) + 0.5 * (x == y), real_only=True,
+           selects=True)
+
+# Piecewise-constant functions: zero gradient (documented), like PyTorch.
+floor = row("floor", np.floor, lambda _a, _x: 0, real_only=True)
+ceil = row("ceil", np.ceil, lambda _a, _x: 0, real_only=True)
+trunc = row("trunc", np.trunc, lambda _a, _x: 0, real_only=True)
+rint = row("rint", np.rint, lambda _a, _x: 0)
+fix = row("fix", np.fix, lambda _a, _x: 0, real_only=True)
+floor_divide = row("floor_divide", np.floor_divide, lambda _a, _x, _y: 0,
+                   lambda _a, _x, _y: 0, real_only=True)
+
+
+@op
+def round(x, decimals=0):  # noqa: A001 - NumPy's name
+    """Round to the given number of decimals (zero gradient, like PyTorch)."""
+    return np.round(x, decimals)
+
+
+round.defvjp(lambda g, ans, x, decimals=0: g * 0)
+round.defjvp(lambda t, ans, x, decimals=0: t * 0)
+around = round
+
+relu = row("relu", lambda x: np.maximum(x, 0), lambda _a, x: x > 0, real_only=True,
+           selects=True)
+relu.__doc__ = "Rectified linear unit, max(x, 0); the gradient at 0 is 0."
+sigmoid = expit
+softplus = row("softplus", lambda x: np.logaddexp(0, x), lambda _a, x: expit(x),
+               real_only=True)
+softplus.__doc__ = "log(1 + exp(x)), computed without overflow."
+
+
+# ---- rules written out ---------------------------------------------------------------
+
+add = op(np.add, name="add", save_args=False, save_ans=False, elementwise=True,
+         vjp=(lambda g, ans, x, y: g, lambda g, ans, x, y: g),
+         jvp=(lambda t, ans, x, y: t, lambda t, ans, x, y: t))
+subtract = op(np.subtract, name="subtract", save_args=False, save_ans=False, elementwise=True,
+              vjp=(lambda g, ans, x, y: g, lambda g, ans, x, y: -g),
+              jvp=(lambda t, ans, x, y: t, lambda t, ans, x, y: -t))
+
+
+def _conj_of(v):
+    return conj(v) if _is_complex(v) else v
+
+
+divide = op(np.divide, name="divide", elementwise=True,
+            vjp=(lambda g, ans, x, y: g / _conj_of(y),
+                 lambda g, ans, x, y: -g * _conj_of(ans / y)),
+            jvp=(lambda t, ans, x, y: t / y,
+                 lambda t, ans, x, y: -t * (ans / y)))
+true_divide = divide
+
+
+def _power_dx(ans, x, y):
+    if isinstance(y, (int, float)) and not isinstance(y, bool):
+        if y == 0:
+            return 0 * x
+        if y == 1:
+            return 1 + 0 * x
+        if y == 2:
+            return 2 * x
+        return y * x ** (y - 1)
+    # y * x**(y-1), and 0 where y == 0 (x**-1 would be inf at x == 0)
+    return where(y == 0, 0, y * x ** where(y == 0, 1, y - 1))
+
+
+def _power_dy(ans, x, y):
+    # log(x) * x**y, and 0 where x == 0 (the limit for y > 0)
+    return where(x == 0, 0, ans * log(where(x == 0, 1, x)))
+
+
+def _power_vjp(d):
+    def vjp(g, ans, x, y):
+        dv = d(ans, x, y)
+        return g * _conj_of(dv)
+
+    return vjp
+
+
+power = op(np.power, name="power", elementwise=True,
+           vjp=(_power_vjp(_power_dx), _power_vjp(_power_dy)),
+           jvp=(lambda t, ans, x, y: t * _power_dx(ans, x, y),
+                lambda t, ans, x, y: t * _power_dy(ans, x, y)))
+pow = power  # noqa: A001
+float_power = op(np.float_power, name="float_power", elementwise=True,
+                 vjp=(_power_vjp(_power_dx), _power_vjp(_power_dy)),
+                 jvp=(lambda t, ans, x, y: t * _power_dx(ans, x, y),
+                      lambda t, ans, x, y: t * _power_dy(ans, x, y)))
+
+
+def _abs_vjp(g, ans, x):
+    return g * sign(x)
+
+
+def _abs_jvp(t, ans, x):
+    if _is_complex(x):
+        return real(conj(sign(x)) * t)
+    return t * sign(x)
+
+
+absolute = op(np.abs, name="absolute", vjp=_abs_vjp, jvp=_abs_jvp, save_ans=False,
+              elementwise=True)
+abs = absolute  # noqa: A001
+
+
+def _sign_vjp(g, ans, x):
+    if not _is_complex(x):
+        return g * 0
+    # sgn(z) = z/|z| depends on the phase only: keep the part of g along i*sgn(z).
+    r = absolute(x)
+    return where(r == 0, 0, (g - real(conj(ans) * g) * ans) / where(r == 0, 1, r))
+
+
+def _sign_jvp(t, ans, x):
+    if not _is_complex(x):
+        return t * 0
+    r = absolute(x)
+    return where(r == 0, 0, (t - real(conj(ans) * t) * ans) / where(r == 0, 1, r))
+
+
+sign = op(np.sign, name="sign", vjp=_sign_vjp, jvp=_sign_jvp, elementwise=True)
+sgn = sign
+
+
+def _real_vjp(g, ans, x):
+    return g
+
+
+real = op(np.real, name="real", vjp=_real_vjp, linear=True, save_args=False,
+          save_ans=False, elementwise=True)
+real.__doc__ = "The real part (differentiable; for a real input, the input itself)."
+
+
+def _imag_vjp(g, ans, x):
+    if x.dtype.kind != "c":
+        return g * 0
+    return g * 1j
+
+
+imag = op(np.imag, name="imag", vjp=_imag_vjp, linear=True, save_args=False,
+          save_ans=False, elementwise=True)
+imag.__doc__ = "The imaginary part (differentiable; zero for a real input)."
+
+conj = op(np.conj, name="conjugate", vjp=lambda g, ans, x: conj(g), linear=True,
+          save_args=False, save_ans=False, elementwise=True)
+conjugate = conj
+
+
+def _angle_vjp(g, ans, x):
+    if not _is_complex(x):
+        return g * 0
+    # d angle = Im(dz / z): z.grad = g * i z / |z|^2, and 0 at z == 0
+    r2 = real(x * conj(x))
+    return where(r2 == 0, 0, g * 1j * x / where(r2 == 0, 1, r2))
+
+
+def _angle_jvp(t, ans, x):
+    if not _is_complex(x):
+        return t * 0
+    r2 = real(x * conj(x))
+    return where(r2 == 0, 0, imag(t * conj(x)) / where(r2 == 0, 1, r2))
+
+
+angle = op(np.angle, name="angle", vjp=_angle_vjp, jvp=_angle_jvp, save_ans=False,
+           elementwise=True)
+
+
+def _clip(x, a_min=None, a_max=None):
+    return np.clip(x, a_min, a_max)
+
+
+def _clip_inside(x, lo, hi):
+    m = True
+    if lo is not None:
+        m = x >= lo
+    if hi is not None:
+        m = m & (x <= hi) if m is not True else x <= hi
+    return m
+
+
+clip = op(_clip, name="clip", elementwise=True, selects=True,
+          vjp=(lambda g, ans, x, lo=None, hi=None: where(_clip_inside(x, lo, hi), g, 0),
+               lambda g, ans, x, lo=None, hi=None: where(x < lo, g, 0),
+               lambda g, ans, x, lo=None, hi=None: where(x > hi, g, 0)),
+          jvp=(lambda t, ans, x, lo=None, hi=None: where(_clip_inside(x, lo, hi), t, 0),
+               lambda t, ans, x, lo=None, hi=None: where(x < lo, t, 0),
+               lambda t, ans, x, lo=None, hi=None: where(x > hi, t, 0)))
+clip.__doc__ = """Limit values to [a_min, a_max] (either may be None).
+
+The gradient passes where a_min <= x <= a_max, and to a bound where it is active."""
+
+
+def _where(condition, x, y):
+    return np.where(condition, x, y)
+
+
+where = op(_where, name="where", elementwise=True, selects=True, save_ans=False,
+           vjp=(None, lambda g, ans, c, x, y: where(c, g, 0),
+                lambda g, ans, c, x, y: where(c, 0, g)),
+           jvp=(None, lambda t, ans, c, x, y: where(c, t, 0),
+                lambda t, ans, c, x, y: where(c, 0, t)))
+where.__doc__ = """Choose elementwise from x where condition holds, else from y.
+
+The gradient of the branch not taken is exactly zero, even where that branch is NaN or
+infinite, and it stays zero through the elementwise functions above it."""
+
+
+# ---- without gradient: comparisons, logic, tests -------------------------------------
+
+def _nondiff(fn, name=None):
+    return op(fn, name=name or fn.__name__)
+
+
+equal = _nondiff(np.equal)
+not_equal = _nondiff(np.not_equal)
+less = _nondiff(np.less)
+less_equal = _nondiff(np.less_equal)
+greater = _nondiff(np.greater)
+greater_equal = _nondiff(np.greater_equal)
+logical_and = _nondiff(np.logical_and)
+logical_or = _nondiff(np.logical_or)
+logical_xor = _nondiff(np.logical_xor)
+logical_not = _nondiff(np.logical_not)
+isnan = _nondiff(np.isnan)
+isinf = _nondiff(np.isinf)
+isfinite = _nondiff(np.isfinite)
+isneginf = _nondiff(np.isneginf)
+isposinf = _nondiff(np.isposinf)
+signbit = _nondiff(np.signbit)
+iscomplex = _nondiff(np.iscomplex)
+isreal = _nondiff(np.isreal)
+isclose = _nondiff(np.isclose)
+bitwise_and = _nondiff(np.bitwise_and)
+bitwise_or = _nondiff(np.bitwise_or)
+bitwise_xor = _nondiff(np.bitwise_xor)
+invert = _nondiff(np.invert)
+left_shift = _nondiff(np.left_shift)
+right_shift = _nondiff(np.right_shift)
+heaviside = _nondiff(np.heaviside)
+gcd = _nondiff(np.gcd)
+lcm = _nondiff(np.lcm)

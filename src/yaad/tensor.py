@@ -1,0 +1,321 @@
+"""The Tensor: an array, its gradient, and its link to the node that produced it."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .grad_mode import state
+
+_new = object.__new__
+
+
+class Tensor:
+    """An array that records the operations applied to it, for differentiation.
+
+    Parameters
+    ----------
+    data : array_like
+        The value. An ``ndarray`` is used as is (no copy); :func:`yaad.tensor` copies.
+    requires_grad : bool, optional
+        Whether gradients with respect to this tensor are wanted (floating point and
+        complex dtypes only).
+
+    Attributes
+    ----------
+    data : numpy.ndarray
+        The value.
+    grad : numpy.ndarray or None
+        The accumulated gradient (after :meth:`backward`). For a complex tensor and a real
+        loss L of z = x + iy it is ``dL/dx + 1j * dL/dy``, so ``z -= lr * z.grad``
+        descends.
+    requires_grad : bool
+        Whether operations on this tensor are recorded.
+    """
+
+    # _grad, _hooks, _tangents and _base are left unset until used: creating a tensor
+    # stores three slots only.
+    __slots__ = ("data", "requires_grad", "_node", "_grad", "_hooks", "_tangents", "_base",
+                 "__weakref__")
+    __array_priority__ = 1000
+    __hash__ = object.__hash__
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        if isinstance(data, Tensor):
+            data = data.data
+        elif not isinstance(data, np.ndarray):
+            data = np.asarray(data)
+        self.data = data
+        self._node = None
+        self.requires_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # ---- autograd attributes -------------------------------------------------------
+
+    @property
+    def grad(self) -> Any:
+        """The accumulated gradient, or None."""
+        return getattr(self, "_grad", None)
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is not None:
+            if isinstance(value, Tensor) and not value.requires_grad:
+                value = value.data
+            if np.shape(value) != self.shape:
+                raise ValueError(f"assigned grad has shape {np.shape(value)}, but the tensor "
+                                 f"has shape {self.shape}")
+        self._grad = value
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors made by the user rather than by a recorded operation."""
+        return self._node is None
+
+    @property
+    def grad_fn(self) -> Any:
+        """The node that produced this tensor (None for a leaf)."""
+        node = self._node
+        return node[0] if isinstance(node, tuple) else node
+
+    @property
+    def _version(self) -> int:
+        from .op import version_of
+
+        return version_of(self.data)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set :attr:`requires_grad` in place (leaves only) and return self."""
+        if requires_grad and self.data.dtype.kind not in "fc":
+            raise TypeError(
+                f"only floating point and complex tensors can require gradients; this "
+                f"tensor has dtype {self.data.dtype}. Convert it first, e.g. "
+                f"yaad.tensor(x, dtype=float).")
+        if not requires_grad and self._node is not None:
+            raise RuntimeError("requires_grad_(False) is only allowed on leaf tensors; "
+                               "use .detach() for a non-leaf.")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing this tensor's data, cut from the graph."""
+        t = _new(Tensor)
+        t.data = self.data
+        t._node = None
+        t.requires_grad = False
+        return t
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph, in place."""
+        self._node = None
+        self.requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep :attr:`grad` for this non-leaf tensor after backward (leaves always do)."""
+        node = self._node
+        if node is None:
+            return
+        import weakref
+
+        from .op import extra_of
+
+        node, index = node if isinstance(node, tuple) else (node, 0)
+        extra = extra_of(node)
+        if extra.retained is None:
+            extra.retained = {}
+        extra.retained[index] = weakref.ref(self)
+
+    def register_hook(self, fn: Callable[[Any], Any]) -> _HookHandle:
+        """Call ``fn(grad)`` when this tensor's gradient is computed.
+
+        ``fn`` may return a replacement gradient. Returns a handle with ``remove()``.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        node = self._node
+        if node is None:
+            hooks = getattr(self, "_hooks", None)
+            if hooks is None:
+                hooks = self._hooks = []
+            hooks.append(fn)
+            return _HookHandle(hooks, fn)
+        from .op import extra_of
+
+        node, index = node if isinstance(node, tuple) else (node, 0)
+        extra = extra_of(node)
+        if extra.hooks is None:
+            extra.hooks = {}
+        hooks = extra.hooks.setdefault(index, [])
+        hooks.append(fn)
+        return _HookHandle(hooks, fn)
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this tensor into the ``.grad`` of the leaves.
+
+        Parameters
+        ----------
+        gradient : array_like, optional
+            The gradient with respect to this tensor; required unless it is a real
+            scalar (then 1).
+        retain_graph : bool, optional
+            Keep the saved values, so that backward can run again through this graph.
+            Defaults to ``create_graph``.
+        create_graph : bool, optional
+            Record the backward pass, so that gradients can be differentiated again.
+        inputs : sequence of Tensor, optional
+            Accumulate only into these tensors.
+        """
+        from .engine import run_backward
+
+        run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
+
+    # ---- array attributes ---------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        """The shape, as a tuple."""
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return self.data.size
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype."""
+        return self.data.dtype
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self.data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the data."""
+        return self.data.nbytes
+
+    def numpy(self) -> Any:
+        """The data as a NumPy array (shared, not copied)."""
+        return self.data
+
+    def tolist(self) -> Any:
+        """The data as nested Python lists."""
+        return self.data.tolist()
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python scalar."""
+        if state.tracer is not None:
+            state.tracer.guard_value(self, "item")
+        if self.data.size != 1:
+            raise ValueError(f"item(): only a one-element tensor can be converted to a "
+                             f"Python scalar; this one has shape {self.shape}")
+        return self.data.item()
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return len(self.data)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(len(self.data)):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        if state.tracer is not None:
+            state.tracer.guard_value(self, "bool")
+        return bool(self.data)
+
+    def __float__(self) -> float:
+        if state.tracer is not None:
+            state.tracer.guard_value(self, "float")
+        return float(self.data)
+
+    def __int__(self) -> int:
+        if state.tracer is not None:
+            state.tracer.guard_value(self, "int")
+        return int(self.data)
+
+    def __complex__(self) -> complex:
+        if state.tracer is not None:
+            state.tracer.guard_value(self, "complex")
+        return complex(self.data)
+
+    def __index__(self) -> int:
+        if self.data.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
+        if state.tracer is not None:
+            state.tracer.guard_value(self, "index")
+        return self.data.__index__()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self.requires_grad and state.enabled:
+            raise TypeError(
+                "cannot convert a tensor that requires grad to a NumPy array implicitly: "
+                "the gradient would be lost. Use t.detach().numpy() (or t.numpy()) if that "
+                "is what you want.")
+        data = np.asarray(self.data)
+        if dtype is not None and data.dtype != dtype:
+            return data.astype(dtype)
+        return data.copy() if copy else data
+
+    def __repr__(self) -> str:
+        prefix = "tensor("
+        body = np.array2string(np.asarray(self.data), separator=", ", prefix=prefix)
+        extras = []
+        if self.data.dtype not in (np.float64, np.int64, np.bool_, np.complex128):
+            extras.append(f"dtype={self.data.dtype}")
+        node = self.grad_fn
+        if node is not None:
+            extras.append(f"grad_fn=<{node.op.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return prefix + body + "".join(", " + e for e in extras) + ")"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self.data.ndim == 0:
+            return format(self.data.item(), spec)
+        return repr(self)
+
+    # ---- NumPy interoperability ----------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from .numpy_dispatch import array_ufunc
+
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        from .numpy_dispatch import array_function
+
+        return array_function(func, args, kwargs)
+
+
+class _HookHandle:
+    """Returned by :meth:`Tensor.register_hook`; ``remove()`` takes the hook away."""
+
+    def __init__(self, hooks: list, fn: Callable) -> None:
+        self.hooks = hooks
+        self.fn = fn
+
+    def remove(self) -> None:
+        if self.fn in self.hooks:
+            self.hooks.remove(self.fn)
+
+
+def is_tensor(x: Any) -> bool:
+    """Return True if ``x`` is a yaad Tensor."""
+    return isinstance(x, Tensor)

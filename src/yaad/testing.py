@@ -1,0 +1,173 @@
+"""Gradient checks against central finite differences, for real and complex inputs.
+
+The check projects the outputs on a random cotangent ``w`` (complex when an output is
+complex), so the real loss ``L = sum(Re(conj(w) * f(x)))`` exercises the whole Jacobian.
+yaad's gradient of ``L`` must equal ``dL/dRe(x) + 1j * dL/dIm(x)`` computed by finite
+differences on the real and imaginary parts separately.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .tensor import Tensor
+
+__all__ = ["gradcheck", "numerical_gradient", "GradcheckError"]
+
+
+class GradcheckError(AssertionError):
+    """Raised by :func:`gradcheck` when an analytical gradient disagrees with the numerical one."""
+
+
+def _as_tuple(x: Any) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    """Float64 / complex128 copy: finite differences need the precision."""
+    return np.array(a, dtype=np.complex128 if a.dtype.kind == "c" else np.float64)
+
+
+def _differentiable(x: Any) -> bool:
+    if isinstance(x, Tensor):
+        return x.dtype.kind in "fc" and (x.requires_grad or x.is_leaf)
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
+def _project(outputs: Sequence[Any], ws: Sequence[np.ndarray]) -> Any:
+    total = 0.0
+    for y, w in zip(outputs, ws):
+        prod = y * np.conj(w)
+        total = total + (prod.real if np.iscomplexobj(w) or _is_complex(y) else prod).sum()
+    return total
+
+
+def _is_complex(y: Any) -> bool:
+    return getattr(y, "dtype", np.dtype(float)).kind == "c"
+
+
+def _call(f: Callable, values: list, diff: list, wrap: bool) -> tuple:
+    args = [Tensor(v, requires_grad=d) if (wrap and d) else v for v, d in zip(values, diff)]
+    out = f(*args)
+    return args, _as_tuple(out)
+
+
+def numerical_gradient(f: Callable, inputs: Sequence[Any], ws: Sequence[np.ndarray],
+                       eps: float = 1e-6) -> list:
+    """Central differences of ``L = sum Re(conj(w) * f(inputs))``, per input, in yaad's
+    convention (``dL/dRe + 1j dL/dIm`` for complex inputs)."""
+    values = [_wide(x.data if isinstance(x, Tensor) else x) if _differentiable(x) else
+              (x.data if isinstance(x, Tensor) else x) for x in inputs]
+    diff = [_differentiable(x) for x in inputs]
+
+    def loss() -> float:
+        _, outs = _call(f, values, diff, wrap=False)
+        outs = [o.data if isinstance(o, Tensor) else np.asarray(o) for o in outs]
+        return float(np.real(_project(outs, ws)))
+
+    grads = []
+    for v, d in zip(values, diff):
+        if not d:
+            grads.append(None)
+            continue
+        g = np.zeros(v.shape, dtype=v.dtype)
+        flat_v = v.reshape(-1)
+        flat_g = g.reshape(-1)
+        steps = (1.0, 1j) if v.dtype.kind == "c" else (1.0,)
+        for k in range(flat_v.size):
+            orig = flat_v[k]
+            for step in steps:
+                flat_v[k] = orig + eps * step
+                up = loss()
+                flat_v[k] = orig - eps * step
+                down = loss()
+                flat_v[k] = orig
+                flat_g[k] += step * (up - down) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+def gradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> bool:
+    """Check yaad's gradients of ``f`` against central finite differences.
+
+    Parameters
+    ----------
+    f : callable
+        Takes the inputs (as tensors) and returns a tensor or a tuple of tensors, real or
+        complex.
+    inputs : array_like or sequence of array_like
+        The point. Floating point and complex arrays (or tensors) are differentiated;
+        other arguments are passed through. Checked in float64 / complex128.
+    eps : float
+        The finite-difference step.
+    atol, rtol : float
+        Tolerances: ``|analytical - numerical| <= atol + rtol * |numerical|``.
+    seed : int
+        Seed of the random cotangent that projects the outputs.
+    raise_exception : bool
+        Raise :class:`GradcheckError` on a mismatch (else return False).
+
+    Returns
+    -------
+    bool
+        True if every gradient matches.
+
+    Raises
+    ------
+    GradcheckError
+        Naming the input, the worst entry, and both values.
+    """
+    inputs = _as_tuple(inputs)
+    diff = [_differentiable(x) for x in inputs]
+    values = [_wide(x.data if isinstance(x, Tensor) else x) if d else
+              (x.data if isinstance(x, Tensor) else x) for x, d in zip(inputs, diff)]
+    args, outs = _call(f, values, diff, wrap=True)
+    rng = np.random.default_rng(seed)
+    ws = []
+    for o in outs:
+        shape = np.shape(o.data if isinstance(o, Tensor) else o)
+        w = rng.standard_normal(shape)
+        if _is_complex(o):
+            w = w + 1j * rng.standard_normal(shape)
+        ws.append(w)
+    loss = _project(outs, ws)
+    if not isinstance(loss, Tensor) or not loss.requires_grad:
+        analytical = [np.zeros_like(v) if d else None for v, d in zip(values, diff)]
+    else:
+        from .autograd import grad
+
+        wanted = [a for a, d in zip(args, diff) if d]
+        got = grad(loss, wanted, allow_unused=True)
+        it = iter(got)
+        analytical = []
+        for v, d in zip(values, diff):
+            if not d:
+                analytical.append(None)
+                continue
+            g = next(it)
+            analytical.append(np.zeros_like(v) if g is None else np.asarray(g))
+    numerical = numerical_gradient(f, values, ws, eps)
+    for k, (a, n) in enumerate(zip(analytical, numerical)):
+        if n is None:
+            continue
+        if a.shape != n.shape:
+            return _fail(raise_exception, f"input {k}: the gradient has shape {a.shape}, the "
+                                          f"input has shape {n.shape}")
+        err = np.abs(a - n) - (atol + rtol * np.abs(n))
+        if err.size and (np.max(err) > 0 or not np.all(np.isfinite(a))):
+            bad = np.nan_to_num(err, nan=np.inf)
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), err.shape))
+            return _fail(raise_exception,
+                         f"input {k} (shape {n.shape}, dtype {n.dtype}): the gradient differs "
+                         f"from finite differences; worst entry {idx}: analytical "
+                         f"{a[idx]!r}, numerical {n[idx]!r} (atol={atol}, rtol={rtol})")
+    return True
+
+
+def _fail(raise_exception: bool, message: str) -> bool:
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
