@@ -9,19 +9,19 @@ array([0., 2., 4.])
 
 from __future__ import annotations
 
-from . import methods as _methods
-from .creation import *  # noqa: F403
+# The order matters: the tensor and the op mechanism, then the ops, then what uses them.
+from .tensor import Tensor, is_tensor
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .op import Meta, Op, op, registry
-from .ops.elementwise import *  # noqa: F403
+from .creation import *
+from .ops.elementwise import *
 from .ops.elementwise import abs, pow, round  # noqa: A004
-from .ops.products import *  # noqa: F403
-from .ops.reductions import *  # noqa: F403
+from .ops.shape import *
+from .ops.reductions import *
 from .ops.reductions import sum  # noqa: A004
-from .ops.shape import *  # noqa: F403
-from .tensor import Tensor, is_tensor
-
-from . import autograd, testing  # noqa: E402  (they need the ops above)
+from .ops.products import *
+from . import autograd, testing
+from . import methods as _methods
 
 __version__ = "0.1.0"
 

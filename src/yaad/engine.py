@@ -13,7 +13,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-
 from .grad_mode import state
 from .op import Meta, Node, _clock, check_saved
 from .tensor import Tensor
@@ -51,7 +50,8 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
                          f"broadcast to the input's shape {shape}")
     axes = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
-    from . import reshape, sum as _sum
+    from . import reshape
+    from . import sum as _sum
 
     if axes:
         g = _sum(g, axis=axes)

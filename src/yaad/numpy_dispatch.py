@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .tensor import Tensor
 
 # Ufunc methods that are reductions or scans with a yaad name.

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import scipy.special as sp
 
-from ..op import op
+from ..op import exported, op
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -65,7 +65,7 @@ def _jvp_from(d, name, real_only):
     return jvp
 
 
-def row(name: str, fn, *derivs, real_only: bool = False, selects: bool = False):
+def elementwise_op(name: str, fn, *derivs, real_only: bool = False, selects: bool = False):
     """Declare an elementwise function from its derivatives (see the module docstring).
 
     ``None`` in place of a derivative marks a non-differentiable input (an order, say).
@@ -84,122 +84,122 @@ def row(name: str, fn, *derivs, real_only: bool = False, selects: bool = False):
 
 # ---- the table ---------------------------------------------------------------------
 
-sin = row("sin", np.sin, lambda _a, x: cos(x))
-cos = row("cos", np.cos, lambda _a, x: -sin(x))
-tan = row("tan", np.tan, lambda ans, _x: 1 + ans * ans)
-arcsin = row("arcsin", np.arcsin, lambda _a, x: reciprocal(sqrt(1 - x * x)))
-arccos = row("arccos", np.arccos, lambda _a, x: -reciprocal(sqrt(1 - x * x)))
-arctan = row("arctan", np.arctan, lambda _a, x: reciprocal(1 + x * x))
-sinh = row("sinh", np.sinh, lambda _a, x: cosh(x))
-cosh = row("cosh", np.cosh, lambda _a, x: sinh(x))
-tanh = row("tanh", np.tanh, lambda ans, _x: 1 - ans * ans)
-arcsinh = row("arcsinh", np.arcsinh, lambda _a, x: reciprocal(sqrt(x * x + 1)))
-arccosh = row("arccosh", np.arccosh, lambda _a, x: reciprocal(sqrt(x - 1) * sqrt(x + 1)))
-arctanh = row("arctanh", np.arctanh, lambda _a, x: reciprocal(1 - x * x))
-exp = row("exp", np.exp, lambda ans, _x: ans)
-exp2 = row("exp2", np.exp2, lambda ans, _x: ans * _LN2)
-expm1 = row("expm1", np.expm1, lambda ans, _x: ans + 1)
-log = row("log", np.log, lambda _a, x: reciprocal(x))
-log2 = row("log2", np.log2, lambda _a, x: reciprocal(x * _LN2))
-log10 = row("log10", np.log10, lambda _a, x: reciprocal(x * _LN10))
-log1p = row("log1p", np.log1p, lambda _a, x: reciprocal(1 + x))
-sqrt = row("sqrt", np.sqrt, lambda ans, _x: 0.5 / ans)
-cbrt = row("cbrt", np.cbrt, lambda ans, _x: reciprocal(3 * ans * ans), real_only=True)
-square = row("square", np.square, lambda _a, x: 2 * x)
-reciprocal = row("reciprocal", np.reciprocal, lambda ans, _x: -(ans * ans))
-negative = row("negative", np.negative, lambda _a, _x: -1)
-positive = row("positive", np.positive, lambda _a, _x: 1)
-deg2rad = row("deg2rad", np.deg2rad, lambda _a, _x: math.pi / 180, real_only=True)
-rad2deg = row("rad2deg", np.rad2deg, lambda _a, _x: 180 / math.pi, real_only=True)
-radians = row("radians", np.radians, lambda _a, _x: math.pi / 180, real_only=True)
-degrees = row("degrees", np.degrees, lambda _a, _x: 180 / math.pi, real_only=True)
-sinc = row("sinc", np.sinc, lambda ans, x: where(
+sin = elementwise_op("sin", np.sin, lambda _a, x: cos(x))
+cos = elementwise_op("cos", np.cos, lambda _a, x: -sin(x))
+tan = elementwise_op("tan", np.tan, lambda ans, _x: 1 + ans * ans)
+arcsin = elementwise_op("arcsin", np.arcsin, lambda _a, x: reciprocal(sqrt(1 - x * x)))
+arccos = elementwise_op("arccos", np.arccos, lambda _a, x: -reciprocal(sqrt(1 - x * x)))
+arctan = elementwise_op("arctan", np.arctan, lambda _a, x: reciprocal(1 + x * x))
+sinh = elementwise_op("sinh", np.sinh, lambda _a, x: cosh(x))
+cosh = elementwise_op("cosh", np.cosh, lambda _a, x: sinh(x))
+tanh = elementwise_op("tanh", np.tanh, lambda ans, _x: 1 - ans * ans)
+arcsinh = elementwise_op("arcsinh", np.arcsinh, lambda _a, x: reciprocal(sqrt(x * x + 1)))
+arccosh = elementwise_op("arccosh", np.arccosh, lambda _a, x: reciprocal(sqrt(x - 1) * sqrt(x + 1)))
+arctanh = elementwise_op("arctanh", np.arctanh, lambda _a, x: reciprocal(1 - x * x))
+exp = elementwise_op("exp", np.exp, lambda ans, _x: ans)
+exp2 = elementwise_op("exp2", np.exp2, lambda ans, _x: ans * _LN2)
+expm1 = elementwise_op("expm1", np.expm1, lambda ans, _x: ans + 1)
+log = elementwise_op("log", np.log, lambda _a, x: reciprocal(x))
+log2 = elementwise_op("log2", np.log2, lambda _a, x: reciprocal(x * _LN2))
+log10 = elementwise_op("log10", np.log10, lambda _a, x: reciprocal(x * _LN10))
+log1p = elementwise_op("log1p", np.log1p, lambda _a, x: reciprocal(1 + x))
+sqrt = elementwise_op("sqrt", np.sqrt, lambda ans, _x: 0.5 / ans)
+cbrt = elementwise_op("cbrt", np.cbrt, lambda ans, _x: reciprocal(3 * ans * ans), real_only=True)
+square = elementwise_op("square", np.square, lambda _a, x: 2 * x)
+reciprocal = elementwise_op("reciprocal", np.reciprocal, lambda ans, _x: -(ans * ans))
+negative = elementwise_op("negative", np.negative, lambda _a, _x: -1)
+positive = elementwise_op("positive", np.positive, lambda _a, _x: 1)
+deg2rad = elementwise_op("deg2rad", np.deg2rad, lambda _a, _x: math.pi / 180, real_only=True)
+rad2deg = elementwise_op("rad2deg", np.rad2deg, lambda _a, _x: 180 / math.pi, real_only=True)
+radians = elementwise_op("radians", np.radians, lambda _a, _x: math.pi / 180, real_only=True)
+degrees = elementwise_op("degrees", np.degrees, lambda _a, _x: 180 / math.pi, real_only=True)
+sinc = elementwise_op("sinc", np.sinc, lambda ans, x: where(
     x == 0, 0, (cos(math.pi * x) - ans) / where(x == 0, 1, x)))
 
-erf = row("erf", sp.erf, lambda _a, x: (2 / _SQRT_PI) * exp(-(x * x)))
-erfc = row("erfc", sp.erfc, lambda _a, x: (-2 / _SQRT_PI) * exp(-(x * x)))
-erfinv = row("erfinv", sp.erfinv, lambda ans, _x: (_SQRT_PI / 2) * exp(ans * ans),
+erf = elementwise_op("erf", sp.erf, lambda _a, x: (2 / _SQRT_PI) * exp(-(x * x)))
+erfc = elementwise_op("erfc", sp.erfc, lambda _a, x: (-2 / _SQRT_PI) * exp(-(x * x)))
+erfinv = elementwise_op("erfinv", sp.erfinv, lambda ans, _x: (_SQRT_PI / 2) * exp(ans * ans),
              real_only=True)
-erfcinv = row("erfcinv", sp.erfcinv, lambda ans, _x: (-_SQRT_PI / 2) * exp(ans * ans),
+erfcinv = elementwise_op("erfcinv", sp.erfcinv, lambda ans, _x: (-_SQRT_PI / 2) * exp(ans * ans),
               real_only=True)
-erfcx = row("erfcx", sp.erfcx, lambda ans, x: 2 * x * ans - 2 / _SQRT_PI)
-gamma = row("gamma", sp.gamma, lambda ans, x: ans * digamma(x))
-gammaln = row("gammaln", sp.gammaln, lambda _a, x: digamma(x), real_only=True)
-digamma = row("digamma", sp.digamma, lambda _a, x: polygamma(1, x))
+erfcx = elementwise_op("erfcx", sp.erfcx, lambda ans, x: 2 * x * ans - 2 / _SQRT_PI)
+gamma = elementwise_op("gamma", sp.gamma, lambda ans, x: ans * digamma(x))
+gammaln = elementwise_op("gammaln", sp.gammaln, lambda _a, x: digamma(x), real_only=True)
+digamma = elementwise_op("digamma", sp.digamma, lambda _a, x: polygamma(1, x))
 psi = digamma
-polygamma = row("polygamma", sp.polygamma, None, lambda _a, n, x: polygamma(n + 1, x),
+polygamma = elementwise_op("polygamma", sp.polygamma, None, lambda _a, n, x: polygamma(n + 1, x),
                 real_only=True)
-beta = row("beta", sp.beta,
+beta = elementwise_op("beta", sp.beta,
            lambda ans, a, b: ans * (digamma(a) - digamma(a + b)),
            lambda ans, a, b: ans * (digamma(b) - digamma(a + b)), real_only=True)
-betaln = row("betaln", sp.betaln,
+betaln = elementwise_op("betaln", sp.betaln,
              lambda _ans, a, b: digamma(a) - digamma(a + b),
              lambda _ans, a, b: digamma(b) - digamma(a + b), real_only=True)
-expit = row("expit", sp.expit, lambda ans, _x: ans * (1 - ans), real_only=True)
-logit = row("logit", sp.logit, lambda _a, x: reciprocal(x * (1 - x)), real_only=True)
-xlogy = row("xlogy", sp.xlogy,
+expit = elementwise_op("expit", sp.expit, lambda ans, _x: ans * (1 - ans), real_only=True)
+logit = elementwise_op("logit", sp.logit, lambda _a, x: reciprocal(x * (1 - x)), real_only=True)
+xlogy = elementwise_op("xlogy", sp.xlogy,
             lambda _a, x, y: xlogy(x != 0, y),
             lambda _a, x, y: x / y)
-xlog1py = row("xlog1py", sp.xlog1py,
+xlog1py = elementwise_op("xlog1py", sp.xlog1py,
               lambda _a, x, y: xlog1py(x != 0, y),
               lambda _a, x, y: x / (1 + y))
 # Bessel functions through the recurrences of the general orders.
-jv = row("jv", sp.jv, None, lambda _a, v, x: 0.5 * (jv(v - 1, x) - jv(v + 1, x)))
-yv = row("yv", sp.yv, None, lambda _a, v, x: 0.5 * (yv(v - 1, x) - yv(v + 1, x)))
-iv = row("iv", sp.iv, None, lambda _a, v, x: 0.5 * (iv(v - 1, x) + iv(v + 1, x)))
-ive = row("ive", sp.ive, None,
+jv = elementwise_op("jv", sp.jv, None, lambda _a, v, x: 0.5 * (jv(v - 1, x) - jv(v + 1, x)))
+yv = elementwise_op("yv", sp.yv, None, lambda _a, v, x: 0.5 * (yv(v - 1, x) - yv(v + 1, x)))
+iv = elementwise_op("iv", sp.iv, None, lambda _a, v, x: 0.5 * (iv(v - 1, x) + iv(v + 1, x)))
+ive = elementwise_op("ive", sp.ive, None,
           lambda ans, v, x: 0.5 * (ive(v - 1, x) + ive(v + 1, x)) - sign(real(x)) * ans)
-j0 = row("j0", sp.j0, lambda _a, x: -j1(x), real_only=True)
-j1 = row("j1", sp.j1, lambda _a, x: 0.5 * (j0(x) - jv(2, x)), real_only=True)
-y0 = row("y0", sp.y0, lambda _a, x: -y1(x), real_only=True)
-y1 = row("y1", sp.y1, lambda _a, x: 0.5 * (y0(x) - yv(2, x)), real_only=True)
-i0 = row("i0", sp.i0, lambda _a, x: i1(x), real_only=True)
-i1 = row("i1", sp.i1, lambda _a, x: 0.5 * (i0(x) + iv(2, x)), real_only=True)
-i0e = row("i0e", sp.i0e, lambda ans, x: i1e(x) - sign(x) * ans, real_only=True)
-i1e = row("i1e", sp.i1e, lambda ans, x: 0.5 * (i0e(x) + ive(2, x)) - sign(x) * ans,
+j0 = elementwise_op("j0", sp.j0, lambda _a, x: -j1(x), real_only=True)
+j1 = elementwise_op("j1", sp.j1, lambda _a, x: 0.5 * (j0(x) - jv(2, x)), real_only=True)
+y0 = elementwise_op("y0", sp.y0, lambda _a, x: -y1(x), real_only=True)
+y1 = elementwise_op("y1", sp.y1, lambda _a, x: 0.5 * (y0(x) - yv(2, x)), real_only=True)
+i0 = elementwise_op("i0", sp.i0, lambda _a, x: i1(x), real_only=True)
+i1 = elementwise_op("i1", sp.i1, lambda _a, x: 0.5 * (i0(x) + iv(2, x)), real_only=True)
+i0e = elementwise_op("i0e", sp.i0e, lambda ans, x: i1e(x) - sign(x) * ans, real_only=True)
+i1e = elementwise_op("i1e", sp.i1e, lambda ans, x: 0.5 * (i0e(x) + ive(2, x)) - sign(x) * ans,
           real_only=True)
 
-multiply = row("multiply", np.multiply, lambda _a, _x, y: y, lambda _a, x, _y: x)
-arctan2 = row("arctan2", np.arctan2,
+multiply = elementwise_op("multiply", np.multiply, lambda _a, _x, y: y, lambda _a, x, _y: x)
+arctan2 = elementwise_op("arctan2", np.arctan2,
               lambda _a, y, x: x / (x * x + y * y),
               lambda _a, y, x: -y / (x * x + y * y), real_only=True)
-hypot = row("hypot", np.hypot,
+hypot = elementwise_op("hypot", np.hypot,
             lambda ans, x, _y: where(ans == 0, 0, x / where(ans == 0, 1, ans)),
             lambda ans, _x, y: where(ans == 0, 0, y / where(ans == 0, 1, ans)),
             real_only=True)
-logaddexp = row("logaddexp", np.logaddexp,
+logaddexp = elementwise_op("logaddexp", np.logaddexp,
                 lambda ans, x, _y: exp(x - where(ans == -np.inf, 0, ans)),
                 lambda ans, _x, y: exp(y - where(ans == -np.inf, 0, ans)), real_only=True)
-logaddexp2 = row("logaddexp2", np.logaddexp2,
+logaddexp2 = elementwise_op("logaddexp2", np.logaddexp2,
                  lambda ans, x, _y: exp2(x - where(ans == -np.inf, 0, ans)),
                  lambda ans, _x, y: exp2(y - where(ans == -np.inf, 0, ans)), real_only=True)
-mod = row("mod", np.mod, lambda _a, _x, _y: 1, lambda _a, x, y: -floor(x / y),
+mod = elementwise_op("mod", np.mod, lambda _a, _x, _y: 1, lambda _a, x, y: -floor(x / y),
           real_only=True)
 remainder = mod
-fmod = row("fmod", np.fmod, lambda _a, _x, _y: 1, lambda _a, x, y: -trunc(x / y),
+fmod = elementwise_op("fmod", np.fmod, lambda _a, _x, _y: 1, lambda _a, x, y: -trunc(x / y),
            real_only=True)
-maximum = row("maximum", np.maximum,
+maximum = elementwise_op("maximum", np.maximum,
               lambda _a, x, y: (x > y) + 0.5 * (x == y),
               lambda _a, x, y: (x < y) + 0.5 * (x == y), real_only=True, selects=True)
-minimum = row("minimum", np.minimum,
+minimum = elementwise_op("minimum", np.minimum,
               lambda _a, x, y: (x < y) + 0.5 * (x == y),
               lambda _a, x, y: (x > y) + 0.5 * (x == y), real_only=True, selects=True)
-fmax = row("fmax", np.fmax,
+fmax = elementwise_op("fmax", np.fmax,
            lambda _a, x, y: ((x > y) | isnan(y)) + 0.5 * (x == y),
            lambda _a, x, y: ((x < y) | isnan(x)) + 0.5 * (x == y), real_only=True,
            selects=True)
-fmin = row("fmin", np.fmin,
+fmin = elementwise_op("fmin", np.fmin,
            lambda _a, x, y: ((x < y) | isnan(y)) + 0.5 * (x == y),
            lambda _a, x, y: ((x > y) | isnan(x)) + 0.5 * (x == y), real_only=True,
            selects=True)
 
 # Piecewise-constant functions: zero gradient (documented), like PyTorch.
-floor = row("floor", np.floor, lambda _a, _x: 0, real_only=True)
-ceil = row("ceil", np.ceil, lambda _a, _x: 0, real_only=True)
-trunc = row("trunc", np.trunc, lambda _a, _x: 0, real_only=True)
-rint = row("rint", np.rint, lambda _a, _x: 0)
-fix = row("fix", np.fix, lambda _a, _x: 0, real_only=True)
-floor_divide = row("floor_divide", np.floor_divide, lambda _a, _x, _y: 0,
+floor = elementwise_op("floor", np.floor, lambda _a, _x: 0, real_only=True)
+ceil = elementwise_op("ceil", np.ceil, lambda _a, _x: 0, real_only=True)
+trunc = elementwise_op("trunc", np.trunc, lambda _a, _x: 0, real_only=True)
+rint = elementwise_op("rint", np.rint, lambda _a, _x: 0)
+fix = elementwise_op("fix", np.fix, lambda _a, _x: 0, real_only=True)
+floor_divide = elementwise_op("floor_divide", np.floor_divide, lambda _a, _x, _y: 0,
                    lambda _a, _x, _y: 0, real_only=True)
 
 
@@ -213,11 +213,11 @@ round.defvjp(lambda g, ans, x, decimals=0: g * 0)
 round.defjvp(lambda t, ans, x, decimals=0: t * 0)
 around = round
 
-relu = row("relu", lambda x: np.maximum(x, 0), lambda _a, x: x > 0, real_only=True,
+relu = elementwise_op("relu", lambda x: np.maximum(x, 0), lambda _a, x: x > 0, real_only=True,
            selects=True)
 relu.__doc__ = "Rectified linear unit, max(x, 0); the gradient at 0 is 0."
 sigmoid = expit
-softplus = row("softplus", lambda x: np.logaddexp(0, x), lambda _a, x: expit(x),
+softplus = elementwise_op("softplus", lambda x: np.logaddexp(0, x), lambda _a, x: expit(x),
                real_only=True)
 softplus.__doc__ = "log(1 + exp(x)), computed without overflow."
 
@@ -432,3 +432,5 @@ right_shift = _nondiff(np.right_shift)
 heaviside = _nondiff(np.heaviside)
 gcd = _nondiff(np.gcd)
 lcm = _nondiff(np.lcm)
+
+__all__ = exported(globals())

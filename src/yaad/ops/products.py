@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..op import op
+from ..op import exported, op
 from .elementwise import multiply
 from .shape import expand_dims, moveaxis, squeeze
 
@@ -55,3 +55,5 @@ def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 trace = op(_trace, name="trace", save_args=False, save_ans=False, linear=(0,),
            vjp=_trace_vjp)
 trace.__doc__ = """Sum along a diagonal (numpy.trace), batched through ``axis1``/``axis2``."""
+
+__all__ = exported(globals())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..op import op
+from ..op import exported, op
 from .shape import _normalize_axes, broadcast_to, reshape
 
 
@@ -42,3 +42,5 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
     n = int(np.prod([shape[i] for i in _normalize_axes(axis, len(shape))]))
     total = sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
     return total / n if n else total * np.nan
+
+__all__ = exported(globals())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..op import op
+from ..op import exported, op
 from ..tensor import Tensor
 
 
@@ -189,3 +189,5 @@ index_put.__doc__ = """A copy of ``a`` with ``a[idx] = values`` (the out-of-plac
 def zeros_like_any(x):
     """Zeros with the shape and dtype of ``x`` (a plain array, never recorded)."""
     return np.zeros(x.shape, dtype=x.dtype)
+
+__all__ = exported(globals())
