@@ -14,7 +14,7 @@ import numpy as np
 
 from .tensor import Tensor
 
-__all__ = ["gradcheck", "numerical_gradient", "GradcheckError"]
+__all__ = ["gradcheck", "gradgradcheck", "numerical_gradient", "GradcheckError"]
 
 
 class GradcheckError(AssertionError):
@@ -165,6 +165,43 @@ def gradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
                          f"from finite differences; worst entry {idx}: analytical "
                          f"{a[idx]!r}, numerical {n[idx]!r} (atol={atol}, rtol={rtol})")
     return True
+
+
+def gradgradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> bool:
+    """Check second derivatives: :func:`gradcheck` of the gradient of ``f``.
+
+    The gradient of ``L = sum Re(conj(w) * f(x))`` is computed with
+    ``create_graph=True`` and itself checked against finite differences.
+
+    Parameters are those of :func:`gradcheck`.
+    """
+    inputs = _as_tuple(inputs)
+    diff = [_differentiable(x) for x in inputs]
+    rng = np.random.default_rng(seed + 1)
+    probe = [x.data if isinstance(x, Tensor) else x for x in inputs]
+    outs = _as_tuple(f(*probe))
+    ws = []
+    for o in outs:
+        shape = np.shape(o)
+        w = rng.standard_normal(shape)
+        if _is_complex(o):
+            w = w + 1j * rng.standard_normal(shape)
+        ws.append(w)
+
+    def first_gradient(*args):
+        from .autograd import grad
+
+        # Finite differences call this with plain arrays: make them differentiable.
+        args = [Tensor(a, requires_grad=True) if d and not isinstance(a, Tensor) else a
+                for a, d in zip(args, diff)]
+        loss = _project(_as_tuple(f(*args)), ws)
+        wanted = [a for a, d in zip(args, diff) if d]
+        got = grad(loss, wanted, create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else 0 * a for g, a in zip(got, wanted))
+
+    return gradcheck(first_gradient, inputs, eps=eps, atol=atol, rtol=rtol, seed=seed,
+                     raise_exception=raise_exception)
 
 
 def _fail(raise_exception: bool, message: str) -> bool:
