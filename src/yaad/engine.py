@@ -74,13 +74,14 @@ def cast_gradient(g: Any, dtype: np.dtype) -> Any:
     return astype(g, dtype)
 
 
-def _fit(g: Any, ref: Any, node: Node, i: int) -> Any:
+def _fit(g: Any, ref: Any, node: Node) -> Any:
     """Reduce ``g`` over broadcast axes and cast it to the dtype of the input ``ref``."""
     if not hasattr(g, "shape"):
         g = np.asarray(g)
     shape = ref.shape
     if g.shape != shape:
-        g = unbroadcast(g, shape, f"the gradient of '{node.op.name}' for input {i}")
+        k = next((i for i, a in enumerate(node.args) if a is ref), "?")
+        g = unbroadcast(g, shape, f"the gradient of '{node.op.name}' for input {k}")
     dtype = ref.dtype
     gdt = g.dtype
     if gdt is not dtype and gdt != dtype:
@@ -308,87 +309,57 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
     clock = _clock[0]
     pending_get = pending.get
     pending_pop = pending.pop
+    ready_pop = ready.pop
     ready_append = ready.append
+    captured = {n for n in targets if type(n) is Node} if targets else None
+    slow = create_graph or bool(captured)
+    release = not retain_graph
+    run = _NodeRun(pending, deps, ready, masked, create_graph, release)
 
     while ready:
-        node = ready.pop()
+        node = ready_pop()
         g = pending_pop(node, None)
         args = node.args
         if args is None:
             raise RuntimeError(_FREED.format(name=node.op.name))
-        extra = node.extra
-        if extra is not None and (extra.hooks or extra.retained):
-            g = _node_hooks(node, g)
-        if targets is not None and node in targets:
-            _capture(targets[node], inputs, results, g)
         if node.epoch < clock:
             check_saved(node)
         spec = node.op
-        parents = node.parents
-        if g is not None and spec.nout != 1:
-            g = None if all(x is None for x in g) else tuple(g)
-        grads = None
-        if g is not None:
-            if create_graph or (extra is not None and extra.duals is not None):
-                rule_args, ans = _saved_as_tensors(node)
-            else:
-                rule_args, ans = args, node.ans
-            kw = node.kw or {}
-            strong = node in masked if masked else False
-            if strong and spec.elementwise:
-                grads = _strong_zero_grads(node, g, ans, rule_args, kw)
-            mask = strong or spec.selects
-            vjps = spec.vjps
-            variadic = spec.variadic
-        for i, p in enumerate(parents):
+        if (slow or g is None or node.extra is not None or not spec.simple
+                or (masked and node in masked)):
+            if captured and node in captured:
+                g = _capture(node, g, targets[node], inputs, results)
+            run.general(node, g)
+            continue
+        # The common case, specialised: one output, no hooks, first order.
+        ans = node.ans
+        kw = node.kw
+        selects = spec.selects
+        for p, rule, ref in zip(node.parents, spec.vjps, args):
             if p is None:
                 continue
-            gi = None
-            if g is not None:
-                if grads is not None:
-                    gi = grads[i]
-                elif variadic:
-                    gi = vjps[0](i, g, ans, *rule_args, **kw)
-                else:
-                    gi = vjps[i](g, ans, *rule_args, **kw)
-                if gi is not None:
-                    ref = args[i]
-                    if ref is not None:
-                        try:
-                            if gi.shape != ref.shape or gi.dtype != ref.dtype:
-                                gi = _fit(gi, ref, node, i)
-                        except AttributeError:
-                            gi = _fit(gi, ref, node, i)
-            tp = type(p)
-            if tp is Node:
+            gi = rule(g, ans, *args) if kw is None else rule(g, ans, *args, **kw)
+            if gi is not None and ref is not None:
+                try:
+                    if gi.shape != ref.shape or (gi.dtype is not ref.dtype
+                                                 and gi.dtype != ref.dtype):
+                        gi = _fit(gi, ref, node)
+                except AttributeError:
+                    gi = _fit(gi, ref, node)
+            if type(p) is Node:
                 if gi is not None:
                     prev = pending_get(p)
                     pending[p] = gi if prev is None else prev + gi
-                    if mask:
+                    if selects:
                         masked.add(p)
                 c = deps[p] - 1
                 deps[p] = c
                 if not c:
                     ready_append(p)
-            elif tp is tuple:
-                if gi is not None:
-                    _accumulate(pending, p, gi)
-                    if mask:
-                        masked.add(p[0])
-                p = p[0]
-                c = deps[p] - 1
-                deps[p] = c
-                if not c:
-                    ready_append(p)
-            elif gi is not None:
-                prev = pending_get(p)
-                pending[p] = gi if prev is None else prev + gi
-        if not retain_graph:
-            node.args = None
-            node.ans = None
-            node.kw = None
-            if extra is not None:
-                extra.duals = None
+            else:
+                run.deliver(p, gi, selects)
+        if release:
+            node.args = node.ans = node.kw = None
 
     # 3. Leaves: hooks, then accumulate (or capture).
     for leaf, g in pending.items():
@@ -408,13 +379,84 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
     return results
 
 
-def _capture(ks: list, inputs: Sequence[Tensor], results: list, g: Any) -> None:
+def _capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: list) -> Any:
+    """Record the gradient of intermediate inputs of autograd.grad; returns ``g``."""
+    if node.op.nout != 1 and g is not None:
+        g = list(g)
     for k in ks:
         edge = inputs[k]._node
         if type(edge) is tuple:
             results[k] = g[edge[1]] if g is not None else None
         else:
             results[k] = g
+    return g
+
+
+class _NodeRun:
+    """Everything the specialised loop in ``_execute`` leaves out: several outputs, hooks,
+    variadic ops, create_graph and forward mode, strong zeros, missing gradients."""
+
+    def __init__(self, pending, deps, ready, masked, create_graph, release):
+        self.pending = pending
+        self.deps = deps
+        self.ready = ready
+        self.masked = masked
+        self.create_graph = create_graph
+        self.release = release
+
+    def deliver(self, p: Any, gi: Any, mask: bool) -> None:
+        """Pass ``gi`` along the edge ``p`` (a node, a (node, output) pair, or a leaf)."""
+        tp = type(p)
+        if tp is Node or tp is tuple:
+            node = p if tp is Node else p[0]
+            if gi is not None:
+                _accumulate(self.pending, p, gi)
+                if mask:
+                    self.masked.add(node)
+            c = self.deps[node] - 1
+            self.deps[node] = c
+            if not c:
+                self.ready.append(node)
+        elif gi is not None:
+            prev = self.pending.get(p)
+            self.pending[p] = gi if prev is None else prev + gi
+
+    def general(self, node: Node, g: Any) -> None:
+        extra = node.extra
+        spec = node.op
+        if extra is not None and (extra.hooks or extra.retained):
+            g = _node_hooks(node, g)
+        if g is not None and spec.nout != 1:
+            g = None if all(x is None for x in g) else tuple(g)
+        grads = [None] * len(node.parents)
+        strong = node in self.masked
+        if g is not None:
+            if self.create_graph or (extra is not None and extra.duals is not None):
+                rule_args, ans = _saved_as_tensors(node)
+            else:
+                rule_args, ans = node.args, node.ans
+            kw = node.kw or {}
+            if strong and spec.elementwise:
+                grads = _strong_zero_grads(node, g, ans, rule_args, kw)
+            else:
+                vjps = spec.vjps
+                for i, p in enumerate(node.parents):
+                    if p is not None:
+                        grads[i] = (vjps[0](i, g, ans, *rule_args, **kw) if spec.variadic
+                                    else vjps[i](g, ans, *rule_args, **kw))
+        args = node.args
+        mask = strong or spec.selects
+        for i, p in enumerate(node.parents):
+            if p is None:
+                continue
+            gi = grads[i]
+            if gi is not None and args[i] is not None:
+                gi = _fit(gi, args[i], node)
+            self.deliver(p, gi, mask)
+        if self.release:
+            node.args = node.ans = node.kw = None
+            if extra is not None:
+                extra.duals = None
 
 
 def _strong_zero_grads(node: Node, g: Any, ans: Any, args: Any, kw: dict) -> list:

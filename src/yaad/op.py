@@ -100,7 +100,7 @@ class Op:
 
     __slots__ = (
         "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
-        "elementwise", "selects", "linear", "fn", "__weakref__",
+        "elementwise", "selects", "linear", "fn", "simple", "__weakref__",
     )
 
     def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
@@ -117,6 +117,7 @@ class Op:
         self.selects = selects
         self.linear = linear
         self.fn = None  # the public function, set by op()
+        self.simple = nout == 1 and not variadic  # the engine's specialised path applies
 
     def __repr__(self) -> str:
         return f"<yaad op {self.name}>"
@@ -212,29 +213,104 @@ def _fast_arity(spec: Op) -> int:
 def _make_function(spec: Op) -> Callable:
     forward = spec.forward
     fast = _fast_arity(spec)
+    save_args = spec.save_args
+    save_ans = spec.save_ans
+    elementwise = spec.elementwise
 
+    # The one- and two-input paths below are the general ``apply`` specialised by hand:
+    # they run for nearly every operation, where each attribute access shows in the
+    # per-op overhead (see benchmarks W3 and W8). Keep them in step with ``apply``.
     def call(*args, **kw):
-        if not kw:
-            n = len(args)
-            if n == fast:
-                if n == 1:
-                    x = args[0]
-                    if isinstance(x, Tensor):
-                        return _unary(spec, x)
-                    return forward(x)
-                x, y = args
-                xt = isinstance(x, Tensor)
-                if xt or isinstance(y, Tensor):
-                    return _binary(spec, x, y, xt)
-                return forward(x, y)
-        for a in args:
-            if isinstance(a, Tensor):
-                return apply(spec, args, kw)
-        if kw:
-            for v in kw.values():
-                if isinstance(v, Tensor):
+        if kw or len(args) != fast:
+            for a in args:
+                if isinstance(a, Tensor):
                     return apply(spec, args, kw)
-        return forward(*args, **kw)
+            if kw:
+                for v in kw.values():
+                    if isinstance(v, Tensor):
+                        return apply(spec, args, kw)
+            return forward(*args, **kw)
+        st = state
+        if fast == 2:
+            x, y = args
+            xt = isinstance(x, Tensor)
+            yt = isinstance(y, Tensor)
+            if not (xt or yt):
+                return forward(x, y)
+            if st.special:
+                return _apply_special(spec, args, {})
+            xd = x.data if xt else x
+            yd = y.data if yt else y
+            try:
+                ans = forward(xd, yd)
+            except Exception as e:
+                raise _named(e, spec.name) from e
+            out = _new(Tensor)
+            out.data = ans
+            if st.enabled:
+                px = (x._node or x) if xt and x.requires_grad else None
+                py = (y._node or y) if yt and y.requires_grad else None
+                if (px is not None or py is not None) and (
+                        elementwise or ans.dtype.kind in "fc"):
+                    node = _new(Node)
+                    node.op = spec
+                    if save_args:
+                        node.args = (xd, yd)
+                    elif elementwise:
+                        # None: the input has the output's shape and dtype.
+                        node.args = (
+                            None if px is None or (xd.shape == ans.shape and xd.dtype is ans.dtype)
+                            else Meta(xd.shape, xd.dtype),
+                            None if py is None or (yd.shape == ans.shape and yd.dtype is ans.dtype)
+                            else Meta(yd.shape, yd.dtype))
+                    else:
+                        node.args = (Meta(xd.shape, xd.dtype) if hasattr(xd, "dtype") else xd,
+                                     Meta(yd.shape, yd.dtype) if hasattr(yd, "dtype") else yd)
+                    node.kw = None
+                    node.ans = ans if save_ans else None
+                    node.parents = (px, py)
+                    node.epoch = _clock[0]
+                    node.extra = None
+                    out._node = node
+                    out.requires_grad = True
+                    return out
+            out._node = None
+            out.requires_grad = False
+            return out
+        x = args[0]
+        if not isinstance(x, Tensor):
+            return forward(x)
+        if st.special:
+            return _apply_special(spec, args, {})
+        xd = x.data
+        try:
+            ans = forward(xd)
+        except Exception as e:
+            raise _named(e, spec.name) from e
+        out = _new(Tensor)
+        out.data = ans
+        if st.enabled and x.requires_grad and (elementwise or ans.dtype.kind in "fc"):
+            node = _new(Node)
+            node.op = spec
+            if save_args:
+                node.args = (xd,)
+            elif elementwise and xd.shape == ans.shape and xd.dtype is ans.dtype:
+                node.args = (None,)
+            else:
+                node.args = (Meta(xd.shape, xd.dtype),)
+            node.kw = None
+            node.ans = ans if save_ans else None
+            node.parents = (x._node or x,)
+            node.epoch = _clock[0]
+            node.extra = None
+            if not save_args and getattr(ans, "base", None) is not None:
+                _note_view(node, ans)
+            out._node = node
+            out.requires_grad = True
+            return out
+        out._node = None
+        out.requires_grad = False
+        return out
 
     def _set(attr, rules):
         nonlocal fast
@@ -261,79 +337,6 @@ def _meta(a: Any, ans: Any, elementwise: bool) -> Any:
     if elementwise and a.shape == ans.shape and a.dtype is ans.dtype:
         return None
     return Meta(a.shape, a.dtype)
-
-
-def _unary(spec: Op, x: Tensor) -> Tensor:
-    """The fast path of a one-input op called with a tensor and no keywords."""
-    st = state
-    if st.special:
-        return _apply_special(spec, (x,), {})
-    xd = x.data
-    try:
-        ans = spec.forward(xd)
-    except Exception as e:
-        raise _named(e, spec.name) from e
-    out = _new(Tensor)
-    out.data = ans
-    if st.enabled and x.requires_grad and (spec.elementwise or ans.dtype.kind in "fc"):
-        node = _new(Node)
-        node.op = spec
-        node.args = (xd,) if spec.save_args else (_meta(xd, ans, spec.elementwise),)
-        node.kw = None
-        node.ans = ans if spec.save_ans else None
-        node.parents = (x._node or x,)
-        node.epoch = _clock[0]
-        node.extra = None
-        if not spec.save_args and getattr(ans, "base", None) is not None:
-            _note_view(node, ans)
-        out._node = node
-        out.requires_grad = True
-        return out
-    out._node = None
-    out.requires_grad = False
-    return out
-
-
-def _binary(spec: Op, x: Any, y: Any, xt: bool) -> Tensor:
-    """The fast path of a two-input op called with at least one tensor and no keywords."""
-    st = state
-    if st.special:
-        return _apply_special(spec, (x, y), {})
-    yt = isinstance(y, Tensor)
-    xd = x.data if xt else x
-    yd = y.data if yt else y
-    try:
-        ans = spec.forward(xd, yd)
-    except Exception as e:
-        raise _named(e, spec.name) from e
-    out = _new(Tensor)
-    out.data = ans
-    if st.enabled:
-        px = (x._node or x) if xt and x.requires_grad else None
-        py = (y._node or y) if yt and y.requires_grad else None
-        if (px is not None or py is not None) and (spec.elementwise or
-                                                   ans.dtype.kind in "fc"):
-            node = _new(Node)
-            node.op = spec
-            if spec.save_args:
-                node.args = (xd, yd)
-            elif spec.elementwise:
-                node.args = (None if px is None else _meta(xd, ans, True),
-                             None if py is None else _meta(yd, ans, True))
-            else:
-                node.args = (_meta(xd, ans, False) if hasattr(xd, "dtype") else xd,
-                             _meta(yd, ans, False) if hasattr(yd, "dtype") else yd)
-            node.kw = None
-            node.ans = ans if spec.save_ans else None
-            node.parents = (px, py)
-            node.epoch = _clock[0]
-            node.extra = None
-            out._node = node
-            out.requires_grad = True
-            return out
-    out._node = None
-    out.requires_grad = False
-    return out
 
 
 def _kw_arrays(spec: Op, kw: dict) -> dict:

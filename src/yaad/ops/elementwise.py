@@ -45,13 +45,15 @@ def _check_real(name, args):
 
 
 def _vjp_from(d, name, real_only):
-    def vjp(g, ans, *args):
-        if real_only:
+    # conjugate(): free for real arrays and Python numbers (returns itself), a recorded
+    # conj for complex tensors.
+    if real_only:
+        def vjp(g, ans, *args):
             _check_real(name, args)
-        dv = d(ans, *args)
-        if _is_complex(dv):
-            dv = conj(dv)
-        return g * dv
+            return g * d(ans, *args).conjugate()
+    else:
+        def vjp(g, ans, *args):
+            return g * d(ans, *args).conjugate()
 
     return vjp
 
