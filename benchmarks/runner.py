@@ -1,0 +1,189 @@
+"""Check each implementation against the floor, then time it; peak memory where asked."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import tracemalloc
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .libraries import Impl, Step, Unsupported
+from .workloads import Workload
+
+
+@dataclass
+class Result:
+    """One (workload, implementation) cell of the table."""
+
+    workload: str
+    impl: str
+    status: str  # ok | skipped | mismatch | error
+    note: str = ""
+    median_us: float | None = None
+    repeats: int = 0
+    number: int = 0  # calls per timed repetition
+    first_call_ms: float | None = None
+    compile_s: float | None = None
+    ratio_floor: float | None = None
+    ratio_torch: float | None = None
+    peak_mb: float | None = None  # numpy allocations in one call (W4)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Options:
+    """How long to time, and what to run."""
+
+    target_s: float = 0.5    # timed seconds per implementation (the repetitions adapt)
+    min_repeats: int = 5
+    batch_s: float = 1e-4    # calls per repetition: at least this long, for tiny calls
+    slow: bool = False       # also run what workloads mark slow
+    tiny: bool = False       # small sizes (smoke tests)
+
+
+QUICK = Options(target_s=0.05, min_repeats=3)
+
+
+def compare(step: Step, out: tuple, ref: tuple, impl: Impl, workload: Workload,
+            params: dict) -> tuple[bool, str]:
+    """Whether the loss and the gradients match the floor's; a note either way."""
+    loss, grads = out
+    ref_loss, ref_grads = ref
+    value = np.asarray(step.to_numpy(loss)).real.item()
+    if not np.isclose(value, ref_loss, rtol=workload.rtol, atol=0):
+        return False, f"loss {value:.10g} != floor {float(ref_loss):.10g}"
+    notes = []
+    for name, g, r, p in zip(params, grads, ref_grads, params.values()):
+        if g is None:
+            return False, f"no gradient for {name}"
+        g = np.asarray(step.to_numpy(g))
+        if impl.conj:
+            g = np.conj(g)
+        if g.shape != r.shape:
+            return False, f"gradient of {name} has shape {g.shape}, floor {r.shape}"
+        err = np.max(np.abs(g - r)) / max(np.max(np.abs(r)), 1e-300)
+        if not err <= workload.rtol:
+            return False, f"gradient of {name} differs from the floor by {err:.2g} (relative)"
+        if g.dtype != p.dtype:
+            notes.append(f"{name}.grad is {g.dtype} for a {p.dtype} input")
+    return True, "; ".join(dict.fromkeys(notes))
+
+
+def measure(call: Callable, opts: Options) -> tuple[float, int, int]:
+    """Median seconds per call, after a warm-up; repetitions adapt to ``opts.target_s``.
+
+    Returns ``(median, repeats, number)``: ``repeats`` timed repetitions of ``number``
+    calls each (more than one only for calls shorter than ``opts.batch_s``).
+    """
+    t0 = time.perf_counter()
+    call()
+    single = time.perf_counter() - t0
+    warm_until = time.perf_counter() + 0.1 * opts.target_s
+    while time.perf_counter() < warm_until:
+        t0 = time.perf_counter()
+        call()
+        single = min(single, time.perf_counter() - t0)
+    number = max(1, int(opts.batch_s / single))
+    repeats = max(opts.min_repeats, int(opts.target_s / (single * number)))
+    if single > 1.0:
+        repeats = min(repeats, 3)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        times.append((time.perf_counter() - t0) / number)
+    return statistics.median(times), repeats, number
+
+
+def peak_numpy_mb(step: Step) -> float:
+    """Peak of traced allocations (NumPy reports its buffers to tracemalloc) during one
+    call, above what was allocated before it, in MB."""
+    step.clear()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = step.call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del out
+    step.clear()
+    return (peak - base) / 1e6
+
+
+def run_one(workload: Workload, impl: Impl, params: dict, consts: dict, ref: tuple,
+            opts: Options) -> Result:
+    """Prepare, check and time one implementation on one workload."""
+    res = Result(workload.id, impl.name, "skipped")
+    if impl.name in workload.slow and not opts.slow:
+        res.note = f"skipped: {workload.slow[impl.name]}"
+        return res
+    if workload.complex and not impl.complex:
+        res.note = f"skipped: {impl.name} has no complex numbers"
+        return res
+    step = None
+    try:
+        step = impl.prepare(workload, params, consts)
+        res.compile_s = step.compile_s
+        t0 = time.perf_counter()
+        out = step.call()
+        res.first_call_ms = (time.perf_counter() - t0) * 1e3
+        ok, res.note = compare(step, out, ref, impl, workload, params)
+        del out
+        if not ok:
+            res.status = "mismatch"
+            return res
+        res.median_us, res.repeats, res.number = measure(step.call, opts)
+        res.median_us *= 1e6
+        res.status = "ok"
+    except ImportError as e:
+        res.note = f"skipped: not installed ({e.name or e})"
+    except Unsupported as e:
+        res.note = f"skipped: {e}"
+    except Exception as e:  # a failing peer is a finding, not a crash of the harness
+        res.status = "error"
+        res.note = f"{type(e).__name__}: {_first_line(e)}"
+    if res.status == "ok" and workload.memory and impl.numpy_memory:
+        res.peak_mb = peak_numpy_mb(step)
+    return res
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def run(workloads: list[Workload], impls: list[Impl], opts: Options,
+        progress: Callable[[Result], Any] = lambda r: None) -> list[Result]:
+    """All (workload, implementation) cells, with ratios to the floor and to PyTorch."""
+    results = []
+    for w in workloads:
+        params, consts = w.inputs(np.random.default_rng(0), opts.tiny)
+        ref = w.floor(tuple(params.values()), consts)
+        row = []
+        for impl in impls:
+            r = run_one(w, impl, params, consts, ref, opts)
+            row.append(r)
+            progress(r)
+        _ratios(row)
+        results.extend(row)
+    return results
+
+
+def _ratios(row: list[Result]) -> None:
+    base = {r.impl: r.median_us for r in row if r.median_us}
+    for r in row:
+        if r.median_us:
+            if "numpy" in base:
+                r.ratio_floor = r.median_us / base["numpy"]
+            if "torch" in base:
+                r.ratio_torch = r.median_us / base["torch"]
