@@ -155,7 +155,7 @@ def test_sequential_and_modulelist():
 def test_linear_values_and_gradients(dtype):
     lin = nn.Linear(3, 2, dtype=dtype, generator=np.random.default_rng(1))
     assert lin.weight.dtype == dtype and lin.bias.dtype == dtype
-    x = rng.standard_normal((4, 3)) + (1j * rng.standard_normal((4, 3)) if dtype == complex
+    x = rng.standard_normal((4, 3)) + (1j * rng.standard_normal((4, 3)) if dtype is np.complex128
                                        else 0)
     out = lin(yaad.tensor(x))
     np.testing.assert_allclose(out.data, x @ lin.weight.data.T + lin.bias.data)

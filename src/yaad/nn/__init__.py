@@ -7,11 +7,36 @@
 """
 
 from . import functional, init
-from .functional import (binary_cross_entropy, binary_cross_entropy_with_logits,
-                         cross_entropy, l1_loss, mse_loss, nll_loss)
-from .layers import (GELU, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Embedding,
-                     Identity, L1Loss, LayerNorm, Linear, LogSoftmax, ModuleList, MSELoss,
-                     NLLLoss, ReLU, Sequential, Sigmoid, Softmax, Softplus, Tanh)
+from .functional import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+)
+from .layers import (
+    GELU,
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Identity,
+    L1Loss,
+    LayerNorm,
+    Linear,
+    LogSoftmax,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Softplus,
+    Tanh,
+)
 from .module import Module, Parameter
 
 __all__ = ["Module", "Parameter", "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential",

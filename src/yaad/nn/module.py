@@ -340,7 +340,7 @@ class Module:
                            f"{missing}, unexpected keys {unexpected} (pass strict=False to "
                            f"load the matching ones)")
         pairs = []
-        for key, (m, name, target) in targets.items():
+        for key, (_, _, target) in targets.items():
             if key not in state_dict:
                 continue
             src = _data(state_dict[key])
