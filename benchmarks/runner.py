@@ -45,6 +45,7 @@ class Options:
     batch_s: float = 1e-4    # calls per repetition: at least this long, for tiny calls
     slow: bool = False       # also run what workloads mark slow
     tiny: bool = False       # small sizes (smoke tests)
+    time: bool = True        # False: check only
 
 
 QUICK = Options(target_s=0.05, min_repeats=3)
@@ -142,8 +143,9 @@ def run_one(workload: Workload, impl: Impl, params: dict, consts: dict, ref: tup
         if not ok:
             res.status = "mismatch"
             return res
-        res.median_us, res.repeats, res.number = measure(step.call, opts)
-        res.median_us *= 1e6
+        if opts.time:
+            res.median_us, res.repeats, res.number = measure(step.call, opts)
+            res.median_us *= 1e6
         res.status = "ok"
     except ImportError as e:
         res.note = f"skipped: not installed ({e.name or e})"
