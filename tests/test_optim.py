@@ -1,0 +1,220 @@
+"""yaad.optim: update rules against PyTorch, complex parameters as real pairs, schedulers."""
+
+import numpy as np
+import pytest
+
+import yaad
+from yaad import optim
+
+CONFIGS = [
+    ("SGD", dict(lr=0.05)),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, maximize=False)),
+    ("Adam", dict(lr=0.05)),
+    ("Adam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1, amsgrad=True)),
+    ("AdamW", dict(lr=0.05)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.2)),
+]
+IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CONFIGS)]
+
+rng = np.random.default_rng(0)
+A = rng.standard_normal((3, 3))
+TARGET = rng.standard_normal(3)
+
+
+def real_loss(x, y, np_like=yaad):
+    """A smooth non-quadratic loss of a (3,) and a (2, 3) parameter."""
+    a, target = (A, TARGET) if np_like is yaad else (np_like.tensor(A), np_like.tensor(TARGET))
+    r = x @ a - target
+    return (r * r).sum() + (np_like.sin(y) * x).sum() + 0.1 * (y * y * y * y).sum()
+
+
+def complex_loss(z):
+    """A real loss of a complex (4,) parameter, not holomorphic."""
+    return ((z * z.conj()).real ** 2).sum() + (z.real * 3.0).sum() - (z.imag * z.real).sum()
+
+
+def run_yaad(name, kw, inits, loss_fn, steps=25):
+    params = [yaad.tensor(v, requires_grad=True) for v in inits]
+    opt = getattr(optim, name)(params, **kw)
+    path = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn(*params).backward()
+        opt.step()
+        path.append([p.data.copy() for p in params])
+    return path
+
+
+@pytest.mark.parametrize("name,kw", CONFIGS, ids=IDS)
+def test_matches_torch_trajectory(name, kw):
+    torch = pytest.importorskip("torch")
+    inits = [rng.standard_normal(3), rng.standard_normal((2, 3))]
+    path = run_yaad(name, kw, inits, real_loss)
+    tparams = [torch.tensor(v, requires_grad=True) for v in inits]
+    topt = getattr(torch.optim, name)(tparams, **kw)
+    for step in path:
+        topt.zero_grad()
+        real_loss(*tparams, np_like=torch).backward()
+        topt.step()
+        for mine, theirs in zip(step, tparams):
+            np.testing.assert_allclose(mine, theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,kw", CONFIGS, ids=IDS)
+def test_complex_parameter_follows_real_pair(name, kw):
+    z0 = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    path_c = run_yaad(name, kw, [z0], complex_loss)
+    path_r = run_yaad(name, kw, [z0.real.copy(), z0.imag.copy()],
+                      lambda x, y: complex_loss(x + 1j * y))
+    assert path_c[-1][0].dtype == np.complex128
+    for (zc,), (x, y) in zip(path_c, path_r):
+        np.testing.assert_allclose(zc.real, x, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(zc.imag, y, rtol=1e-13, atol=1e-15)
+    assert not np.allclose(path_c[-1][0], z0)  # it moved
+
+
+def test_complex_adam_matches_torch():
+    torch = pytest.importorskip("torch")
+    z0 = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    path = run_yaad("Adam", dict(lr=0.1), [z0], complex_loss)
+    tz = torch.tensor(z0, requires_grad=True)
+    topt = torch.optim.Adam([tz], lr=0.1)
+    for (zc,) in path:
+        topt.zero_grad()
+        complex_loss(tz).backward()
+        topt.step()
+        np.testing.assert_allclose(zc, tz.detach().numpy(), rtol=1e-10)
+
+
+def test_float32_stays_float32():
+    w = yaad.tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+    opt = optim.Adam([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    assert w.dtype == np.float32 and opt.state[w]["exp_avg"].dtype == np.float32
+    np.testing.assert_allclose(w.data, 0.9, rtol=1e-6)
+
+
+def test_param_groups_zero_grad_and_closure():
+    a = yaad.tensor(np.ones(2), requires_grad=True)
+    b = yaad.tensor(np.ones(2), requires_grad=True)
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 1.0}], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (a * a + b * b).sum()
+        loss.backward()
+        return loss
+
+    assert opt.step(closure).item() == 4.0
+    np.testing.assert_allclose(a.data, 0.8)
+    np.testing.assert_allclose(b.data, -1.0)
+    opt.zero_grad(set_to_none=False)
+    assert np.all(a.grad == 0)
+    opt.zero_grad()
+    assert a.grad is None and b.grad is None
+    opt.step()  # no gradients: nothing changes
+    np.testing.assert_allclose(a.data, 0.8)
+    assert "Parameter Group 1" in repr(opt)
+
+
+def test_step_bumps_version():
+    w = yaad.tensor(np.ones(2), requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    pending = (w * w).sum()  # saved w before the step
+    opt.step()
+    with pytest.raises(RuntimeError, match="in-place"):
+        pending.backward()
+
+
+def test_errors():
+    w = yaad.tensor(np.ones(2), requires_grad=True)
+    with pytest.raises(ValueError, match="empty"):
+        optim.Adam([])
+    with pytest.raises(TypeError, match="single tensor"):
+        optim.Adam(w)
+    with pytest.raises(ValueError, match="leaf"):
+        optim.SGD([w * 2])
+    with pytest.raises(ValueError, match="more than one group"):
+        optim.SGD([w, w])
+    with pytest.raises(ValueError, match="Nesterov"):
+        optim.SGD([w], nesterov=True)
+    with pytest.raises(ValueError, match="lr"):
+        optim.Adam([w], lr=-1)
+    with pytest.raises(ValueError, match="betas"):
+        optim.Adam([w], betas=(1.0, 0.9))
+
+
+@pytest.mark.parametrize("name,kw", [CONFIGS[1], CONFIGS[4], CONFIGS[8], CONFIGS[10]])
+def test_state_dict_resume_is_exact(name, kw):
+    z0 = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    full = run_yaad(name, kw, [z0], complex_loss, steps=10)[-1][0]
+    z = yaad.tensor(z0, requires_grad=True)
+    opt = getattr(optim, name)([z], **kw)
+    for _ in range(5):
+        opt.zero_grad()
+        complex_loss(z).backward()
+        opt.step()
+    saved = opt.state_dict()
+    z2 = yaad.tensor(z.data, requires_grad=True)
+    opt2 = getattr(optim, name)([z2], lr=123.0)
+    opt2.load_state_dict(saved)
+    assert opt2.param_groups[0]["lr"] == kw["lr"]
+    for _ in range(5):
+        opt2.zero_grad()
+        complex_loss(z2).backward()
+        opt2.step()
+    np.testing.assert_array_equal(z2.data, full)
+    with pytest.raises(ValueError, match="groups"):
+        optim.SGD([z2, yaad.tensor(np.ones(1), requires_grad=True)]).load_state_dict(saved)
+
+
+SCHEDULERS = [
+    ("StepLR", dict(step_size=3, gamma=0.5)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=7, eta_min=0.01)),
+]
+
+
+@pytest.mark.parametrize("name,kw", SCHEDULERS)
+def test_schedulers_match_torch(name, kw):
+    torch = pytest.importorskip("torch")
+    w = yaad.tensor(np.ones(1), requires_grad=True)
+    opt = optim.SGD([w], lr=0.2)
+    sched = getattr(optim, name)(opt, **kw)
+    tw = torch.ones(1, requires_grad=True)
+    topt = torch.optim.SGD([tw], lr=0.2)
+    tsched = getattr(torch.optim.lr_scheduler, name)(topt, **kw)
+    for _ in range(8):
+        np.testing.assert_allclose(sched.get_last_lr(), tsched.get_last_lr(), rtol=1e-12)
+        assert opt.param_groups[0]["lr"] == sched.get_last_lr()[0]
+        opt.step()
+        topt.step()
+        sched.step()
+        tsched.step()
+
+
+def test_scheduler_values_and_state():
+    w = yaad.tensor(np.ones(1), requires_grad=True)
+    opt = optim.Adam([w], lr=1.0)
+    sched = optim.LambdaLR(opt, lambda e: 1 / (1 + e))
+    for _ in range(3):
+        sched.step()
+    assert sched.get_last_lr() == [0.25]
+    state = sched.state_dict()
+    assert state["last_epoch"] == 3 and "lr_lambda" not in state
+    cos = optim.CosineAnnealingLR(optim.SGD([w], lr=1.0), T_max=4)
+    values = []
+    for _ in range(5):
+        values.append(cos.get_last_lr()[0])
+        cos.step()
+    np.testing.assert_allclose(values, [1, (1 + np.cos(np.pi / 4)) / 2, 0.5,
+                                        (1 + np.cos(3 * np.pi / 4)) / 2, 0], atol=1e-15)
+    with pytest.raises(TypeError):
+        optim.StepLR(object(), 2)
