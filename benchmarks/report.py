@@ -141,9 +141,13 @@ def chart(path: Path, results: list[Result]) -> None:
     import matplotlib.pyplot as plt
 
     workloads, impls, cell = _by_cell(results)
-    impls = [i for i in impls if i != "numpy"]
+    # implementations with at least one bar, each in its own colour whatever the selection
+    colors = {name: f"C{k}" for k, name in enumerate(
+        ("yaad", "yaad.compile", "torch", "jax", "jax.jit", "autograd", "mygrad"))}
+    impls = [i for i in impls if i != "numpy" and any(
+        cell.get((w, i)) and cell[w, i].ratio_floor for w in workloads)]
     width = 0.8 / max(len(impls), 1)
-    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(workloads)), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(workloads)), 5))
     for k, impl in enumerate(impls):
         xs, ys = [], []
         for j, w in enumerate(workloads):
@@ -151,13 +155,14 @@ def chart(path: Path, results: list[Result]) -> None:
             if r is not None and r.ratio_floor:
                 xs.append(j + (k - (len(impls) - 1) / 2) * width)
                 ys.append(r.ratio_floor)
-        ax.bar(xs, ys, width, label=impl)
+        ax.bar(xs, ys, width, label=impl, color=colors.get(impl))
     ax.axhline(1, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(workloads)), workloads)
     ax.set_ylabel("time / NumPy floor (log scale)")
     ax.set_title("Loss + gradients per call, relative to hand-written NumPy (lower is faster)")
-    ax.legend(ncol=4, fontsize="small")
+    ax.legend(ncol=len(impls), fontsize="small", loc="upper center",
+              bbox_to_anchor=(0.5, -0.08), frameon=False)
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
