@@ -21,6 +21,8 @@ from .ops.reductions import *
 from .ops.reductions import sum  # noqa: A004
 from .ops.products import *
 from . import autograd, testing
+from . import nn, optim, optimize
+from .serialization import load, save
 from . import methods as _methods
 
 __version__ = "0.1.0"

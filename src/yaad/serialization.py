@@ -1,0 +1,186 @@
+"""``yaad.save`` / ``yaad.load``: tensors, arrays and nested state dicts as ``.npz`` files.
+
+A file is a NumPy ``.npz`` archive: one entry per array (``a0``, ``a1``, ...) and an entry
+``__yaad__`` holding the structure as JSON (dicts, lists, tuples, numbers, strings, None,
+and references to the arrays). Nothing is ever unpickled: arrays are read with
+``allow_pickle=False`` and object arrays are refused when saving.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+import zlib
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from .tensor import Tensor
+
+_HEADER = "__yaad__"
+_FORMAT = "yaad-npz"
+_VERSION = 1
+
+
+class SerializationError(ValueError):
+    """A file that :func:`yaad.load` cannot read: corrupt, truncated, or not a yaad file."""
+
+
+def _encode(obj: Any, arrays: list, where: str) -> Any:
+    """The JSON structure of ``obj``; arrays are appended to ``arrays``."""
+    if isinstance(obj, Tensor) or isinstance(obj, np.ndarray):
+        data = obj.data if isinstance(obj, Tensor) else obj
+        if data.dtype.hasobject or data.dtype.kind == "V":
+            raise TypeError(f"yaad.save: {where} is an array of dtype {data.dtype}; only "
+                            f"numeric, boolean and string arrays can be saved (no pickling)")
+        arrays.append(np.ascontiguousarray(data))
+        node = {"array": len(arrays) - 1}
+        if isinstance(obj, Tensor):
+            node["tensor"] = bool(obj.requires_grad)
+        return node
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj)
+    if isinstance(obj, (complex, np.complexfloating)):
+        return {"complex": [obj.real, obj.imag]}
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, (list, tuple)):
+        items = [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]
+        return {"list" if isinstance(obj, list) else "tuple": items}
+    if isinstance(obj, dict):
+        keys = []
+        for k in obj:
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise TypeError(f"yaad.save: {where} has a key {k!r} of type "
+                                f"{type(k).__name__}; keys must be str or int")
+            keys.append(k)
+        return {"dict": [[k, _encode(obj[k], arrays, f"{where}[{k!r}]")] for k in keys]}
+    raise TypeError(f"yaad.save: {where} is a {type(obj).__name__}, which cannot be saved "
+                    f"without pickling; save tensors, arrays, numbers, strings, None and "
+                    f"dicts/lists/tuples of them (e.g. model.state_dict())")
+
+
+def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
+    """Save tensors, arrays and nested containers of them to an ``.npz`` file.
+
+    Parameters
+    ----------
+    obj : Tensor, ndarray, dict, list, tuple, number, str or None
+        For instance ``model.state_dict()`` or ``optimizer.state_dict()``; dict keys
+        must be strings or integers.
+    f : str, path or binary file
+        The destination, used as given (no suffix is added). A path is written
+        atomically: an existing file is replaced only once the new one is complete.
+
+    Raises
+    ------
+    TypeError
+        For an object that cannot be stored without pickling.
+    """
+    arrays: list = []
+    tree = _encode(obj, arrays, "the object")
+    header = json.dumps({"format": _FORMAT, "version": _VERSION, "tree": tree})
+    entries = {f"a{i}": a for i, a in enumerate(arrays)}
+    entries[_HEADER] = np.array(header)
+    if not isinstance(f, (str, os.PathLike)):
+        np.savez(f, allow_pickle=False, **entries)
+        return
+    path = os.fspath(f)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".yaad-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.savez(out, allow_pickle=False, **entries)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _decode(node: Any, arrays: dict, name: str) -> Any:
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if isinstance(node, dict) and len(node) >= 1:
+        if "array" in node:
+            key = f"a{node['array']}"
+            if key not in arrays:
+                raise SerializationError(f"yaad.load: {name} refers to a missing array "
+                                         f"entry {key!r}; the file is corrupt")
+            a = arrays[key]
+            return Tensor(a, requires_grad=node["tensor"]) if "tensor" in node else a
+        if "complex" in node:
+            re, im = node["complex"]
+            return complex(re, im)
+        if "list" in node:
+            return [_decode(v, arrays, name) for v in node["list"]]
+        if "tuple" in node:
+            return tuple(_decode(v, arrays, name) for v in node["tuple"])
+        if "dict" in node:
+            return {k: _decode(v, arrays, name) for k, v in node["dict"]}
+    raise SerializationError(f"yaad.load: {name} has an unreadable structure entry "
+                             f"{str(node)[:80]!r}; the file is corrupt")
+
+
+def load(f: str | os.PathLike | BinaryIO) -> Any:
+    """Load what :func:`save` wrote, without unpickling anything.
+
+    Parameters
+    ----------
+    f : str, path or binary file
+        The file.
+
+    Returns
+    -------
+    The saved object: arrays come back as NumPy arrays, tensors as tensors (with their
+    ``requires_grad``), containers and numbers as they were.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the path does not exist.
+    SerializationError
+        (a ``ValueError``) If the file is corrupt, truncated, or not written by
+        :func:`save`; the message names the file.
+    """
+    name = repr(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else repr(
+        getattr(f, "name", f))
+    if isinstance(f, (str, os.PathLike)) and not os.path.exists(f):
+        raise FileNotFoundError(f"yaad.load: no such file {name}")
+    try:
+        archive = np.load(f, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise SerializationError(f"yaad.load: {name} is a single .npy array, not a file "
+                                     f"written by yaad.save; read it with numpy.load")
+        with archive:
+            if _HEADER not in archive.files:
+                raise SerializationError(f"yaad.load: {name} is a NumPy archive but not one "
+                                         f"written by yaad.save (no {_HEADER!r} entry); read "
+                                         f"it with numpy.load")
+            arrays = {k: archive[k] for k in archive.files}
+    except SerializationError:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as e:
+        raise SerializationError(
+            f"yaad.load: cannot read {name}: it is corrupt, truncated, or not a file written "
+            f"by yaad.save ({type(e).__name__}: {e})") from e
+    try:
+        header = json.loads(str(arrays.pop(_HEADER)))
+        if header.get("format") != _FORMAT:
+            raise ValueError(f"unknown format {header.get('format')!r}")
+        if header.get("version", 0) > _VERSION:
+            raise ValueError(f"format version {header['version']} is newer than this yaad "
+                             f"reads ({_VERSION})")
+        tree = header["tree"]
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise SerializationError(f"yaad.load: {name} has an unreadable header ({e})") from e
+    return _decode(tree, arrays, name)
+
+
+__all__ = ["save", "load", "SerializationError"]
