@@ -20,6 +20,7 @@ from .ops.shape import *
 from .ops.reductions import *
 from .ops.reductions import sum  # noqa: A004
 from .ops.products import *
+from .ops.nn import *
 from . import autograd, testing
 from . import nn, optim, optimize
 from .serialization import load, save

@@ -1,0 +1,207 @@
+"""Softmax, log-softmax and logsumexp, with ``scipy.special``'s names and signatures.
+
+All three shift by the maximum first, so large inputs do not overflow. ``-inf`` entries
+are exact zeros of the weights: they get a zero gradient. A slice whose entries are all
+``-inf`` has ``logsumexp`` equal to ``-inf`` and a zero gradient (no entry contributes;
+the weights ``exp(a - logsumexp)`` have no limit there, and zero keeps the gradients of
+the other slices usable). Complex inputs are treated as holomorphic functions
+(principal logarithm), with PyTorch's convention for the gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..op import exported, op
+from ..tensor import Tensor
+from .elementwise import conj, exp, imag, real, sign, where
+from .reductions import expand_reduced
+from .reductions import sum as _sum
+
+
+def _c(x):
+    return conj(x) if x.dtype.kind == "c" else x
+
+
+def _shift(x, axis):
+    """The maximum over ``axis`` (of the real part), kept dims; 0 where not finite."""
+    m = np.max(x.real if x.dtype.kind == "c" else x, axis=axis, keepdims=True,
+               initial=-np.inf)
+    return np.where(np.isfinite(m), m, 0)
+
+
+# ---- softmax, log_softmax ------------------------------------------------------------
+
+
+def _softmax(x, axis=None):
+    e = np.exp(x - _shift(x, axis))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _softmax_vjp(g, ans, x, axis=None):
+    s = _c(ans)
+    return s * (g - _sum(g * s, axis=axis, keepdims=True))
+
+
+def _softmax_jvp(t, ans, x, axis=None):
+    return ans * (t - _sum(t * ans, axis=axis, keepdims=True))
+
+
+softmax = op(_softmax, name="softmax", save_args=False, vjp=_softmax_vjp, jvp=_softmax_jvp)
+softmax.__doc__ = """Softmax, ``exp(x) / sum(exp(x))`` over ``axis`` (scipy.special.softmax).
+
+Parameters
+----------
+x : Tensor or array_like
+    Real or complex.
+axis : int or tuple of int, optional
+    The axes to normalise over; None (the default): all of them, as SciPy does.
+
+Returns
+-------
+Tensor
+    Same shape and dtype as ``x``; computed after subtracting the maximum, so large
+    inputs do not overflow.
+"""
+
+
+def _log_softmax(x, axis=None):
+    y = x - _shift(x, axis)
+    return y - np.log(np.sum(np.exp(y), axis=axis, keepdims=True))
+
+
+def _log_softmax_vjp(g, ans, x, axis=None):
+    return g - _c(exp(ans)) * _sum(g, axis=axis, keepdims=True)
+
+
+def _log_softmax_jvp(t, ans, x, axis=None):
+    return t - _sum(exp(ans) * t, axis=axis, keepdims=True)
+
+
+log_softmax = op(_log_softmax, name="log_softmax", save_args=False, vjp=_log_softmax_vjp,
+                 jvp=_log_softmax_jvp)
+log_softmax.__doc__ = """Logarithm of the softmax over ``axis`` (scipy.special.log_softmax).
+
+Parameters
+----------
+x : Tensor or array_like
+    Real or complex.
+axis : int or tuple of int, optional
+    The axes to normalise over; None (the default): all of them, as SciPy does.
+
+Returns
+-------
+Tensor
+    ``x - logsumexp(x, axis, keepdims=True)``, computed stably; same shape and dtype as
+    ``x``.
+"""
+
+
+# ---- logsumexp -----------------------------------------------------------------------
+
+
+def _logsumexp(a, b, axis, keepdims):
+    m = _shift(a, axis)
+    e = np.exp(a - m)
+    if b is not None:
+        e = b * e
+    s = np.sum(e, axis=axis, keepdims=keepdims)
+    if b is not None and s.dtype.kind != "c":
+        s = np.abs(s)  # the sign is returned separately (see logsumexp)
+    with np.errstate(divide="ignore"):
+        return np.log(s) + m.reshape(s.shape)
+
+
+def _lse_derivatives(ans, a, b, axis, keepdims):
+    """d logsumexp / da and d logsumexp / db, of the broadcast shape of a and b."""
+    shape = a.shape if b is None else np.broadcast_shapes(a.shape, b.shape)
+    lse = expand_reduced(ans, shape, axis, keepdims)
+    # A slice of -inf: exp(a - inf) = 0 there, instead of exp(-inf - -inf) = nan.
+    e = exp(a - where(real(lse) == -np.inf, np.inf, lse))
+    if b is None:
+        return e, None
+    if e.dtype.kind == "c" or getattr(b, "dtype", np.dtype(float)).kind == "c":
+        return b * e, e
+    # For real inputs the result is log|s|; its derivatives carry the sign of s.
+    sgn = sign(_sum(b * e, axis=axis, keepdims=True))
+    return b * e * sgn, e * sgn
+
+
+def _lse_vjp(k):
+    def vjp(g, ans, a, b, axis, keepdims):
+        d = _lse_derivatives(ans, a, b, axis, keepdims)[k]
+        return expand_reduced(g, d.shape, axis, keepdims) * _c(d)
+
+    return vjp
+
+
+def _lse_jvp(k):
+    def jvp(t, ans, a, b, axis, keepdims):
+        d = _lse_derivatives(ans, a, b, axis, keepdims)[k]
+        return _sum(t * d, axis=axis, keepdims=keepdims)
+
+    return jvp
+
+
+_lse = op(_logsumexp, name="logsumexp", vjp=(_lse_vjp(0), _lse_vjp(1)),
+          jvp=(_lse_jvp(0), _lse_jvp(1)))
+
+
+def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
+              return_sign: bool = False) -> Any:
+    """Logarithm of the sum of exponentials, ``log(sum(b * exp(a)))`` (scipy.special).
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+        Real or complex.
+    axis : int or tuple of int, optional
+        The axes to sum over; None (the default): all.
+    b : Tensor or array_like, optional
+        Weights, broadcast against ``a`` (differentiable too); may be negative.
+    keepdims : bool
+        Keep the summed axes with length one.
+    return_sign : bool
+        Also return the sign of the sum, and the logarithm of its absolute value (for
+        complex inputs: the unit complex number ``s / |s|``).
+
+    Returns
+    -------
+    Tensor, or (Tensor, Tensor) with ``return_sign``
+        Computed after subtracting the maximum, so large inputs do not overflow. A
+        ``-inf`` entry contributes nothing and gets a zero gradient; a slice of only
+        ``-inf`` gives ``-inf`` with a zero gradient. For real inputs a negative sum gives
+        NaN unless ``return_sign`` is set, as in SciPy.
+    """
+    out = _lse(a, b, axis, keepdims)
+    if out.dtype.kind == "c":
+        if not return_sign:
+            return out
+        return real(out), exp(1j * imag(out))
+    if b is None and not return_sign:
+        return out
+    sgn = _sign_of_sum(a, b, axis, keepdims, out)
+    if not return_sign:
+        return where(sgn < 0, np.nan, out)
+    return out, Tensor(sgn) if isinstance(out, Tensor) else sgn
+
+
+def _sign_of_sum(a, b, axis, keepdims, out) -> np.ndarray:
+    """The sign of ``sum(b * exp(a))`` (0 where it is 0), carrying no gradient."""
+    out = out.data if isinstance(out, Tensor) else out
+    if b is None:
+        return np.where(out == -np.inf, 0, 1).astype(out.dtype)
+    a = a.data if isinstance(a, Tensor) else np.asarray(a)
+    b = b.data if isinstance(b, Tensor) else np.asarray(b)
+    ndim = len(np.broadcast_shapes(a.shape, b.shape))
+    lse = out if keepdims else np.expand_dims(
+        out, tuple(range(ndim)) if axis is None else axis)
+    with np.errstate(invalid="ignore"):
+        s = np.sum(b * np.exp(a - np.where(lse == -np.inf, np.inf, lse)), axis=axis,
+                   keepdims=keepdims)
+    return np.sign(s).astype(out.dtype)
+
+
+__all__ = exported(globals())
