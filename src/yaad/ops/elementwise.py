@@ -127,7 +127,8 @@ erfcinv = elementwise_op("erfcinv", sp.erfcinv, lambda ans, _x: (-_SQRT_PI / 2) 
 erfcx = elementwise_op("erfcx", sp.erfcx, lambda ans, x: 2 * x * ans - 2 / _SQRT_PI)
 gamma = elementwise_op("gamma", sp.gamma, lambda ans, x: ans * digamma(x))
 gammaln = elementwise_op("gammaln", sp.gammaln, lambda _a, x: digamma(x), real_only=True)
-digamma = elementwise_op("digamma", sp.digamma, lambda _a, x: polygamma(1, x))
+# SciPy's polygamma (the derivative) is real only, though digamma accepts complex input.
+digamma = elementwise_op("digamma", sp.digamma, lambda _a, x: polygamma(1, x), real_only=True)
 psi = digamma
 polygamma = elementwise_op("polygamma", sp.polygamma, None, lambda _a, n, x: polygamma(n + 1, x),
                 real_only=True)
@@ -149,8 +150,10 @@ xlog1py = elementwise_op("xlog1py", sp.xlog1py,
 jv = elementwise_op("jv", sp.jv, None, lambda _a, v, x: 0.5 * (jv(v - 1, x) - jv(v + 1, x)))
 yv = elementwise_op("yv", sp.yv, None, lambda _a, v, x: 0.5 * (yv(v - 1, x) - yv(v + 1, x)))
 iv = elementwise_op("iv", sp.iv, None, lambda _a, v, x: 0.5 * (iv(v - 1, x) + iv(v + 1, x)))
+# ive(v, z) = iv(v, z) * exp(-|Re z|) is not holomorphic: its gradient is real only.
 ive = elementwise_op("ive", sp.ive, None,
-          lambda ans, v, x: 0.5 * (ive(v - 1, x) + ive(v + 1, x)) - sign(real(x)) * ans)
+          lambda ans, v, x: 0.5 * (ive(v - 1, x) + ive(v + 1, x)) - sign(x) * ans,
+          real_only=True)
 j0 = elementwise_op("j0", sp.j0, lambda _a, x: -j1(x), real_only=True)
 j1 = elementwise_op("j1", sp.j1, lambda _a, x: 0.5 * (j0(x) - jv(2, x)), real_only=True)
 y0 = elementwise_op("y0", sp.y0, lambda _a, x: -y1(x), real_only=True)
@@ -327,7 +330,8 @@ real.__doc__ = "The real part (differentiable; for a real input, the input itsel
 
 
 def _imag_vjp(g, ans, x):
-    if x.dtype.kind != "c":
+    # x is None when the input has the output's shape and dtype: then it is real.
+    if x is None or x.dtype.kind != "c":
         return g * 0
     return g * 1j
 
@@ -373,13 +377,22 @@ def _clip_inside(x, lo, hi):
     return m
 
 
+def _clip_lo_active(x, lo, hi):
+    # NumPy gives a_max wherever a_min > a_max: then a_min is never the result.
+    return x < lo if hi is None else (x < lo) & (lo <= hi)
+
+
+def _clip_hi_active(x, lo, hi):
+    return x > hi if lo is None else (x > hi) | (lo > hi)
+
+
 clip = op(_clip, name="clip", elementwise=True, selects=True,
           vjp=(lambda g, ans, x, lo=None, hi=None: where(_clip_inside(x, lo, hi), g, 0),
-               lambda g, ans, x, lo=None, hi=None: where(x < lo, g, 0),
-               lambda g, ans, x, lo=None, hi=None: where(x > hi, g, 0)),
+               lambda g, ans, x, lo=None, hi=None: where(_clip_lo_active(x, lo, hi), g, 0),
+               lambda g, ans, x, lo=None, hi=None: where(_clip_hi_active(x, lo, hi), g, 0)),
           jvp=(lambda t, ans, x, lo=None, hi=None: where(_clip_inside(x, lo, hi), t, 0),
-               lambda t, ans, x, lo=None, hi=None: where(x < lo, t, 0),
-               lambda t, ans, x, lo=None, hi=None: where(x > hi, t, 0)))
+               lambda t, ans, x, lo=None, hi=None: where(_clip_lo_active(x, lo, hi), t, 0),
+               lambda t, ans, x, lo=None, hi=None: where(_clip_hi_active(x, lo, hi), t, 0)))
 clip.__doc__ = """Limit values to [a_min, a_max] (either may be None).
 
 The gradient passes where a_min <= x <= a_max, and to a bound where it is active."""
