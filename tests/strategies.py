@@ -1,0 +1,702 @@
+"""Hypothesis strategies for yaad's reliability tests, and the table of op input domains.
+
+Strategies: shapes (0-d and 0-size included), broadcastable shapes, dtypes (float32,
+float64, complex64, complex128), axes, keepdims, index expressions, and arrays whose
+values lie in a domain (a union of intervals, for the real and the imaginary parts).
+
+The table ``CASES`` says, for every op declared with ``yaad.op`` (``yaad.registry``) and
+for the public composite functions, how to draw a valid call and what NumPy computes for
+it (the oracle). The fuzz tests walk it; an op in the registry without an entry fails
+``test_fuzz_ops.py::test_every_registered_op_has_a_fuzz_case``, so new ops get picked up.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import hypothesis.extra.numpy as npst
+import numpy as np
+import scipy.special as sp
+from hypothesis import strategies as st
+
+import yaad
+
+F32, F64, C64, C128 = (np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
+REAL = (F32, F64)
+ALL = (F32, F64, C64, C128)
+INTS = (np.dtype("int64"), np.dtype("int32"), np.dtype("uint8"))
+
+# ---------------------------------------------------------------------------------------
+# Shapes, dtypes, axes, indices
+
+
+def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 0,
+           max_side: int = 3) -> st.SearchStrategy:
+    """Array shapes, 0-d and 0-size ones included by default."""
+    return npst.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                             max_side=max_side)
+
+
+def broadcastable_shapes(n: int = 2, min_dims: int = 0, max_dims: int = 3, min_side: int = 0,
+                         max_side: int = 3) -> st.SearchStrategy:
+    """``n`` shapes that broadcast together (a tuple of tuples)."""
+    return npst.mutually_broadcastable_shapes(
+        num_shapes=n, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+        max_side=max_side).map(lambda b: b.input_shapes)
+
+
+def dtypes(real_only: bool = False) -> st.SearchStrategy:
+    """float32, float64 and, unless ``real_only``, complex64 and complex128."""
+    return st.sampled_from(REAL if real_only else ALL)
+
+
+def axis(ndim: int, allow_none: bool = True) -> st.SearchStrategy:
+    """One valid axis (negative ones included), or None."""
+    options = []
+    if ndim:
+        options.append(st.integers(-ndim, ndim - 1))
+    if allow_none or not ndim:
+        options.append(st.none())
+    return st.one_of(options)
+
+
+def axes(ndim: int) -> st.SearchStrategy:
+    """The ``axis=`` of a reduction: None, one axis, or a tuple of distinct axes."""
+    if not ndim:
+        return st.sampled_from([None, ()])
+    tuples = st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim).flatmap(
+        lambda ax: st.tuples(*[st.sampled_from([a, a - ndim]) for a in ax]))
+    return st.one_of(st.none(), st.integers(-ndim, ndim - 1), tuples)
+
+
+keepdims = st.booleans
+
+
+def index_expressions(shape: tuple) -> st.SearchStrategy:
+    """Indices for an array of ``shape``: basic (ints, slices, None, Ellipsis), integer
+    arrays (with repeats), boolean masks, and a slice mixed with an integer array."""
+    options = [npst.basic_indices(shape, allow_newaxis=True, allow_ellipsis=True)]
+    if shape and all(shape):
+        options.append(npst.integer_array_indices(
+            shape, result_shape=npst.array_shapes(min_dims=1, max_dims=2, max_side=3)))
+        options.append(npst.integer_array_indices(
+            shape[:1], result_shape=npst.array_shapes(min_dims=1, max_dims=1, max_side=4)
+        ).map(lambda t: t[0]))
+    if shape:
+        options.append(npst.arrays(np.bool_, shape))
+        options.append(npst.arrays(np.bool_, shape[:1]))
+    if len(shape) >= 2 and shape[1]:
+        options.append(npst.arrays(np.intp, st.integers(1, 3),
+                                   elements=st.integers(-shape[1], shape[1] - 1)).map(
+            lambda a: (slice(None), a)))
+    return st.one_of(options)
+
+
+# ---------------------------------------------------------------------------------------
+# Values
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where values are drawn: intervals for the real part and for the imaginary part."""
+
+    real: tuple = ((-2.0, 2.0),)
+    imag: tuple = ((-1.5, 1.5),)
+
+
+def _inward(lo: float, hi: float, width: int) -> tuple:
+    """The interval shrunk to bounds that a float of ``width`` bits represents."""
+    if width == 64:
+        return lo, hi
+    f32 = np.float32
+    a, b = f32(lo), f32(hi)
+    a = a if a >= lo else np.nextafter(a, f32(np.inf))
+    b = b if b <= hi else np.nextafter(b, f32(-np.inf))
+    return float(a), float(b)
+
+
+def _floats(intervals: tuple, width: int) -> st.SearchStrategy:
+    return st.one_of([st.floats(*_inward(lo, hi, width), width=width, allow_subnormal=False)
+                      for lo, hi in intervals])
+
+
+def elements(dtype: np.dtype, domain: Domain) -> st.SearchStrategy:
+    """Scalars of ``dtype`` in ``domain``."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        width = 32 if dtype == C64 else 64
+        return st.builds(complex, _floats(domain.real, width), _floats(domain.imag, width))
+    if dtype.kind == "f":
+        return _floats(domain.real, 32 if dtype == F32 else 64)
+    if dtype.kind == "b":
+        return st.booleans()
+    lo = 0 if dtype.kind == "u" else int(domain.real[0][0])
+    return st.integers(lo, int(domain.real[-1][1]))
+
+
+def values(dtype: np.dtype, shape: tuple, domain: Domain = Domain(),
+           unique: bool = False) -> st.SearchStrategy:
+    """Arrays of ``dtype`` and ``shape`` with values in ``domain``."""
+    return npst.arrays(dtype, shape, elements=elements(dtype, domain), unique=unique)
+
+
+def special_values(dtype: np.dtype, shape: tuple) -> st.SearchStrategy:
+    """Arrays that may hold nan, inf, -0.0 and huge values (for tests and comparisons)."""
+    if np.dtype(dtype).kind == "c":
+        part = st.floats(width=32 if dtype == C64 else 64)
+        return npst.arrays(dtype, shape, elements=st.builds(complex, part, part))
+    return npst.arrays(dtype, shape, elements=st.floats(width=32 if dtype == F32 else 64))
+
+
+def intervals_between_integers(lo: int = -3, hi: int = 3, margin: float = 0.1,
+                               offset: float = 0.0) -> tuple:
+    """``(k + offset + margin, k + 1 + offset - margin)`` for k in [lo, hi)."""
+    return tuple((k + offset + margin, k + 1 + offset - margin) for k in range(lo, hi))
+
+
+ANY = Domain()
+POS = Domain(real=((0.3, 3.0),))
+RIGHT = Domain(real=((0.3, 3.0),), imag=((-2.0, 2.0),))  # complex: right half plane
+UNIT = Domain(real=((-0.85, 0.85),), imag=((-0.8, 0.8),))
+NONZERO = Domain(real=((-3.0, -0.3), (0.3, 3.0)), imag=((-2.0, -0.3), (0.3, 2.0)))
+NONINT = Domain(real=intervals_between_integers())
+SMALL = Domain(real=((-1.0, 1.0),), imag=((-1.0, 1.0),))
+GT1 = Domain(real=((1.2, 3.0),), imag=((-2.0, 2.0),))
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+
+
+@dataclass(frozen=True)
+class Call:
+    """One drawn call: positional and keyword arguments (arrays are the candidate inputs)."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Case:
+    """How to call one public function on valid inputs, and its NumPy oracle.
+
+    ``draw(data, dtype)`` returns a :class:`Call`. ``grad``: "smooth" (checked against
+    finite differences), "zero" (piecewise constant: the gradient is exactly zero) or
+    "none" (the result carries no gradient). ``ok(call)`` rejects calls too close to a
+    non-differentiable point for finite differences. ``post`` maps outputs to the
+    quantity whose gradient is checked (gauge-invariant parts of eigenvectors, say).
+    ``exact=False`` compares forwards to a tolerance (yaad composes it differently).
+    ``covers`` names registry ops that the function reaches without being one itself
+    (a public wrapper around a helper op).
+    """
+
+    path: str
+    ref: Callable
+    draw: Callable
+    dtypes: tuple = ALL
+    grad: str = "smooth"
+    ok: Callable | None = None
+    post: Callable | None = None
+    nondiff: tuple = ()
+    exact: bool = True
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    covers: tuple = ()
+    note: str = ""
+
+    @property
+    def fn(self) -> Callable:
+        return resolve(self.path)
+
+    @property
+    def op_name(self) -> str | None:
+        spec = getattr(self.fn, "op", None)
+        return spec.name if spec is not None else None
+
+    def diff_positions(self, call: Call) -> list[int]:
+        """Positional arguments that are differentiated: float/complex arrays."""
+        return [i for i, a in enumerate(call.args) if i not in self.nondiff
+                and isinstance(a, np.ndarray) and a.dtype.kind in "fc"]
+
+
+def resolve(path: str) -> Callable:
+    """``"linalg.det"`` -> ``yaad.linalg.det``."""
+    obj: Any = yaad
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def available(path: str) -> bool:
+    try:
+        resolve(path)
+    except AttributeError:
+        return False
+    return True
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(path: str, ref: Callable, draw: Callable, **kw) -> Case:
+    c = Case(path, ref, draw, **kw)
+    CASES[path] = c
+    return c
+
+
+def _draw_arrays(data, dts, shps, doms, unique=False) -> list:
+    return [data.draw(values(dt, s, d, unique=unique)) for dt, s, d in zip(dts, shps, doms)]
+
+
+def _dom(dtype, dom: Domain, cdom: Domain | None) -> Domain:
+    return (cdom or dom) if np.dtype(dtype).kind == "c" else dom
+
+
+def unary(path, ref, dom=ANY, cdom=None, real_only=False, grad="smooth", ok=None,
+          shape=None, **kw):
+    """An elementwise function of one array."""
+    shape = shape or shapes()
+
+    def draw(data, dtype):
+        s = data.draw(shape)
+        return Call((data.draw(values(dtype, s, _dom(dtype, dom, cdom))),))
+
+    return case(path, ref, draw, dtypes=REAL if real_only else ALL, grad=grad, ok=ok, **kw)
+
+
+def _other_dtype(data, dtype, real_only):
+    """Usually ``dtype``; sometimes another float dtype (to test NumPy's promotion)."""
+    if data.draw(st.integers(0, 3)):
+        return dtype
+    return data.draw(dtypes(real_only))
+
+
+def binary(path, ref, doms=(ANY, ANY), cdoms=(None, None), real_only=False, grad="smooth",
+           ok=None, scalars=True, **kw):
+    """An elementwise function of two arrays (broadcast; mixed dtypes; Python scalars)."""
+
+    def draw(data, dtype):
+        s = data.draw(broadcastable_shapes(2))
+        dts = (dtype, _other_dtype(data, dtype, real_only))
+        arrs = [data.draw(values(dt, sh, _dom(dt, d, cd)))
+                for dt, sh, d, cd in zip(dts, s, doms, cdoms)]
+        k = data.draw(st.integers(0, 5)) if scalars else 5
+        if k < 2:  # a Python scalar operand: NumPy 2 never upcasts for it
+            d = _dom(dtype, doms[k], cdoms[k])
+            arrs[k] = data.draw(elements(C128 if np.dtype(dtype).kind == "c" else F64, d))
+        return Call(tuple(arrs))
+
+    return case(path, ref, draw, dtypes=REAL if real_only else ALL, grad=grad, ok=ok, **kw)
+
+
+def nondiff(path, ref, nin=1, kinds=ALL, special=True):
+    """A function whose result carries no gradient (comparisons, tests, bit operations)."""
+
+    def draw(data, dtype):
+        s = data.draw(broadcastable_shapes(nin))
+        if np.dtype(dtype).kind in "fc" and special:
+            return Call(tuple(data.draw(special_values(dtype, sh)) for sh in s))
+        dom = Domain(real=((0, 7),)) if np.dtype(dtype).kind in "iu" else ANY
+        return Call(tuple(data.draw(values(dtype, sh, dom)) for sh in s))
+
+    return case(path, ref, draw, dtypes=kinds, grad="none")
+
+
+def _broadcast(*arrays):
+    return np.broadcast_arrays(*[np.asarray(a) for a in arrays])
+
+
+def _apart(tol=0.02):
+    """ok(): the two inputs are equal or at least ``tol`` apart (kinks of max/min)."""
+
+    def ok(call):
+        x, y = _broadcast(*call.args[:2])
+        d = np.abs(x - y)
+        return bool(np.all((d == 0) | (d > tol)))
+
+    return ok
+
+
+def _ratio_not_integer(call):
+    x, y = _broadcast(*call.args[:2])
+    with np.errstate(all="ignore"):
+        r = x / y
+    return bool(np.all(np.abs(r - np.round(r)) > 0.02))
+
+
+# ---- elementwise: the rule table ------------------------------------------------------
+
+for _name, _dom_r, _dom_c in [
+    ("sin", ANY, None), ("cos", ANY, None), ("tan", Domain(real=((-1.2, 1.2),)), SMALL),
+    ("arcsin", UNIT, None), ("arccos", UNIT, None), ("arctan", ANY, UNIT),
+    ("sinh", ANY, None), ("cosh", ANY, None), ("tanh", ANY, SMALL),
+    ("arcsinh", ANY, UNIT), ("arccosh", GT1, GT1),
+    ("arctanh", UNIT, None), ("exp", ANY, None), ("exp2", ANY, None), ("expm1", ANY, None),
+    ("log", POS, RIGHT), ("log2", POS, RIGHT), ("log10", POS, RIGHT),
+    ("log1p", Domain(real=((-0.7, 3.0),)), RIGHT), ("sqrt", POS, RIGHT),
+    ("square", ANY, None), ("reciprocal", NONZERO, None), ("negative", ANY, None),
+    ("positive", ANY, None),
+]:
+    unary(_name, getattr(np, _name), _dom_r, _dom_c)
+
+for _name in ("deg2rad", "rad2deg", "radians", "degrees"):
+    unary(_name, getattr(np, _name), real_only=True)
+unary("cbrt", np.cbrt, NONZERO, real_only=True)
+unary("sinc", np.sinc, ANY, SMALL)
+unary("erf", sp.erf, ANY, SMALL)
+unary("erfc", sp.erfc, ANY, SMALL)
+unary("erfcx", sp.erfcx, ANY, SMALL)
+unary("erfinv", sp.erfinv, UNIT, real_only=True)
+unary("erfcinv", sp.erfcinv, Domain(real=((0.15, 1.85),)), real_only=True)
+unary("gamma", sp.gamma, Domain(real=((0.5, 3.0),)), RIGHT)
+unary("gammaln", sp.gammaln, POS, real_only=True)
+unary("digamma", sp.digamma, POS, real_only=True,
+      note="complex: the gradient needs polygamma(1, z), which SciPy lacks for complex")
+unary("expit", sp.expit, ANY, real_only=True)
+unary("logit", sp.logit, Domain(real=((0.1, 0.9),)), real_only=True)
+for _name in ("j0", "j1", "i0", "i1"):
+    unary(_name, getattr(sp, _name), ANY, real_only=True)
+for _name in ("y0", "y1"):
+    unary(_name, getattr(sp, _name), POS, real_only=True)
+for _name in ("i0e", "i1e"):  # exp(-|x|) has a kink at 0
+    unary(_name, getattr(sp, _name), NONZERO, real_only=True)
+unary("relu", lambda x: np.maximum(x, 0), NONZERO, real_only=True)
+unary("softplus", lambda x: np.logaddexp(0, x), ANY, real_only=True)
+
+
+def _abs_ok(call):
+    return bool(np.all(np.abs(call.args[0]) > 0.05))
+
+
+unary("absolute", np.abs, NONZERO, ok=_abs_ok)
+unary("sign", np.sign, NONZERO, ok=_abs_ok,
+      note="real: zero gradient; complex: sgn(z) = z/|z|, differentiable away from 0")
+unary("real", np.real)
+unary("imag", np.imag)
+unary("conjugate", np.conj)
+unary("angle", np.angle, NONZERO, RIGHT, note="complex: away from the cut on the negative axis")
+for _name in ("floor", "ceil", "trunc", "fix"):
+    unary(_name, getattr(np, _name), NONINT, real_only=True, grad="zero")
+unary("rint", np.rint, Domain(real=intervals_between_integers(offset=0.5)), grad="zero")
+
+binary("add", np.add)
+binary("subtract", np.subtract)
+binary("multiply", np.multiply)
+binary("divide", np.divide, (ANY, NONZERO))
+binary("power", np.power, (POS, ANY), (RIGHT, SMALL))
+binary("float_power", np.float_power, (POS, ANY), (RIGHT, SMALL))
+binary("arctan2", np.arctan2, (ANY, NONZERO), real_only=True)
+binary("hypot", np.hypot, (NONZERO, NONZERO), real_only=True)
+binary("logaddexp", np.logaddexp, real_only=True)
+binary("logaddexp2", np.logaddexp2, real_only=True)
+binary("mod", np.mod, (ANY, NONZERO), real_only=True, ok=_ratio_not_integer)
+binary("fmod", np.fmod, (ANY, NONZERO), real_only=True, ok=_ratio_not_integer)
+binary("floor_divide", np.floor_divide, (ANY, NONZERO), real_only=True, grad="zero",
+       ok=_ratio_not_integer)
+for _name in ("maximum", "minimum", "fmax", "fmin"):
+    binary(_name, getattr(np, _name), real_only=True, ok=_apart())
+binary("xlogy", sp.xlogy, (NONZERO, POS), (NONZERO, RIGHT),
+       note="at x == 0 the x-gradient is 0 (PyTorch's choice), not log(y)")
+binary("xlog1py", sp.xlog1py, (NONZERO, POS), (NONZERO, RIGHT))
+binary("beta", sp.beta, (POS, POS), real_only=True, scalars=False)
+binary("betaln", sp.betaln, (POS, POS), real_only=True, scalars=False)
+
+
+def _order_then_x(path, ref, dom, cdom, real_only=False, orders=(0, 3)):
+    """Bessel-type functions f(v, x): the order v (an integer array) is not differentiated."""
+
+    def draw(data, dtype):
+        sv, sx = data.draw(broadcastable_shapes(2))
+        v = data.draw(npst.arrays(np.int64, sv, elements=st.integers(*orders)))
+        return Call((v, data.draw(values(dtype, sx, _dom(dtype, dom, cdom)))))
+
+    return case(path, ref, draw, dtypes=REAL if real_only else ALL)
+
+
+_order_then_x("polygamma", sp.polygamma, POS, None, real_only=True, orders=(0, 2))
+_order_then_x("jv", sp.jv, POS, RIGHT)
+_order_then_x("yv", sp.yv, POS, RIGHT)
+_order_then_x("iv", sp.iv, POS, RIGHT)
+_order_then_x("ive", sp.ive, POS, None, real_only=True)
+
+
+def _draw_round(data, dtype):
+    x = data.draw(values(dtype, data.draw(shapes()), SMALL))
+    return Call((x,), {"decimals": data.draw(st.integers(0, 2))})
+
+
+def _round_ok(call):
+    x, d = call.args[0], call.kwargs.get("decimals", 0)
+    t = np.abs(np.concatenate([np.ravel(x.real), np.ravel(x.imag)])) * 10.0 ** d
+    return bool(np.all(np.abs(t - np.floor(t) - 0.5) > 0.02))
+
+
+case("round", np.round, _draw_round, grad="zero", ok=_round_ok)
+
+
+def _draw_clip(data, dtype):
+    sx, slo, shi = data.draw(broadcastable_shapes(3))
+    x = data.draw(values(dtype, sx))
+    kind = data.draw(st.sampled_from(["arrays", "scalars", "lo", "hi"]))
+    if kind == "arrays":
+        lo = data.draw(values(dtype, slo, Domain(real=((-2.0, -0.1),))))
+        hi = data.draw(values(dtype, shi, Domain(real=((0.1, 2.0),))))
+    else:
+        lo = None if kind == "hi" else data.draw(st.floats(-2, -0.1))
+        hi = None if kind == "lo" else data.draw(st.floats(0.1, 2))
+    return Call((x, lo, hi))
+
+
+def _clip_ok(call):
+    x = np.asarray(call.args[0])
+    return all(b is None or bool(np.all(np.abs(np.subtract(*_broadcast(x, b))) > 0.02))
+               for b in call.args[1:])
+
+
+case("clip", np.clip, _draw_clip, dtypes=REAL, ok=_clip_ok)
+
+
+def _draw_where(data, dtype):
+    sc, sx, sy = data.draw(broadcastable_shapes(3))
+    cond = data.draw(npst.arrays(np.bool_, sc))
+    x = data.draw(values(dtype, sx))
+    y = data.draw(values(_other_dtype(data, dtype, False), sy))
+    return Call((cond, x, y))
+
+
+case("where", np.where, _draw_where)
+
+# ---- no gradient -----------------------------------------------------------------------
+
+for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+              "logical_and", "logical_or", "logical_xor"):
+    nondiff(_name, getattr(np, _name), 2)
+for _name in ("logical_not", "isnan", "isinf", "isfinite", "iscomplex", "isreal"):
+    nondiff(_name, getattr(np, _name), 1)
+for _name in ("isneginf", "isposinf", "signbit"):
+    nondiff(_name, getattr(np, _name), 1, kinds=REAL)
+nondiff("isclose", np.isclose, 2)
+nondiff("heaviside", np.heaviside, 2, kinds=REAL)
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "gcd",
+              "lcm"):
+    nondiff(_name, getattr(np, _name), 2, kinds=INTS)
+nondiff("invert", np.invert, 1, kinds=INTS + (np.dtype(bool),))
+
+# ---- shapes and indexing -----------------------------------------------------------------
+
+
+def _one(dtype_shape_draw, params):
+    """A case draw: one array of the drawn dtype and shape, plus ``params(data, shape)``."""
+
+    def draw(data, dtype):
+        s = data.draw(dtype_shape_draw)
+        x = data.draw(values(dtype, s))
+        args, kwargs = params(data, s)
+        return Call((x, *args), kwargs)
+
+    return draw
+
+
+def _factorizations(data, shape):
+    n = math.prod(shape)
+    dims = []
+    rest = n
+    for _ in range(data.draw(st.integers(0, 3))):
+        divisors = [d for d in range(1, rest + 1) if rest % d == 0] if rest else [0, 1]
+        d = data.draw(st.sampled_from(divisors))
+        dims.append(d)
+        rest = rest // d if d else rest
+    if rest != 1 or not dims or data.draw(st.booleans()):
+        dims.append(rest)
+    if n and data.draw(st.booleans()):
+        dims[data.draw(st.integers(0, len(dims) - 1))] = -1
+    return tuple(dims)
+
+
+def _draw_reshape(data, shape):
+    new = _factorizations(data, shape)
+    if math.prod(shape) == 0 and -1 in new:
+        new = tuple(0 if d == -1 else d for d in new)
+    return (new,), {}
+
+
+def _draw_transpose(data, shape):
+    if data.draw(st.booleans()):
+        return (), {}
+    perm = data.draw(st.permutations(range(len(shape))))
+    return (tuple(p - len(shape) if data.draw(st.booleans()) else p for p in perm),), {}
+
+
+def _draw_two_axes(data, shape):
+    n = len(shape)
+    return (data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-n, n - 1))), {}
+
+
+def _draw_moveaxis(data, shape):
+    n = len(shape)
+    k = data.draw(st.integers(1, n))
+    src = data.draw(st.permutations(range(n)))[:k]
+    dst = data.draw(st.permutations(range(n)))[:k]
+    if k == 1 and data.draw(st.booleans()):
+        return (src[0], dst[0] - n), {}
+    return (tuple(src), tuple(dst)), {}
+
+
+def _draw_expand_dims(data, shape):
+    n = len(shape) + data.draw(st.integers(1, 2))
+    ax = data.draw(st.lists(st.integers(0, n - 1), min_size=n - len(shape),
+                            max_size=n - len(shape), unique=True))
+    return ((ax[0] if len(ax) == 1 else tuple(ax)),), {}
+
+
+def _draw_squeeze(data, shape):
+    ones = [i for i, s in enumerate(shape) if s == 1]
+    if not ones or data.draw(st.booleans()):
+        return (), {}
+    chosen = data.draw(st.lists(st.sampled_from(ones), min_size=1, unique=True))
+    return (), {"axis": chosen[0] if len(chosen) == 1 else tuple(chosen)}
+
+
+def _draw_broadcast_to(data, shape):
+    target = data.draw(npst.broadcastable_shapes(shape, max_dims=4, max_side=3))
+    # the target must hold the input: broadcast the two shapes
+    return (np.broadcast_shapes(shape, target),), {}
+
+
+case("reshape", np.reshape, _one(shapes(), _draw_reshape))
+case("ravel", np.ravel, _one(shapes(), lambda data, s: ((), {})))
+case("transpose", np.transpose, _one(shapes(), _draw_transpose))
+case("swapaxes", np.swapaxes, _one(shapes(min_dims=1), _draw_two_axes))
+case("matrix_transpose", lambda a: np.swapaxes(a, -1, -2),
+     _one(shapes(min_dims=2), lambda data, s: ((), {})))
+case("moveaxis", np.moveaxis, _one(shapes(min_dims=1), _draw_moveaxis))
+case("expand_dims", np.expand_dims, _one(shapes(), _draw_expand_dims))
+case("squeeze", np.squeeze, _one(shapes(max_side=2), _draw_squeeze))
+case("broadcast_to", np.broadcast_to, _one(shapes(), _draw_broadcast_to))
+case("astype", lambda a, dtype: a.astype(dtype),
+     _one(shapes(), lambda data, s: ((data.draw(st.sampled_from(ALL)),), {})))
+case("copy", np.copy, _one(shapes(), lambda data, s: ((), {})))
+
+
+def _draw_getitem(data, dtype):
+    s = data.draw(shapes(min_dims=1))
+    return Call((data.draw(values(dtype, s)), data.draw(index_expressions(s))))
+
+
+case("getitem", lambda a, idx: a[idx], _draw_getitem)
+
+
+def _draw_scatter_add(data, dtype):
+    s = data.draw(shapes(min_dims=1))
+    idx = data.draw(index_expressions(s))
+    target = np.zeros(s)[idx].shape
+    return Call((data.draw(values(dtype, target)), idx, s))
+
+
+def _scatter_add_ref(values_, idx, shape):
+    out = np.zeros(shape, dtype=values_.dtype)
+    np.add.at(out, idx, values_)
+    return out
+
+
+case("scatter_add", _scatter_add_ref, _draw_scatter_add)
+
+
+def _draw_index_put(data, dtype):
+    s = data.draw(shapes(min_dims=1))
+    # repeated integer indices make the put ambiguous: basic indices and masks only
+    idx = data.draw(st.one_of(npst.basic_indices(s), npst.arrays(np.bool_, s)))
+    target = np.zeros(s)[idx].shape
+    vshape = data.draw(npst.broadcastable_shapes(target, max_dims=len(target), min_side=0))
+    vdt = _other_dtype(data, dtype, np.dtype(dtype).kind != "c")
+    return Call((data.draw(values(dtype, s)), data.draw(values(vdt, vshape)), idx))
+
+
+def _index_put_ref(a, v, idx):
+    out = a.copy()
+    out[idx] = v
+    return out
+
+
+case("index_put", _index_put_ref, _draw_index_put)
+
+# ---- reductions and products -----------------------------------------------------------
+
+
+def _draw_reduce(data, shape):
+    kw = {"axis": data.draw(axes(len(shape))), "keepdims": data.draw(st.booleans())}
+    return (), kw
+
+
+case("sum", np.sum, _one(shapes(), _draw_reduce))
+case("mean", np.mean, _one(shapes(min_side=1), _draw_reduce), exact=False)
+
+
+def _draw_sum_dtype(data, dtype):
+    s = data.draw(shapes())
+    kw = {"axis": data.draw(axes(len(s))), "dtype": data.draw(st.sampled_from(ALL[1:]))}
+    if np.dtype(dtype).kind == "c" and kw["dtype"].kind != "c":
+        kw["dtype"] = C128
+    return Call((data.draw(values(dtype, s)),), kw)
+
+
+CASES["sum(dtype=)"] = Case("sum", np.sum, _draw_sum_dtype)
+
+
+def _draw_matmul(data, dtype):
+    n, k, m = (data.draw(st.integers(1, 3)) for _ in range(3))
+    kind = data.draw(st.sampled_from(["mm", "mv", "vm", "vv"]))
+    ba, bb = data.draw(broadcastable_shapes(2, max_dims=2))
+    a_shape = (k,) if kind in ("vm", "vv") else (*ba, n, k)
+    b_shape = (k,) if kind in ("mv", "vv") else (*bb, k, m)
+    a = data.draw(values(dtype, a_shape))
+    b = data.draw(values(_other_dtype(data, dtype, False), b_shape))
+    return Call((a, b))
+
+
+case("matmul", np.matmul, _draw_matmul)
+
+
+def _draw_trace(data, shape):
+    n = len(shape)
+    a1, a2 = data.draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
+    return (), {"offset": data.draw(st.integers(-2, 2)), "axis1": a1 - n * data.draw(
+        st.integers(0, 1)), "axis2": a2}
+
+
+case("trace", np.trace, _one(shapes(min_dims=2), _draw_trace))
+
+
+# ---------------------------------------------------------------------------------------
+# Which ops are built in
+
+
+def builtin_ops() -> dict:
+    """The ops that yaad itself declares (users' and tests' ops left out), by name."""
+    for mod in pkgutil.walk_packages(yaad.__path__, "yaad."):
+        if mod.name.split(".")[-1] not in ("__main__", "demo"):
+            try:
+                importlib.import_module(mod.name)
+            except ImportError:
+                pass
+    out = {}
+    for name, spec in yaad.registry.items():
+        module = getattr(spec.forward, "__module__", None) or ""
+        if module.startswith(("yaad", "numpy", "scipy")) or module == "":
+            out[name] = spec
+    return out
+
+
+def covered_ops() -> set:
+    """Registry names that some case exercises."""
+    names = set()
+    for c in CASES.values():
+        if available(c.path):
+            names.update(c.covers)
+            if c.op_name:
+                names.add(c.op_name)
+    return names
