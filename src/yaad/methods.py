@@ -1,8 +1,24 @@
 """Tensor operators and methods, bound to the yaad functions of the same names.
 
 Operators are the op functions themselves (no wrapper layer), so ``a * b`` costs what
-``yaad.multiply(a, b)`` does. In-place operators record an out-of-place op and write its
-result into the tensor's memory (NumPy semantics), bumping the version.
+``yaad.multiply(a, b)`` does.
+
+In-place operations (``x += y``, ``x[idx] = v``, ``x.add_(y)``) follow NumPy's semantics
+(the tensor's memory changes, and so do the arrays and views sharing it) and PyTorch's
+autograd rules:
+
+- without recording (nothing involved requires grad, or under ``no_grad()``) they write
+  into the memory directly;
+- while recording they record the out-of-place op and write its result into the memory;
+  the tensor then stands for the new value in the graph;
+- a leaf that requires grad cannot be changed in place while recording (optimizers work
+  under ``no_grad()``);
+- a view made by basic indexing (``v = x[1:3]``) writes through to its base, which
+  records the change (``x[1:3] = f(v)``), so ``x[1:3] += y`` and ``v *= 2`` are
+  differentiable; other views (``reshape``, ``transpose``... of a recorded tensor)
+  cannot be changed in place while recording;
+- every write bumps the version of the memory: a value saved for backward and changed
+  afterwards makes backward raise, naming the op and the version.
 """
 
 from __future__ import annotations
@@ -13,9 +29,11 @@ import numpy as np
 
 from .grad_mode import state
 from .op import mark_modified
+from .ops.shape import getitem, index_put, index_put_, unwrap_index
 from .tensor import Tensor
 
 _new = object.__new__
+ndarray = np.ndarray
 
 # NumPy method names (and a few PyTorch ones) that call the yaad function of that name
 # with the tensor first. Names missing from the namespace are skipped.
@@ -23,19 +41,218 @@ METHOD_NAMES = (
     "sum", "mean", "prod", "std", "var", "cumsum", "cumprod", "argmax", "argmin", "argsort",
     "sort", "all", "any", "nonzero", "ptp", "clip", "round", "trace", "diagonal", "dot",
     "squeeze", "swapaxes", "astype", "repeat", "take", "ravel", "nansum", "nanmean",
-    "logsumexp", "searchsorted",
-    # PyTorch-style elementwise methods
+    "logsumexp", "searchsorted", "amax", "amin", "count_nonzero",
+    # PyTorch-style elementwise and shape methods
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "square", "sin", "cos",
     "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
     "arctanh", "sigmoid", "relu", "softplus", "reciprocal", "sign", "sgn", "floor", "ceil",
     "trunc", "angle", "erf", "erfc", "maximum", "minimum", "where", "matmul", "outer",
     "softmax", "log_softmax", "abs", "absolute", "negative", "flip", "roll", "kron",
-    "expand_dims", "moveaxis", "tril", "triu", "norm",
+    "expand_dims", "moveaxis", "tril", "triu", "tile", "diff",
 )
 
 _ALIASES = {"max": "amax", "min": "amin", "conjugate": "conj", "clamp": "clip",
             "neg": "negative", "flatten": "ravel", "pow": "power", "mul": "multiply",
             "add": "add", "sub": "subtract", "div": "divide", "clone": "copy"}
+
+# In-place methods: name_ applies the function of that name (PyTorch's spelling).
+_INPLACE = {"add_": "add", "sub_": "subtract", "mul_": "multiply", "div_": "divide",
+            "pow_": "power", "clip_": "clip", "clamp_": "clip", "neg_": "negative",
+            "abs_": "absolute", "exp_": "exp", "log_": "log", "sqrt_": "sqrt",
+            "square_": "square", "reciprocal_": "reciprocal", "sin_": "sin", "cos_": "cos",
+            "tanh_": "tanh", "sigmoid_": "sigmoid", "relu_": "relu", "floor_": "floor",
+            "ceil_": "ceil", "round_": "round", "trunc_": "trunc", "sign_": "sign",
+            "conj_": "conj"}
+
+_OPERATORS = (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+              ("truediv", "divide"), ("floordiv", "floor_divide"), ("mod", "mod"),
+              ("pow", "power"), ("matmul", "matmul"))
+
+
+def _root(a: Any) -> Any:
+    """The array that owns the memory of ``a``."""
+    base = getattr(a, "base", None)
+    return base if isinstance(base, ndarray) else a
+
+
+def _recording(self: Tensor, others: tuple) -> bool:
+    return state.enabled and (self.requires_grad or any(
+        isinstance(o, Tensor) and o.requires_grad for o in others))
+
+
+def _snapshot(self: Tensor, copy: bool) -> Tensor:
+    """A tensor standing for the current value of ``self`` in the graph (its node and
+    tangents), holding a copy of the data when the op will save it."""
+    src = _new(Tensor)
+    src.data = self.data.copy() if copy else self.data
+    src._node = self._node
+    src.requires_grad = self.requires_grad
+    tangents = getattr(self, "_tangents", None)
+    if tangents:
+        src._tangents = tangents
+    return src
+
+
+def _adopt(self: Tensor, result: Tensor) -> None:
+    """Make ``self`` stand for ``result`` in the graph (its data is already written)."""
+    self._node = result._node
+    self.requires_grad = result.requires_grad
+    tangents = getattr(result, "_tangents", None)
+    if tangents or getattr(self, "_tangents", None):
+        self._tangents = tangents
+
+
+def _live_view(self: Tensor) -> tuple | None:
+    """(base tensor, index) when ``self`` is a basic-indexing view still sharing the
+    base's memory, else None."""
+    view = getattr(self, "_base", None)
+    if view is None:
+        return None
+    if _root(view[0].data) is not _root(self.data):
+        self._base = None  # the base's data was replaced: no longer a view
+        return None
+    return view
+
+
+def _check_leaf(self: Tensor, name: str) -> None:
+    if state.enabled and self.requires_grad and self._node is None:
+        raise RuntimeError(
+            f"{name}: a leaf tensor that requires grad cannot be modified in place while "
+            f"recording (its gradient would be lost). Wrap the update in yaad.no_grad() "
+            f"(as optimizers do), or work on a .copy().")
+
+
+def _check_not_view(self: Tensor, name: str) -> None:
+    data = self.data
+    if self._node is not None and isinstance(data, ndarray) and data.base is not None:
+        raise RuntimeError(
+            f"{name}: this tensor (shape {self.shape}) shares its memory with another "
+            f"tensor: it is a view made by an op such as reshape, transpose or diagonal. "
+            f"Changing it in place while recording would change the other tensor behind "
+            f"the graph's back. Use .copy() first, or index the other tensor "
+            f"(basic-indexing views such as x[1:3] can be changed in place).")
+
+
+def _saves_input(fn: Any) -> bool:
+    spec = getattr(fn, "op", None)
+    return True if spec is None else spec.save_args
+
+
+def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple = ()) -> Tensor:
+    """Compute ``fn(self, *others, *after)`` and write it into ``self`` (recorded if needed).
+
+    Parameters
+    ----------
+    self : Tensor
+        The tensor whose memory is written.
+    fn : yaad op
+        The out-of-place operation.
+    name : str
+        The name used in errors (``__iadd__``, ``add_``...).
+    others, after : tuple
+        Arguments of ``fn`` after ``self`` (``others`` may be tensors).
+
+    Returns
+    -------
+    Tensor
+        ``self``.
+    """
+    if not (state.special or _recording(self, others)):
+        plain = [o.data if isinstance(o, Tensor) else o for o in others]
+        _write(self, fn(self.data, *plain, *after), name)
+        return self
+    _check_leaf(self, name)
+    if not isinstance(self.data, ndarray):  # a NumPy scalar has no memory to write into
+        self.data = np.array(self.data)
+    view = _live_view(self)
+    if view is not None:
+        return _through_base(self, view, fn, others, after)
+    _check_not_view(self, name)
+    if fn is index_put:
+        # The setitem writes straight into the memory, recorded by the in-place op.
+        _adopt(self, index_put_(_snapshot(self, copy=False), *others, *after))
+        return self
+    result = fn(_snapshot(self, copy=_saves_input(fn)), *others, *after)
+    _write(self, result.data, name)
+    _adopt(self, result)
+    return self
+
+
+def _through_base(self: Tensor, view: tuple, fn: Any, others: tuple, after: tuple) -> Tensor:
+    """In-place on a basic-indexing view: ``base[idx] = fn(view, ...)``, recorded on the
+    base; the view then reads the base's new value."""
+    base, idx = view
+    old = self._node
+    result = fn(_snapshot(self, copy=_saves_input(fn)), *others, *after)
+    _setitem(base, idx, result, "__setitem__")
+    _adopt(self, getitem(base, idx))
+    if old is not None and not isinstance(old, tuple) and old.extra is not None:
+        # The old value of the view was read (by fn) before the write: its node's check
+        # for later changes of its memory no longer applies, the view has a new node.
+        old.extra.view_of = None
+    return self
+
+
+def _write(self: Tensor, value: Any, name: str) -> None:
+    data = self.data
+    if not isinstance(data, ndarray):
+        self.data = np.asarray(value, dtype=data.dtype)
+        return
+    if np.shape(value) != data.shape:
+        raise ValueError(f"{name}: the result has shape {np.shape(value)}, which cannot be "
+                         f"written into a tensor of shape {data.shape}")
+    try:
+        np.copyto(data, value, casting="same_kind")
+    except TypeError as e:
+        raise TypeError(f"{name}: cannot write a result of dtype {np.result_type(value)} "
+                        f"into a tensor of dtype {data.dtype} in place ({e})") from None
+    mark_modified(data)
+
+
+def _is_basic(idx: Any) -> bool:
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
+               for i in items)
+
+
+def _same_memory(self: Tensor, idx: Any, value: Any) -> bool:
+    """Whether ``value`` already is the memory ``self[idx]`` names (the last step of
+    ``x[idx] += y``), so that assigning it changes nothing."""
+    v = getattr(value, "data", None)
+    if not isinstance(v, ndarray) or v.base is None or _root(v) is not _root(self.data):
+        return False
+    if not _is_basic(idx):
+        return False
+    target = self.data[idx]
+    return (isinstance(target, ndarray) and target.shape == v.shape
+            and target.strides == v.strides and target.ctypes.data == v.ctypes.data)
+
+
+def _setitem(self: Tensor, idx: Any, value: Any, name: str) -> None:
+    if isinstance(value, Tensor) and _same_memory(self, idx, value):
+        return
+    if not (state.special or _recording(self, (value,))):
+        data = self.data
+        if not isinstance(data, ndarray):
+            data = self.data = np.array(data)
+        data[idx] = value.data if isinstance(value, Tensor) else value
+        mark_modified(data)
+        return
+    apply_inplace(self, index_put, name, (value,), (idx,))
+
+
+def __getitem__(self: Tensor, idx: Any) -> Tensor:
+    idx = unwrap_index(idx)
+    out = getitem(self, idx)
+    data = out.data
+    if isinstance(data, ndarray) and data.base is not None and (
+            _root(data) is _root(self.data)):
+        out._base = (self, idx)  # a view: in-place changes of it go through self
+    return out
+
+
+def __setitem__(self: Tensor, idx: Any, value: Any) -> None:
+    _setitem(self, unwrap_index(idx), value, "__setitem__")
 
 
 def _reflected(fn):
@@ -51,58 +268,35 @@ def _inplace(fn, name: str):
         return apply_inplace(self, fn, name, others)
 
     method.__name__ = name
-    method.__doc__ = f"In-place {fn.__name__}: modify this tensor's memory and return it."
+    method.__doc__ = f"In-place {fn.__name__}: change this tensor's memory and return it."
     return method
 
 
-def apply_inplace(self: Tensor, fn, name: str, others: tuple, after: tuple = ()) -> Tensor:
-    """Compute ``fn(self, *others, *after)`` and write it into ``self`` (recorded if needed)."""
-    record = state.enabled and (
-        self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others))
-    if record:
-        if self._node is None and self.requires_grad:
-            raise RuntimeError(
-                f"{name}: a leaf tensor that requires grad cannot be modified in place "
-                f"while recording (its gradient would be lost). Wrap the update in "
-                f"yaad.no_grad(), or work on a .clone().")
-        if getattr(self, "_base", None) is not None:
-            raise RuntimeError(
-                f"{name}: this tensor is a view of another tensor; modifying it in place "
-                f"while recording is not supported (the other tensor's graph would not see "
-                f"it). Use .clone() first, or index the base tensor instead.")
-        data = self.data
-        src = _new(Tensor)
-        src.data = data.copy() if fn.op.save_args else data
-        src._node = self._node
-        src.requires_grad = self.requires_grad
-        result = fn(src, *others, *after)
-        _write(self, result.data, name)
-        self._node = result._node
-        self.requires_grad = result.requires_grad
-    else:
-        plain = [o.data if isinstance(o, Tensor) else o for o in others]
-        _write(self, fn(self.data, *plain, *after), name)
+def _fill(self: Tensor, value: Any) -> Tensor:
+    """Fill with a value in place and return the tensor (no gradient reaches the old value)."""
+    _setitem(self, Ellipsis, value, "fill_")
     return self
 
 
-def _write(self: Tensor, value: Any, name: str) -> None:
-    data = self.data
-    if not isinstance(data, np.ndarray):  # a NumPy scalar has no memory to write into
-        self.data = np.asarray(value, dtype=data.dtype)
-        return
-    if np.shape(value) != data.shape:
-        raise ValueError(f"{name}: the result has shape {np.shape(value)}, which cannot be "
-                         f"written into a tensor of shape {data.shape}")
-    try:
-        np.copyto(data, value, casting="same_kind")
-    except TypeError as e:
-        raise TypeError(f"{name}: cannot write a result of dtype {np.result_type(value)} "
-                        f"into a tensor of dtype {data.dtype} in place ({e})") from None
-    mark_modified(data)
+def _zero(self: Tensor) -> Tensor:
+    """Fill with zeros in place and return the tensor."""
+    return _fill(self, 0)
+
+
+def _copy_from(self: Tensor, src: Any) -> Tensor:
+    """Copy ``src`` (broadcast) into this tensor in place and return it (recorded)."""
+    _setitem(self, Ellipsis, src, "copy_")
+    return self
 
 
 def install(ns: Any) -> None:
-    """Bind operators and methods of :class:`Tensor` to the functions in ``ns``."""
+    """Bind operators and methods of :class:`Tensor` to the functions in ``ns``.
+
+    Parameters
+    ----------
+    ns : module
+        The ``yaad`` namespace.
+    """
     T = Tensor
     T.__add__ = T.__radd__ = ns.add
     T.__mul__ = T.__rmul__ = ns.multiply
@@ -132,15 +326,12 @@ def install(ns: Any) -> None:
     T.__xor__ = T.__rxor__ = ns.logical_xor
     T.__invert__ = ns.invert
 
-    for op_name, fn in (("add", ns.add), ("sub", ns.subtract), ("mul", ns.multiply),
-                        ("truediv", ns.divide), ("floordiv", ns.floor_divide),
-                        ("mod", ns.mod), ("pow", ns.power), ("matmul", ns.matmul)):
-        setattr(T, f"__i{op_name}__", _inplace(fn, f"__i{op_name}__"))
-    for name, fn in (("add_", ns.add), ("sub_", ns.subtract), ("mul_", ns.multiply),
-                     ("div_", ns.divide), ("pow_", ns.power), ("clip_", ns.clip),
-                     ("clamp_", ns.clip), ("neg_", ns.negative), ("exp_", ns.exp),
-                     ("sqrt_", ns.sqrt), ("abs_", ns.absolute)):
-        setattr(T, name, _inplace(fn, name))
+    for op_name, fn_name in _OPERATORS:
+        setattr(T, f"__i{op_name}__", _inplace(getattr(ns, fn_name), f"__i{op_name}__"))
+    for name, fn_name in _INPLACE.items():
+        fn = getattr(ns, fn_name, None)
+        if fn is not None:
+            setattr(T, name, _inplace(fn, name))
 
     for name in METHOD_NAMES:
         fn = getattr(ns, name, None)
@@ -150,75 +341,31 @@ def install(ns: Any) -> None:
         fn = getattr(ns, target, None)
         if fn is not None:
             setattr(T, name, fn)
+    linalg = getattr(ns, "linalg", None)
+    if linalg is not None and hasattr(linalg, "norm"):
+        T.norm = lambda self, *args, **kw: linalg.norm(self, *args, **kw)
 
-    T.__getitem__ = _getitem(ns)
-    T.__setitem__ = _setitem(ns)
+    T.__getitem__ = __getitem__
+    T.__setitem__ = __setitem__
     T.reshape = _reshape_method(ns.reshape)
     T.view = T.reshape
     T.transpose = _transpose_method(ns.transpose)
-    T.conj = T.conjugate = _conj_method(ns.conj)
+    T.conj = _conj_method(ns.conj)
     T.T = property(lambda self: ns.transpose(self), doc="The transpose (all axes reversed).")
-    T.mT = property(lambda self: ns.swapaxes(self, -1, -2),
+    T.mT = property(lambda self: ns.matrix_transpose(self),
                     doc="The last two axes swapped (a batch of transposed matrices).")
-    T.mH = property(lambda self: ns.conj(ns.swapaxes(self, -1, -2)),
+    T.mH = property(lambda self: ns.conj(ns.matrix_transpose(self)),
                     doc="The conjugate transpose of the last two axes.")
     T.real = property(lambda self: ns.real(self), doc="The real part (differentiable).")
     T.imag = property(lambda self: ns.imag(self), doc="The imaginary part (differentiable).")
     T.copy = ns.copy
-    T.zero_ = _fill_method(0)
-    T.fill_ = lambda self, value: _fill_method(value)(self)
-    T.copy_ = lambda self, src: apply_inplace(self, _replace(ns), "copy_", (src,))
+    T.fill_ = T.fill = _fill
+    T.zero_ = _zero
+    T.copy_ = _copy_from
     T.dim = lambda self: self.data.ndim
     T.numel = lambda self: self.data.size
     T.float = lambda self: ns.astype(self, np.float32)
     T.double = lambda self: ns.astype(self, np.float64)
-
-
-def _replace(ns):
-    def replace(a, b):
-        return ns.add(ns.multiply(a, 0), b)
-
-    replace.op = ns.add.op
-    return replace
-
-
-def _fill_method(value):
-    def fill(self: Tensor) -> Tensor:
-        """Fill with a value in place (no gradient flows through the old value)."""
-        if state.enabled and self.requires_grad and self._node is None:
-            raise RuntimeError("fill_/zero_: a leaf tensor that requires grad cannot be "
-                               "modified in place while recording; use yaad.no_grad()")
-        self.data[...] = value
-        mark_modified(self.data)
-        if self._node is not None:
-            self._node = None
-            self.requires_grad = False
-        return self
-
-    return fill
-
-
-def _getitem(ns):
-    getitem = ns.getitem
-    unwrap = ns.unwrap_index
-
-    def __getitem__(self, idx):
-        out = getitem(self, unwrap(idx))
-        if out.data.base is not None and self.requires_grad:
-            out._base = self
-        return out
-
-    return __getitem__
-
-
-def _setitem(ns):
-    index_put = ns.index_put
-    unwrap = ns.unwrap_index
-
-    def __setitem__(self, idx, value):
-        apply_inplace(self, index_put, "__setitem__", (value,), (unwrap(idx),))
-
-    return __setitem__
 
 
 def _reshape_method(reshape):
@@ -228,7 +375,7 @@ def _reshape_method(reshape):
             shape = kw.pop("shape")
         elif len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return reshape(self, shape)
+        return reshape(self, shape, **kw)
 
     return method
 
@@ -236,7 +383,7 @@ def _reshape_method(reshape):
 def _transpose_method(transpose):
     def method(self, *axes):
         """Permute axes: ``t.transpose()``, ``t.transpose(1, 0)`` or ``t.transpose((1, 0))``."""
-        if not axes:
+        if not axes or axes == (None,):
             return transpose(self)
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])

@@ -1,106 +1,266 @@
-"""Shape, dtype and indexing operations (NumPy names and semantics)."""
+"""Shape, joining, dtype and indexing operations (NumPy names and semantics).
+
+Every op here is linear in its array input, so each VJP is another op of this module
+(``flip`` undoes ``flip``, slicing undoes ``concatenate``, scattering undoes indexing) and
+forward mode needs no rules of its own. Functions that NumPy itself builds from simpler
+ones (``hstack``, ``rot90``, ``take``) are built the same way here.
+"""
 
 from __future__ import annotations
 
+import builtins
+from typing import Any, Sequence
+
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..op import exported, op
 from ..tensor import Tensor
 
+ndarray = np.ndarray
+
 
 def _normalize_axes(axis, ndim: int) -> tuple:
+    """``axis`` (None, an int or a sequence) as a sorted tuple of non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
-    if not isinstance(axis, tuple):
-        axis = (axis,) if not isinstance(axis, list) else tuple(axis)
-    return tuple(sorted(a % ndim if ndim else a for a in axis))
+    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
-# ---- reshaping ---------------------------------------------------------------------
-
-def _reshape(a, shape):
-    return np.reshape(a, shape)
-
-
-reshape = op(_reshape, name="reshape", save_args=False, save_ans=False, linear=True,
-             vjp=lambda g, ans, a, shape: reshape(g, a.shape))
-reshape.__doc__ = """Give a new shape to an array without changing its data (numpy.reshape)."""
+def _values(x):
+    """The array of a tensor (or the array itself): for decisions on values, never recorded."""
+    return x.data if isinstance(x, Tensor) else x
 
 
-def ravel(a, order: str = "C"):
-    """Return a flattened array (numpy.ravel)."""
-    if order != "C":
-        raise ValueError(f"ravel: only order='C' is supported, got order={order!r}")
-    return reshape(a, (-1,))
+def _as_operand(x):
+    """A tensor or array as is; anything else (a list, a scalar) as a NumPy array."""
+    return x if isinstance(x, Tensor) or hasattr(x, "shape") else np.asarray(x)
 
 
-def _transpose(a, axes=None):
-    return np.transpose(a, axes)
+def _no_out(name: str, out) -> None:
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported (results are new tensors); use the "
+                        f"returned value")
+
+
+def _linear(forward, name: str, vjp, jvp=None) -> Any:
+    """An op linear in its first input whose rules read only shapes (the common case here)."""
+    return op(forward, name=name, save_args=False, save_ans=False, linear=jvp is None,
+              vjp=vjp, jvp=jvp)
+
+
+# ---- reshaping -----------------------------------------------------------------------
+
+def _reshape(a, shape, order="C"):
+    return np.reshape(a, shape, order=order)
+
+
+reshape = _linear(_reshape, "reshape",
+                  lambda g, ans, a, shape, order="C": reshape(g, a.shape, order=order))
+reshape.__doc__ = """Give a new shape to an array without changing its data (numpy.reshape).
+
+Parameters
+----------
+a : Tensor or array_like
+shape : int or tuple of int
+    The new shape; one entry may be -1.
+order : {'C', 'F'}
+    Read and write the elements in this index order.
+
+Returns
+-------
+Tensor
+    A view of the data where NumPy makes one.
+"""
+
+
+def ravel(a: Any, order: str = "C") -> Any:
+    """Return a flattened array (numpy.ravel).
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+    order : {'C', 'F'}
+        The index order in which the elements are read.
+
+    Returns
+    -------
+    Tensor
+        One-dimensional, a view where possible.
+    """
+    return reshape(a, (-1,), order=order)
 
 
 def _transpose_vjp(g, ans, a, axes=None):
     if axes is None:
         return transpose(g)
-    return transpose(g, tuple(np.argsort([ax % a.ndim for ax in axes])))
+    return transpose(g, tuple(np.argsort(normalize_axis_tuple(axes, a.ndim))))
 
 
-transpose = op(_transpose, name="transpose", save_args=False, save_ans=False, linear=True,
-               vjp=_transpose_vjp)
-transpose.__doc__ = """Permute the axes (numpy.transpose); reverses them by default."""
+transpose = _linear(lambda a, axes=None: np.transpose(a, axes), "transpose", _transpose_vjp)
+transpose.__doc__ = """Permute the axes (numpy.transpose); reverses them by default.
+
+Parameters
+----------
+a : Tensor or array_like
+axes : sequence of int, optional
+    The permutation; negative axes count from the end.
+
+Returns
+-------
+Tensor
+"""
+
+swapaxes = _linear(lambda a, axis1, axis2: np.swapaxes(a, axis1, axis2), "swapaxes",
+                   lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2))
+swapaxes.__doc__ = """Interchange two axes (numpy.swapaxes).
+
+Parameters
+----------
+a : Tensor or array_like
+axis1, axis2 : int
+    The axes to swap.
+
+Returns
+-------
+Tensor
+"""
 
 
-def _swapaxes(a, axis1, axis2):
-    return np.swapaxes(a, axis1, axis2)
+def matrix_transpose(x: Any) -> Any:
+    """Swap the last two axes (numpy.matrix_transpose, ``x.mT``).
 
+    Parameters
+    ----------
+    x : Tensor or array_like
+        At least two-dimensional: a matrix or a batch of matrices.
 
-swapaxes = op(_swapaxes, name="swapaxes", save_args=False, save_ans=False, linear=True,
-              vjp=lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2))
-swapaxes.__doc__ = """Interchange two axes (numpy.swapaxes)."""
-
-
-def matrix_transpose(x):
-    """Swap the last two axes (numpy.matrix_transpose, ``x.mT``)."""
-    if np.ndim(x) < 2:
+    Returns
+    -------
+    Tensor
+    """
+    if np.ndim(_values(x)) < 2:
         raise ValueError(f"matrix_transpose: the input must have at least 2 dimensions, "
-                         f"got shape {np.shape(x)}")
+                         f"got shape {np.shape(_values(x))}")
     return swapaxes(x, -1, -2)
 
 
-def _moveaxis(a, source, destination):
-    return np.moveaxis(a, source, destination)
+moveaxis = _linear(lambda a, source, destination: np.moveaxis(a, source, destination),
+                   "moveaxis",
+                   lambda g, ans, a, source, destination: moveaxis(g, destination, source))
+moveaxis.__doc__ = """Move axes to new positions (numpy.moveaxis).
 
+Parameters
+----------
+a : Tensor or array_like
+source, destination : int or sequence of int
+    Original and new positions of the moved axes.
 
-moveaxis = op(_moveaxis, name="moveaxis", save_args=False, save_ans=False, linear=True,
-              vjp=lambda g, ans, a, source, destination: moveaxis(g, destination, source))
-moveaxis.__doc__ = """Move axes to new positions (numpy.moveaxis)."""
+Returns
+-------
+Tensor
+"""
 
+expand_dims = _linear(lambda a, axis: np.expand_dims(a, axis), "expand_dims",
+                      lambda g, ans, a, axis: reshape(g, a.shape))
+expand_dims.__doc__ = """Insert axes of length one (numpy.expand_dims).
 
-def _expand_dims(a, axis):
-    return np.expand_dims(a, axis)
+Parameters
+----------
+a : Tensor or array_like
+axis : int or tuple of int
+    Positions of the new axes in the result.
 
+Returns
+-------
+Tensor
+"""
 
-expand_dims = op(_expand_dims, name="expand_dims", save_args=False, save_ans=False,
-                 linear=True, vjp=lambda g, ans, a, axis: reshape(g, a.shape))
-expand_dims.__doc__ = """Insert axes of length one (numpy.expand_dims)."""
+squeeze = _linear(lambda a, axis=None: np.squeeze(a, axis), "squeeze",
+                  lambda g, ans, a, axis=None: reshape(g, a.shape))
+squeeze.__doc__ = """Remove axes of length one (numpy.squeeze).
 
+Parameters
+----------
+a : Tensor or array_like
+axis : int or tuple of int, optional
+    The axes to remove (each must have length one); all of length one by default.
 
-def _squeeze(a, axis=None):
-    return np.squeeze(a, axis)
-
-
-squeeze = op(_squeeze, name="squeeze", save_args=False, save_ans=False, linear=True,
-             vjp=lambda g, ans, a, axis=None: reshape(g, a.shape))
-squeeze.__doc__ = """Remove axes of length one (numpy.squeeze)."""
-
-
-def _broadcast_to(a, shape):
-    return np.broadcast_to(a, shape)
-
+Returns
+-------
+Tensor
+"""
 
 # The engine sums the gradient back over the broadcast axes.
-broadcast_to = op(_broadcast_to, name="broadcast_to", save_args=False, save_ans=False,
-                  linear=True, vjp=lambda g, ans, a, shape: g)
-broadcast_to.__doc__ = """Broadcast an array to a shape (numpy.broadcast_to, read-only)."""
+broadcast_to = _linear(lambda a, shape, subok=False: np.broadcast_to(a, shape),
+                       "broadcast_to", lambda g, ans, a, shape, subok=False: g)
+broadcast_to.__doc__ = """Broadcast an array to a shape (numpy.broadcast_to, a read-only view).
+
+Parameters
+----------
+a : Tensor or array_like
+shape : tuple of int
+
+Returns
+-------
+Tensor
+    Its gradient is summed back over the broadcast axes.
+"""
+
+
+def broadcast_arrays(*args: Any) -> tuple:
+    """Broadcast arrays against each other (numpy.broadcast_arrays).
+
+    Parameters
+    ----------
+    *args : Tensor or array_like
+
+    Returns
+    -------
+    tuple of Tensor
+        Read-only views with the common shape.
+    """
+    args = [_as_operand(a) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    return tuple(broadcast_to(a, shape) for a in args)
+
+
+def _atleast(ndim: int, name: str):
+    def new_shape(shape: tuple) -> tuple:
+        if len(shape) >= ndim:
+            return shape
+        if ndim == 3 and len(shape) == 2:
+            return shape + (1,)
+        if ndim == 3 and len(shape) == 1:
+            return (1,) + shape + (1,)
+        return (1,) * (ndim - len(shape)) + shape
+
+    def atleast(*arys: Any) -> Any:
+        out = []
+        for a in arys:
+            a = _as_operand(a)
+            shape = new_shape(a.shape)
+            out.append(a if shape == a.shape else reshape(a, shape))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    atleast.__name__ = atleast.__qualname__ = name
+    atleast.__doc__ = f"""View inputs as arrays with at least {ndim} dimensions (numpy.{name}).
+
+    Parameters
+    ----------
+    *arys : Tensor or array_like
+
+    Returns
+    -------
+    Tensor or tuple of Tensor
+        One result per input (a single one is returned bare, like NumPy).
+    """
+    return atleast
+
+
+atleast_1d = _atleast(1, "atleast_1d")
+atleast_2d = _atleast(2, "atleast_2d")
+atleast_3d = _atleast(3, "atleast_3d")
 
 
 def _astype(a, dtype, copy=True):
@@ -108,65 +268,811 @@ def _astype(a, dtype, copy=True):
 
 
 # The engine casts the gradient back to the input's dtype (the real part for a real one).
-astype = op(_astype, name="astype", save_args=False, save_ans=False, linear=True,
-            vjp=lambda g, ans, a, dtype, copy=True: g)
-astype.__doc__ = """Cast to a dtype (numpy.astype); the gradient is cast back."""
+astype = _linear(_astype, "astype", lambda g, ans, a, dtype, copy=True: g)
+astype.__doc__ = """Cast to a dtype (numpy.astype); the gradient is cast back.
+
+Parameters
+----------
+a : Tensor or array_like
+dtype : data-type
+copy : bool
+    Copy even when the dtype does not change.
+
+Returns
+-------
+Tensor
+    A complex input cast to a real dtype keeps its real part, and its gradient is real.
+"""
+
+copy = _linear(lambda a: np.array(a, copy=True), "copy", lambda g, ans, a: g)
+copy.__doc__ = """A copy of the array (numpy.copy; ``Tensor.clone()`` in PyTorch terms).
+
+Parameters
+----------
+a : Tensor or array_like
+
+Returns
+-------
+Tensor
+    New memory, recorded (the gradient passes through unchanged).
+"""
 
 
-def _copy(a):
-    return np.array(a, copy=True)
+# ---- joining and splitting ---------------------------------------------------------
+
+def _join_jvp(join):
+    """The JVP of a variadic join: the tangent of input i joined with zeros elsewhere."""
+    def jvp(i, t, ans, *arrays, **kw):
+        parts = [t if j == i else np.zeros(a.shape, dtype=t.dtype) for j, a in enumerate(arrays)]
+        return join(*parts, **kw)
+
+    return jvp
 
 
-copy = op(_copy, name="copy", save_args=False, save_ans=False, linear=True,
-          vjp=lambda g, ans, a: g)
-copy.__doc__ = """A copy of the array (numpy.copy); ``Tensor.clone()`` in PyTorch terms."""
+def _concatenate_vjp(i, g, ans, *arrays, axis=0, dtype=None, casting="same_kind"):
+    if axis is None:
+        start = builtins.sum(a.size for a in arrays[:i])
+        return reshape(getitem(g, slice(start, start + arrays[i].size)), arrays[i].shape)
+    axis = normalize_axis_index(axis, g.ndim)
+    start = builtins.sum(a.shape[axis] for a in arrays[:i])
+    return getitem(g, (slice(None),) * axis + (slice(start, start + arrays[i].shape[axis]),))
 
 
-# ---- indexing ----------------------------------------------------------------------
+_concatenate = op(lambda *arrays, axis=0, dtype=None, casting="same_kind": np.concatenate(
+                  arrays, axis=axis, dtype=dtype, casting=casting),
+                  name="concatenate", variadic=True, save_args=False, save_ans=False,
+                  vjp=_concatenate_vjp)
+_concatenate.defjvp(_join_jvp(_concatenate))
 
-def _is_basic_index(idx) -> bool:
+
+def concatenate(arrays: Sequence[Any], axis: int | None = 0, out: Any = None,
+                dtype: Any = None, casting: str = "same_kind") -> Any:
+    """Join arrays along an existing axis (numpy.concatenate).
+
+    Parameters
+    ----------
+    arrays : sequence of Tensor or array_like
+        Same shape except along ``axis``.
+    axis : int or None
+        The joining axis; None flattens the inputs first.
+    out : None
+        Not supported (raises TypeError).
+    dtype : data-type, optional
+    casting : str
+
+    Returns
+    -------
+    Tensor
+    """
+    _no_out("concatenate", out)
+    arrays = [_as_operand(a) for a in arrays]
+    if not arrays:
+        raise ValueError("concatenate: need at least one array to concatenate")
+    return _concatenate(*arrays, axis=axis, dtype=dtype, casting=casting)
+
+
+def _stack_vjp(i, g, ans, *arrays, axis=0, dtype=None, casting="same_kind"):
+    return getitem(g, (slice(None),) * normalize_axis_index(axis, g.ndim) + (i,))
+
+
+_stack = op(lambda *arrays, axis=0, dtype=None, casting="same_kind": np.stack(
+            arrays, axis=axis, dtype=dtype, casting=casting),
+            name="stack", variadic=True, save_args=False, save_ans=False, vjp=_stack_vjp)
+_stack.defjvp(_join_jvp(_stack))
+
+
+def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = None,
+          casting: str = "same_kind") -> Any:
+    """Join arrays of the same shape along a new axis (numpy.stack).
+
+    Parameters
+    ----------
+    arrays : sequence of Tensor or array_like
+    axis : int
+        Position of the new axis in the result.
+    out : None
+        Not supported (raises TypeError).
+    dtype : data-type, optional
+    casting : str
+
+    Returns
+    -------
+    Tensor
+    """
+    _no_out("stack", out)
+    arrays = [_as_operand(a) for a in arrays]
+    if not arrays:
+        raise ValueError("stack: need at least one array to stack")
+    return _stack(*arrays, axis=axis, dtype=dtype, casting=casting)
+
+
+def hstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Any:
+    """Stack arrays horizontally, column-wise (numpy.hstack).
+
+    Parameters
+    ----------
+    tup : sequence of Tensor or array_like
+    dtype : data-type, optional
+    casting : str
+
+    Returns
+    -------
+    Tensor
+    """
+    arrs = [atleast_1d(a) for a in tup]
+    axis = 0 if arrs and arrs[0].ndim == 1 else 1
+    return concatenate(arrs, axis=axis, dtype=dtype, casting=casting)
+
+
+def vstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Any:
+    """Stack arrays vertically, row-wise (numpy.vstack).
+
+    Parameters
+    ----------
+    tup : sequence of Tensor or array_like
+    dtype : data-type, optional
+    casting : str
+
+    Returns
+    -------
+    Tensor
+    """
+    return concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype, casting=casting)
+
+
+def dstack(tup: Sequence[Any]) -> Any:
+    """Stack arrays along the third axis (numpy.dstack).
+
+    Parameters
+    ----------
+    tup : sequence of Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+    """
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+def column_stack(tup: Sequence[Any]) -> Any:
+    """Stack 1-D arrays as the columns of a 2-D array (numpy.column_stack).
+
+    Parameters
+    ----------
+    tup : sequence of Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+    """
+    cols = []
+    for a in tup:
+        a = _as_operand(a)
+        cols.append(reshape(a, (-1, 1)) if a.ndim < 2 else a)
+    return concatenate(cols, axis=1)
+
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+    """Append values to the end of an array (numpy.append).
+
+    Parameters
+    ----------
+    arr, values : Tensor or array_like
+    axis : int, optional
+        Without it both inputs are flattened first.
+
+    Returns
+    -------
+    Tensor
+    """
+    if axis is None:
+        return concatenate([ravel(_as_operand(arr)), ravel(_as_operand(values))], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+def _split_points(n: int, indices_or_sections, name: str, equal: bool) -> list:
+    if np.ndim(indices_or_sections) == 0:
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError(f"{name}: the number of sections must be larger than 0")
+        each, extra = divmod(n, sections)
+        if equal and extra:
+            raise ValueError(f"{name}: an array of length {n} does not split into "
+                             f"{sections} equal sections; use array_split")
+        sizes = [0] + extra * [each + 1] + (sections - extra) * [each]
+        return np.cumsum(sizes).tolist()
+    return [0] + list(indices_or_sections) + [n]
+
+
+def _split(ary, indices_or_sections, axis: int, name: str, equal: bool) -> list:
+    ary = _as_operand(ary)
+    axis = normalize_axis_index(axis, ary.ndim)
+    points = _split_points(ary.shape[axis], indices_or_sections, name, equal)
+    lead = (slice(None),) * axis
+    return [getitem(ary, lead + (slice(start, stop),))
+            for start, stop in zip(points[:-1], points[1:])]
+
+
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """Split into sub-arrays, allowing unequal parts (numpy.array_split).
+
+    Each part is a slice of the input: its gradient is scattered back into place.
+
+    Parameters
+    ----------
+    ary : Tensor or array_like
+    indices_or_sections : int or sequence of int
+        A number of parts, or the split points along ``axis``.
+    axis : int
+
+    Returns
+    -------
+    list of Tensor
+    """
+    return _split(ary, indices_or_sections, axis, "array_split", equal=False)
+
+
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """Split into equal sub-arrays, or at the given points (numpy.split).
+
+    Parameters
+    ----------
+    ary : Tensor or array_like
+    indices_or_sections : int or sequence of int
+        A number of equal parts (must divide the axis), or the split points.
+    axis : int
+
+    Returns
+    -------
+    list of Tensor
+    """
+    return _split(ary, indices_or_sections, axis, "split", equal=True)
+
+
+def _split_along(name: str, axis_of, min_ndim: int, what: str):
+    def fn(ary: Any, indices_or_sections: Any) -> list:
+        ndim = np.ndim(_values(ary))
+        if ndim < min_ndim:
+            raise ValueError(f"{name}: only works on arrays of {min_ndim} or more dimensions "
+                             f"(got {ndim})")
+        return _split(ary, indices_or_sections, axis_of(ndim), name, equal=True)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Split {what} (numpy.{name}); see :func:`split`.
+
+    Parameters
+    ----------
+    ary : Tensor or array_like
+    indices_or_sections : int or sequence of int
+
+    Returns
+    -------
+    list of Tensor
+    """
+    return fn
+
+
+hsplit = _split_along("hsplit", lambda nd: 1 if nd > 1 else 0, 1, "horizontally (column-wise)")
+vsplit = _split_along("vsplit", lambda nd: 0, 2, "vertically (row-wise)")
+dsplit = _split_along("dsplit", lambda nd: 2, 3, "along the third axis")
+
+
+# ---- flips, rolls, tiles, repeats, pads ------------------------------------------
+
+flip = _linear(lambda m, axis=None: np.flip(m, axis), "flip",
+               lambda g, ans, m, axis=None: flip(g, axis))
+flip.__doc__ = """Reverse the order of elements along the given axes (numpy.flip).
+
+Parameters
+----------
+m : Tensor or array_like
+axis : int or tuple of int, optional
+    All axes by default.
+
+Returns
+-------
+Tensor
+"""
+
+
+def fliplr(m: Any) -> Any:
+    """Reverse the order of the columns (numpy.fliplr; at least 2-D).
+
+    Parameters
+    ----------
+    m : Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+    """
+    if np.ndim(_values(m)) < 2:
+        raise ValueError("fliplr: the input must be at least 2-D")
+    return flip(m, 1)
+
+
+def flipud(m: Any) -> Any:
+    """Reverse the order of the rows (numpy.flipud; at least 1-D).
+
+    Parameters
+    ----------
+    m : Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+    """
+    if np.ndim(_values(m)) < 1:
+        raise ValueError("flipud: the input must be at least 1-D")
+    return flip(m, 0)
+
+
+def _negate(shift):
+    return tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+
+
+roll = _linear(lambda a, shift, axis=None: np.roll(a, shift, axis), "roll",
+               lambda g, ans, a, shift, axis=None: roll(g, _negate(shift), axis))
+roll.__doc__ = """Roll elements along axes, wrapping around (numpy.roll).
+
+Parameters
+----------
+a : Tensor or array_like
+shift : int or tuple of int
+axis : int or tuple of int, optional
+    Without it the array is flattened, rolled and reshaped back.
+
+Returns
+-------
+Tensor
+"""
+
+
+def rot90(m: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> Any:
+    """Rotate by 90 degrees in the plane of two axes (numpy.rot90).
+
+    Parameters
+    ----------
+    m : Tensor or array_like
+    k : int
+        Number of rotations, counterclockwise from the first axis toward the second.
+    axes : pair of int
+
+    Returns
+    -------
+    Tensor
+    """
+    m = _as_operand(m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("rot90: len(axes) must be 2")
+    a0, a1 = (normalize_axis_index(a, m.ndim) for a in axes)
+    if a0 == a1:
+        raise ValueError(f"rot90: the axes must be different, got {axes}")
+    k %= 4
+    if k == 0:
+        return getitem(m, Ellipsis)
+    if k == 2:
+        return flip(m, (a0, a1))
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip(m, a1), perm)
+    return flip(transpose(m, perm), a1)
+
+
+def _tile_vjp(g, ans, a, reps):
+    from .reductions import sum as _sum
+
+    reps = tuple(reps) if np.ndim(reps) else (int(reps),)
+    d = max(len(reps), a.ndim)
+    shape = (1,) * (d - a.ndim) + tuple(a.shape)
+    reps = (1,) * (d - len(reps)) + reps
+    g = reshape(g, tuple(n for pair in zip(reps, shape) for n in pair))
+    return reshape(_sum(g, axis=tuple(range(0, 2 * d, 2))), a.shape)
+
+
+tile = _linear(lambda a, reps: np.tile(a, reps), "tile", _tile_vjp)
+tile.__doc__ = """Repeat a whole array along each axis (numpy.tile).
+
+Parameters
+----------
+a : Tensor or array_like
+reps : int or sequence of int
+    Repetitions per axis.
+
+Returns
+-------
+Tensor
+"""
+
+
+def _repeats_of(repeats):
+    r = np.asarray(_values(repeats))
+    return int(r.reshape(())) if r.size == 1 else r
+
+
+def _repeat_sum(g, repeats, axis, n):
+    """Sum consecutive runs of ``repeats[i]`` entries along ``axis`` (n runs)."""
+    axis = normalize_axis_index(axis, g.ndim)
+    shape = g.shape[:axis] + (n,) + g.shape[axis + 1:]
+    if isinstance(repeats, int):
+        if repeats == 0:
+            return np.zeros(shape, dtype=g.dtype)
+        return g.reshape(g.shape[:axis] + (n, repeats) + g.shape[axis + 1:]).sum(axis + 1)
+    out = np.zeros(shape, dtype=g.dtype)
+    used = repeats > 0
+    if used.any():
+        starts = (np.cumsum(repeats) - repeats)[used]
+        index = (slice(None),) * axis + (used,)
+        out[index] = np.add.reduceat(g, starts, axis=axis)
+    return out
+
+
+# repeat and its gradient, the sums of consecutive runs, are each other's VJPs.
+_repeat = _linear(lambda a, repeats, axis: np.repeat(a, repeats, axis), "repeat",
+                  lambda g, ans, a, repeats, axis: _run_sums(g, repeats, axis, a.shape[axis]))
+_run_sums = _linear(_repeat_sum, "repeat_sum",
+                    lambda g, ans, x, repeats, axis, n: _repeat(g, repeats, axis))
+
+
+def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
+    """Repeat each element (numpy.repeat).
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+    repeats : int or sequence of int
+        Repetitions of each element, broadcast along ``axis``.
+    axis : int, optional
+        Without it the input is flattened first.
+
+    Returns
+    -------
+    Tensor
+    """
+    a = _as_operand(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis_index(axis, a.ndim)
+    return _repeat(a, _repeats_of(repeats), axis)
+
+
+def _pad_width(pad_width, ndim: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (ndim, 2))
+
+
+def _pad_constant_vjp(g, ans, a, pad_width, constant_values=0):
+    pw = _pad_width(pad_width, a.ndim)
+    return getitem(g, tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(pw, a.shape)))
+
+
+_pad_constant = _linear(
+    lambda a, pad_width, constant_values=0: np.pad(a, pad_width, constant_values=constant_values),
+    "pad", _pad_constant_vjp,
+    jvp=lambda t, ans, a, pad_width, constant_values=0: _pad_constant(t, pad_width))
+
+_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    """Pad an array (numpy.pad).
+
+    Differentiable for ``mode`` in 'constant' (``constant_values`` are constants) and the
+    modes that copy elements: 'edge', 'reflect', 'symmetric', 'wrap' (their gradients
+    add up the copies). On plain arrays every NumPy mode works.
+
+    Parameters
+    ----------
+    array : Tensor or array_like
+    pad_width : int or sequence
+        ``((before_1, after_1), ...)``, broadcast like NumPy's.
+    mode : str
+    **kwargs
+        ``constant_values`` for 'constant'; ``reflect_type='even'`` for 'reflect' and
+        'symmetric'.
+
+    Returns
+    -------
+    Tensor
+    """
+    if not isinstance(array, Tensor):
+        return np.pad(array, pad_width, mode, **kwargs)
+    if mode == "constant":
+        return _pad_constant(array, pad_width, **kwargs)
+    if mode not in _GATHER_MODES or kwargs.get("reflect_type", "even") != "even":
+        raise NotImplementedError(
+            f"pad: mode={mode!r} with {kwargs} is not differentiable in yaad; supported: "
+            f"'constant' and {', '.join(map(repr, _GATHER_MODES))} (reflect_type='even')")
+    # Pad the positions, then gather: the gradient adds up every copy of an element.
+    positions = np.pad(np.arange(array.size).reshape(array.shape), pad_width, mode, **kwargs)
+    return getitem(ravel(array), positions)
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """The n-th discrete difference along an axis (numpy.diff).
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+    n : int
+        How many times to take differences.
+    axis : int
+    prepend, append : Tensor or array_like, optional
+        Values joined to ``a`` along ``axis`` first (scalars are broadcast).
+
+    Returns
+    -------
+    Tensor
+    """
+    a = _as_operand(a)
+    if n < 0:
+        raise ValueError(f"diff: order must be non-negative but got {n}")
+    axis = normalize_axis_index(axis, a.ndim)
+    parts = []
+    for extra in (prepend, a, append):
+        if extra is a:
+            parts.append(a)
+        elif extra is not None:
+            extra = _as_operand(extra)
+            if extra.ndim == 0:
+                extra = broadcast_to(extra, a.shape[:axis] + (1,) + a.shape[axis + 1:])
+            parts.append(extra)
+    if len(parts) > 1:
+        a = concatenate(parts, axis=axis)
+    lead = (slice(None),) * axis
+    for _ in range(n):
+        a = getitem(a, lead + (slice(1, None),)) - getitem(a, lead + (slice(None, -1),))
+    return a
+
+
+# ---- diagonals and triangles -------------------------------------------------------
+
+def _diag_embed(d, shape, offset=0, axis1=0, axis2=1):
+    out = np.zeros(shape, dtype=d.dtype)
+    view = np.moveaxis(out, (axis1, axis2), (-2, -1))
+    k = d.shape[-1]
+    view[..., np.arange(k) + max(-offset, 0), np.arange(k) + max(offset, 0)] = d
+    return out
+
+
+diagonal = _linear(lambda a, offset=0, axis1=0, axis2=1: np.diagonal(a, offset, axis1, axis2),
+                   "diagonal",
+                   lambda g, ans, a, offset=0, axis1=0, axis2=1: diag_embed(
+                       g, a.shape, offset, axis1, axis2))
+diagonal.__doc__ = """Diagonals of an array (numpy.diagonal, a read-only view).
+
+Parameters
+----------
+a : Tensor or array_like
+    At least 2-D.
+offset : int
+    Above (> 0) or below (< 0) the main diagonal.
+axis1, axis2 : int
+    The axes of the 2-D sub-arrays; the diagonal becomes the last axis of the result.
+
+Returns
+-------
+Tensor
+"""
+
+diag_embed = _linear(_diag_embed, "diag_embed",
+                     lambda g, ans, d, shape, offset=0, axis1=0, axis2=1: diagonal(
+                         g, offset, axis1, axis2))
+diag_embed.__doc__ = """Zeros of ``shape`` with ``d`` on a diagonal (inverse of :func:`diagonal`).
+
+Parameters
+----------
+d : Tensor or array_like
+    The diagonal values in the last axis (the shape ``diagonal`` would return).
+shape : tuple of int
+offset : int
+axis1, axis2 : int
+    As for :func:`diagonal`.
+
+Returns
+-------
+Tensor
+"""
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """Extract a diagonal, or build a diagonal matrix (numpy.diag).
+
+    Parameters
+    ----------
+    v : Tensor or array_like
+        2-D: its k-th diagonal is returned. 1-D: the matrix with ``v`` on the k-th
+        diagonal is returned.
+    k : int
+
+    Returns
+    -------
+    Tensor
+    """
+    v = _as_operand(v)
+    if v.ndim == 1:
+        n = v.shape[0] + abs(k)
+        return diag_embed(v, (n, n), k, 0, 1)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    raise ValueError(f"diag: the input must be 1-D or 2-D, got shape {v.shape}")
+
+
+triu = _linear(lambda m, k=0: np.triu(m, k), "triu", lambda g, ans, m, k=0: triu(g, k))
+triu.__doc__ = """Upper triangle of (a batch of) matrices (numpy.triu): zeros below diagonal k.
+
+Parameters
+----------
+m : Tensor or array_like
+k : int
+
+Returns
+-------
+Tensor
+"""
+
+tril = _linear(lambda m, k=0: np.tril(m, k), "tril", lambda g, ans, m, k=0: tril(g, k))
+tril.__doc__ = """Lower triangle of (a batch of) matrices (numpy.tril): zeros above diagonal k.
+
+Parameters
+----------
+m : Tensor or array_like
+k : int
+
+Returns
+-------
+Tensor
+"""
+
+
+# ---- indexing ------------------------------------------------------------------------
+
+def unwrap_index(idx: Any) -> Any:
+    """An index with tensors replaced by their arrays and lists frozen into arrays.
+
+    Indices carry no gradient. A list is turned into an array (NumPy reads it as one),
+    so that changing the list later cannot change a recorded index.
+
+    Parameters
+    ----------
+    idx : any index
+
+    Returns
+    -------
+    index
+    """
+    if isinstance(idx, tuple):
+        return tuple([_unwrap_one(i) for i in idx])
+    return _unwrap_one(idx)
+
+
+def _unwrap_one(i):
+    if isinstance(i, Tensor):
+        return i.data
+    if isinstance(i, list):
+        if not i:
+            return np.zeros(0, dtype=np.intp)
+        return np.asarray([_unwrap_one(v) for v in i])
+    return i
+
+
+_BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
+
+
+def _index_parts(idx, ndim: int):
+    """The integer arrays of an advanced index, the lengths of the axes they index, and
+    whether they index every axis; None when the index is not understood (the caller
+    then takes the always-correct slow path)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
+    used = builtins.sum(i.ndim if isinstance(i, ndarray) and i.dtype == bool else
+                        0 if i is None or i is Ellipsis else 1 for i in idx)
+    arrays, axes, axis, slices = [], [], 0, False
     for i in idx:
-        if not (i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))):
-            return False
-    return True
+        if i is Ellipsis:
+            slices = slices or ndim - used > 0
+            axis += ndim - used
+        elif i is None:
+            continue
+        elif isinstance(i, slice):
+            slices = True
+            axis += 1
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            axis += 1
+        elif isinstance(i, ndarray) and i.dtype == bool:
+            arrays.extend(np.nonzero(i))
+            axes.extend(range(axis, axis + i.ndim))
+            axis += i.ndim
+        elif isinstance(i, ndarray) and i.dtype.kind in "iu":
+            arrays.append(i)
+            axes.append(axis)
+            axis += 1
+        else:
+            return None
+    return arrays, axes, not slices and axis >= ndim
 
 
-def unwrap_index(idx):
-    """Replace tensors inside an index by their arrays (indices carry no gradient)."""
-    if isinstance(idx, Tensor):
-        return idx.data
-    if isinstance(idx, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in idx)
-    if isinstance(idx, list) and any(isinstance(i, Tensor) for i in idx):
-        return [i.data if isinstance(i, Tensor) else i for i in idx]
-    return idx
+def _has_repeats(arrays: list, axes: list, shape: tuple) -> bool:
+    """Whether an advanced index addresses some element more than once."""
+    arrays = np.broadcast_arrays(*arrays)
+    if arrays[0].size < 2:
+        return False
+    dims = [shape[a] for a in axes]
+    if len(arrays) == 1:
+        flat = arrays[0].ravel() % dims[0]
+    else:
+        flat = np.ravel_multi_index(tuple(a % d for a, d in zip(arrays, dims)), dims)
+        flat = flat.ravel()
+    flat = np.sort(flat)
+    return bool((flat[1:] == flat[:-1]).any())
 
 
-def _getitem(a, idx):
-    return a[idx]
-
-
-getitem = op(_getitem, name="getitem", save_args=False, save_ans=False, linear=(0,),
-             selects=True, vjp=(lambda g, ans, a, idx: scatter_add(g, idx, a.shape),))
-getitem.__doc__ = """``a[idx]`` with basic, advanced and boolean indices."""
+def _repeats(idx, shape: tuple) -> bool | None:
+    """False when ``idx`` writes every element at most once, True when it may repeat one,
+    None for advanced indices that cover every axis (element scatter: ``np.add.at`` is
+    fast enough there to skip the check)."""
+    if isinstance(idx, _BASIC):
+        return False
+    parts = _index_parts(idx, len(shape))
+    if parts is None:
+        return True
+    arrays, axes, every_axis = parts
+    if not arrays:
+        return False
+    if isinstance(idx, ndarray) and idx.dtype == bool:
+        return False
+    if every_axis:
+        return None
+    return _has_repeats(arrays, axes, shape)
 
 
 def _scatter_add(values, idx, shape):
-    out = np.zeros(shape, dtype=values.dtype)
-    if _is_basic_index(idx) or (isinstance(idx, np.ndarray) and idx.dtype == bool):
+    dtype = getattr(values, "dtype", None) or np.result_type(values)
+    out = np.zeros(shape, dtype=dtype)
+    if _repeats(idx, shape) is False:
         out[idx] = values
     else:
         np.add.at(out, idx, values)
     return out
 
 
-scatter_add = op(_scatter_add, name="scatter_add", save_args=False, save_ans=False,
-                 linear=(0,), vjp=(lambda g, ans, values, idx, shape: getitem(g, idx),))
+getitem = _linear(lambda a, idx: a[idx], "getitem",
+                  lambda g, ans, a, idx: scatter_add(g, idx, a.shape))
+getitem.op.selects = True  # the gradient is exactly zero off the selection
+getitem.__doc__ = """``a[idx]`` with basic, advanced and boolean indices (NumPy semantics).
+
+Basic indices give views. The gradient is scattered back, adding up repeated indices.
+
+Parameters
+----------
+a : Tensor or array_like
+idx : index
+    Without tensors (see :func:`unwrap_index`).
+
+Returns
+-------
+Tensor
+"""
+
+scatter_add = _linear(_scatter_add, "scatter_add",
+                      lambda g, ans, values, idx, shape: getitem(g, idx))
 scatter_add.__doc__ = """Zeros of ``shape`` with ``values`` added at ``idx`` (repeats add up).
 
-The gradient of indexing; ``values`` must have the shape of ``zeros(shape)[idx]``."""
+The gradient of indexing. A plain assignment when no element is addressed twice,
+``numpy.add.at`` otherwise.
+
+Parameters
+----------
+values : Tensor or array_like
+    Shaped like ``zeros(shape)[idx]`` (or broadcastable to it).
+idx : index
+shape : tuple of int
+
+Returns
+-------
+Tensor
+"""
 
 
 def _index_put(a, values, idx):
@@ -175,19 +1081,150 @@ def _index_put(a, values, idx):
     return out
 
 
-def _index_put_vjp_a(g, ans, a, values, idx):
-    return index_put(g, 0, idx)
+def _index_put_(a, values, idx):
+    from ..op import mark_modified
 
+    a[idx] = values
+    mark_modified(a)
+    return a
+
+
+def _written(idx, shape: tuple):
+    """Which entries of ``a[idx]`` survive ``a[idx] = values`` (with repeated indices only
+    one write per element lands); None when every entry does."""
+    repeats = _repeats(idx, shape)
+    if repeats is None:
+        arrays, axes, _ = _index_parts(idx, len(shape))
+        repeats = _has_repeats(arrays, axes, shape)
+    if not repeats:
+        return None
+    tag = np.full(shape, -1, dtype=np.intp)
+    order = np.arange(tag[idx].size).reshape(tag[idx].shape)
+    tag[idx] = order
+    return tag[idx] == order
+
+
+def _index_put_values_vjp(g, ans, a, values, idx):
+    g = getitem(g, idx)
+    survived = _written(idx, a.shape)
+    return g if survived is None else g * survived
+
+
+_index_put_rules = dict(
+    vjp=(lambda g, ans, a, values, idx: index_put(g, 0, idx), _index_put_values_vjp),
+    jvp=(lambda t, ans, a, values, idx: index_put(t, 0, idx),
+         lambda t, ans, a, values, idx: index_put(np.zeros(a.shape, t.dtype), t, idx)))
 
 index_put = op(_index_put, name="index_put", save_args=False, save_ans=False, selects=True,
-               vjp=(_index_put_vjp_a, lambda g, ans, a, values, idx: getitem(g, idx)),
-               jvp=(lambda t, ans, a, values, idx: index_put(t, 0, idx),
-                    lambda t, ans, a, values, idx: index_put(zeros_like_any(ans), t, idx)))
-index_put.__doc__ = """A copy of ``a`` with ``a[idx] = values`` (the out-of-place setitem)."""
+               **_index_put_rules)
+index_put.__doc__ = """A copy of ``a`` with ``a[idx] = values`` (the out-of-place setitem).
+
+Where an index repeats, only the value NumPy writes last gets a gradient.
+
+Parameters
+----------
+a : Tensor or array_like
+values : Tensor or array_like
+    Broadcast to the shape of ``a[idx]``.
+idx : index
+
+Returns
+-------
+Tensor
+"""
+
+# ``a[idx] = values`` in the memory of ``a`` (recorded by ``Tensor.__setitem__``).
+index_put_ = op(_index_put_, name="index_put_", save_args=False, save_ans=False,
+                selects=True, **_index_put_rules)
+index_put_.__doc__ = """``a[idx] = values`` in place, returning ``a`` (the recorded setitem).
+
+The rules are those of :func:`index_put`. Use ``a[idx] = values`` on tensors instead:
+it also checks leaves, views and versions.
+
+Parameters
+----------
+a : array
+values : Tensor or array_like
+idx : index
+
+Returns
+-------
+Tensor
+"""
+
+
+def take(a: Any, indices: Any, axis: int | None = None, out: Any = None,
+         mode: str = "raise") -> Any:
+    """Take elements along an axis (numpy.take).
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+    indices : int or array_like of int
+    axis : int, optional
+        Without it the input is flattened first.
+    out : None
+        Not supported (raises TypeError).
+    mode : {'raise', 'wrap', 'clip'}
+        How out-of-range indices behave.
+
+    Returns
+    -------
+    Tensor
+    """
+    _no_out("take", out)
+    a = _as_operand(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis_index(axis, a.ndim)
+    indices = np.asarray(_values(indices))
+    n = a.shape[axis]
+    if mode == "wrap":
+        indices = np.mod(indices, n)
+    elif mode == "clip":
+        indices = np.clip(indices, 0, n - 1)
+    elif mode != "raise":
+        raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    if indices.ndim == 0:
+        indices = int(indices)
+    return getitem(a, (slice(None),) * axis + (indices,))
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
+    """Take values at matching 1-D index positions (numpy.take_along_axis).
+
+    Parameters
+    ----------
+    arr : Tensor or array_like
+    indices : array_like of int
+        Same number of dimensions as ``arr``, broadcasting against it off ``axis``.
+    axis : int or None
+        None flattens ``arr`` (``indices`` must then be 1-D).
+
+    Returns
+    -------
+    Tensor
+    """
+    arr = _as_operand(arr)
+    indices = np.asarray(_values(indices))
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    axis = normalize_axis_index(axis, arr.ndim)
+    if indices.ndim != arr.ndim:
+        raise ValueError(f"take_along_axis: indices and arr must have the same number of "
+                         f"dimensions, got {indices.ndim} and {arr.ndim}")
+    if indices.dtype.kind not in "iu":
+        raise IndexError(f"take_along_axis: indices must be integers, got {indices.dtype}")
+    ndim = arr.ndim
+    fancy = tuple(indices if d == axis else
+                  np.arange(n).reshape((1,) * d + (n,) + (1,) * (ndim - d - 1))
+                  for d, n in enumerate(arr.shape))
+    return getitem(arr, fancy)
 
 
 def zeros_like_any(x):
     """Zeros with the shape and dtype of ``x`` (a plain array, never recorded)."""
     return np.zeros(x.shape, dtype=x.dtype)
+
 
 __all__ = exported(globals())
