@@ -63,8 +63,8 @@ def namespace(lib: str, module: Any, **overrides: Any) -> SimpleNamespace:
 
 
 def composed_log_softmax(xp: Any) -> Callable:
-    """log_softmax over the last axis from exp/log/sum (inputs here are well scaled)."""
-    return lambda z: z - xp.log(xp.sum(xp.exp(z), axis=-1, keepdims=True))
+    """log_softmax from exp/log/sum (the inputs here are well scaled)."""
+    return lambda z, axis: z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
 
 
 def _arrays(consts: dict, convert: Callable) -> dict:
@@ -149,7 +149,7 @@ def _prepare_yaad(workload, params, consts, compiled=False) -> Step:
     if compiled:
         wrap = getattr(yaad, "compile", None)
         if wrap is None:
-            raise Unsupported("n/a: yaad.compile does not exist yet")
+            raise Unsupported("yaad.compile does not exist yet (n/a)")
     return _tape_step(xp, workload, params, consts,
                       leaf=lambda a: yaad.tensor(a, requires_grad=True),
                       const=lambda a: a, to_numpy=_yaad_numpy, wrap=wrap)
@@ -168,7 +168,7 @@ def _torch():
         pass
     xp = namespace("torch", torch,
                    diagonal=lambda x, axis1, axis2: torch.diagonal(x, 0, axis1, axis2),
-                   log_softmax=lambda z: torch.log_softmax(z, -1))
+                   log_softmax=lambda z, axis: torch.log_softmax(z, axis))
     return torch, xp
 
 
@@ -238,7 +238,7 @@ def _autograd():
         return anp.diagonal(x, axis1=-1, axis2=-2)
 
     xp = namespace("autograd", anp, diagonal=diagonal,
-                   log_softmax=lambda z: z - logsumexp(z, axis=-1, keepdims=True),
+                   log_softmax=lambda z, axis: z - logsumexp(z, axis=axis, keepdims=True),
                    vdot=lambda a, b: anp.dot(anp.conj(a), b))  # anp.vdot has no VJP
     return autograd, xp
 

@@ -93,11 +93,15 @@ def markdown(results: list[Result], machine: dict) -> str:
                         _num(r.ratio_torch, "x") if ok else ""]
             out.append(f"| {w} | " + " | ".join(row) + " |")
 
-    compiled = [r for r in results if r.compile_s is not None]
-    if compiled:
-        out += ["", "jax.jit compile time (trace, lower and compile; not in the medians):", "",
-                "| workload | seconds |", "|---|---:|"]
-        out += [f"| {r.workload} | {r.compile_s:.2f} |" for r in compiled]
+    if any(r.compile_s is not None for r in results):
+        out += ["", "Compiling, not in the medians: jax.jit's trace, lower and compile, and "
+                "yaad.compile's first call (it records the tape):", "",
+                "| workload | jax.jit s | yaad.compile first call ms |", "|---|---:|---:|"]
+        for w in workloads:
+            jit, rec = cell.get((w, "jax.jit")), cell.get((w, "yaad.compile"))
+            jit = f"{jit.compile_s:.2f}" if jit and jit.compile_s is not None else "-"
+            rec = _num(rec.first_call_ms) if rec and rec.status == "ok" else "-"
+            out.append(f"| {w} | {jit} | {rec} |")
 
     memory = [r for r in results if r.peak_mb is not None]
     if memory:
@@ -110,10 +114,13 @@ def markdown(results: list[Result], machine: dict) -> str:
             ratio = _num(r.peak_mb / base, "x") if base else "-"
             out.append(f"| {r.workload} | {r.impl} | {_num(r.peak_mb)} | {ratio} |")
 
-    notes = [r for r in results if r.note and r.impl != "numpy"]
+    notes: dict = {}  # the same note on several workloads is listed once
+    for r in results:
+        if r.note and r.impl != "numpy":
+            notes.setdefault((r.impl, r.note), []).append(r.workload)
     if notes:
         out += ["", "Notes:", ""]
-        out += [f"- {r.workload} / {r.impl}: {r.note}" for r in notes]
+        out += [f"- {impl} on {', '.join(ws)}: {note}" for (impl, note), ws in notes.items()]
 
     t = machine["threads"]
     v = machine["versions"]
