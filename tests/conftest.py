@@ -1,0 +1,53 @@
+"""Shared test helpers: seeded random arrays of any dtype, and a NumPy-likeness check.
+
+Use the fixtures (``rng``, ``arr``) in tests, or import the functions:
+``from conftest import random_array, assert_like_numpy``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import yaad
+
+
+def random_array(rng: np.random.Generator, shape: tuple, dtype: Any = np.float64,
+                 low: float = -1.0, high: float = 1.0, imag: tuple = (-1.0, 1.0)) -> np.ndarray:
+    """Uniform on ``[low, high)`` in ``dtype``; complex dtypes draw imaginary parts in ``imag``."""
+    dtype = np.dtype(dtype)
+    x = rng.uniform(low, high, shape)
+    if dtype.kind == "c":
+        x = x + 1j * rng.uniform(*imag, shape)
+    return np.asarray(x, dtype=dtype)
+
+
+def assert_like_numpy(actual: Any, expected: Any, exact: bool = True, rtol: float = 1e-12,
+                      atol: float = 0.0) -> None:
+    """``actual`` (a tensor or array) has ``expected``'s shape, dtype and values.
+
+    With ``exact`` the values must be identical (NaN equal to NaN), else close.
+    """
+    a = actual.data if isinstance(actual, yaad.Tensor) else np.asarray(actual)
+    e = np.asarray(expected)
+    assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
+    assert a.dtype == e.dtype, f"dtype {a.dtype} != {e.dtype}"
+    if exact:
+        np.testing.assert_array_equal(a, e)
+    else:
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A generator seeded with 0: each test draws the same numbers every run."""
+    return np.random.default_rng(0)
+
+
+@pytest.fixture
+def arr(rng):
+    """``arr(shape, dtype=float64, low=-1, high=1, imag=(-1, 1))``: see random_array."""
+    return lambda shape, dtype=np.float64, low=-1.0, high=1.0, imag=(-1.0, 1.0): random_array(
+        rng, shape, dtype, low, high, imag)
