@@ -1,12 +1,22 @@
 """NumPy calls on tensors (``np.sin(t)``, ``np.einsum(..., t)``) go to the yaad op.
 
-A NumPy function that yaad has no op for raises ``TypeError`` naming it, unless it is a
-function whose result carries no gradient (shapes, tests, indices), which runs on the data.
+- A ufunc call goes to the yaad function of the same name; ``dtype=`` casts the inputs
+  first; other ufunc keywords (``where=``, ``casting=``...) raise ``TypeError``.
+- Ufunc methods that are reductions or scans map to yaad functions
+  (``np.add.reduce`` -> ``sum``, ``np.multiply.accumulate`` -> ``cumprod``, ... with the
+  ufunc's default ``axis=0``); ``outer`` broadcasts the ufunc over all pairs.
+- A NumPy function goes to the yaad function of the same name (in ``yaad``,
+  ``yaad.linalg``, ``yaad.fft``); one whose result carries no gradient (shapes, tests,
+  indices) runs on the data; any other raises ``TypeError`` naming it, never silently
+  drops the gradient.
+- ``out=`` raises ``TypeError``: results are new tensors (use an in-place operator).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from .tensor import Tensor
 
@@ -14,12 +24,17 @@ from .tensor import Tensor
 _UFUNC_METHODS = {
     ("add", "reduce"): "sum",
     ("multiply", "reduce"): "prod",
-    ("maximum", "reduce"): "amax",
-    ("minimum", "reduce"): "amin",
+    ("maximum", "reduce"): "max",
+    ("minimum", "reduce"): "min",
+    ("logical_and", "reduce"): "all",
+    ("logical_or", "reduce"): "any",
     ("add", "accumulate"): "cumsum",
     ("multiply", "accumulate"): "cumprod",
     ("logaddexp", "reduce"): "logsumexp",
 }
+
+# Ufuncs whose yaad function has another name.
+_UFUNC_ALIASES = {"fabs": "absolute", "conjugate": "conj", "true_divide": "divide"}
 
 # NumPy functions whose results carry no gradient: they run on the data.
 NONDIFF = {
@@ -35,7 +50,7 @@ NONDIFF = {
     "signbit", "busday_count", "is_busday", "packbits", "unpackbits",
     "ravel_multi_index", "unravel_index", "tril_indices_from", "triu_indices_from",
     "diag_indices_from", "mask_indices", "common_type", "asarray", "asanyarray", "array",
-    "ascontiguousarray", "asfortranarray",
+    "ascontiguousarray", "asfortranarray", "sometrue", "alltrue",
 }
 
 
@@ -63,36 +78,102 @@ def _yaad_function(name: str, module: str) -> Any:
     return fn if callable(fn) else None
 
 
+def _no_yaad_op(what: str) -> TypeError:
+    return TypeError(
+        f"{what} has no yaad op, so it cannot be applied to a tensor without losing the "
+        f"gradient. Use t.detach().numpy() if no gradient is needed, or declare the op "
+        f"with yaad.op (see docs/custom-ops.md).")
+
+
+def _check_out(what: str, kwargs: dict) -> None:
+    out = kwargs.pop("out", None)
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        raise TypeError(f"{what}: out= is not supported on tensors (results are new tensors); "
+                        f"use the result, or an in-place operator such as +=")
+
+
 def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
-    """Handle ``Tensor.__array_ufunc__``."""
-    if kwargs.get("out") is not None:
-        raise TypeError(f"numpy.{ufunc.__name__}: out= is not supported on tensors; use the "
-                        f"result, or an in-place operator such as +=")
-    kwargs.pop("out", None)
-    name = ufunc.__name__
-    if method == "__call__":
+    """Handle ``Tensor.__array_ufunc__`` (see the module docstring).
+
+    Parameters
+    ----------
+    ufunc : numpy.ufunc
+    method : str
+        '__call__', 'reduce', 'accumulate', 'outer', ...
+    inputs : tuple
+    kwargs : dict
+
+    Returns
+    -------
+    Tensor
+    """
+    name = _UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__)
+    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    _check_out(what, kwargs)
+    if method == "__call__" or method == "outer":
         fn = _yaad_function(name, "numpy")
-    else:
-        target = _UFUNC_METHODS.get((name, method))
-        fn = _yaad_function(target, "numpy") if target else None
+        if fn is None:
+            raise _no_yaad_op(what)
+        dtype = kwargs.pop("dtype", None)
+        if kwargs:
+            raise TypeError(f"{what}: keyword arguments {sorted(kwargs)} are not supported "
+                            f"on tensors")
+        if dtype is not None:
+            from . import astype
+
+            inputs = tuple(astype(x, dtype) if isinstance(x, Tensor) else x for x in inputs)
+        if method == "outer":
+            inputs = _outer_operands(inputs)
+        return fn(*inputs)
+    target = _UFUNC_METHODS.get((ufunc.__name__, method))
+    fn = _yaad_function(target, "numpy") if target else None
     if fn is None:
-        raise TypeError(
-            f"numpy.{name}" + ("" if method == "__call__" else f".{method}") +
-            " has no yaad op, so it cannot be applied to a tensor without losing the "
-            "gradient. Use t.detach().numpy() if no gradient is needed.")
+        raise _no_yaad_op(what)
+    kwargs.setdefault("axis", 0)  # the default of ufunc.reduce and ufunc.accumulate
     return fn(*inputs, **kwargs)
 
 
+def _outer_operands(inputs: tuple) -> tuple:
+    """Reshape the operands of ``ufunc.outer`` so that broadcasting pairs all entries."""
+    from . import reshape
+
+    out, trailing = [], sum(_ndim(x) for x in inputs)
+    for x in inputs:
+        trailing -= _ndim(x)
+        if isinstance(x, Tensor) or hasattr(x, "shape"):
+            x = reshape(x, tuple(x.shape) + (1,) * trailing)
+        out.append(x)
+    return tuple(out)
+
+
+def _ndim(x: Any) -> int:
+    return np.ndim(x.data if isinstance(x, Tensor) else x)
+
+
 def array_function(func: Any, args: tuple, kwargs: dict) -> Any:
-    """Handle ``Tensor.__array_function__``."""
+    """Handle ``Tensor.__array_function__`` (see the module docstring).
+
+    Parameters
+    ----------
+    func : callable
+        The NumPy function called.
+    args : tuple
+    kwargs : dict
+
+    Returns
+    -------
+    Any
+        The yaad function's result, or NumPy's result on the data for functions whose
+        results carry no gradient.
+    """
     name = func.__name__
     module = getattr(func, "__module__", "numpy") or "numpy"
+    _check_out(f"{module}.{name}", kwargs)
+    if name == "where" and len(args) == 1 and not kwargs:
+        name = "nonzero"  # np.where(condition) is np.nonzero(condition)
     fn = _yaad_function(name, module)
     if fn is not None:
         return fn(*args, **kwargs)
     if name in NONDIFF:
         return func(*_data(args), **_data(kwargs))
-    raise TypeError(
-        f"{module}.{name} has no yaad op, so it cannot be applied to a tensor without "
-        f"losing the gradient. Use t.detach().numpy() if no gradient is needed, or "
-        f"declare the op with yaad.op (see docs/custom-ops.md).")
+    raise _no_yaad_op(f"{module}.{name}")
