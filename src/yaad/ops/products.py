@@ -163,6 +163,7 @@ def _tensordot_axes(axes, nda: int, ndb: int) -> tuple[list, list]:
 
 
 def _tensordot(a, b, axes=2):
+    _tensordot_axes(axes, np.ndim(a), np.ndim(b))  # a clear error for bad axes
     return np.tensordot(a, b, axes)
 
 
@@ -176,10 +177,11 @@ def _tensordot_vjp_a(g, ans, a, b, axes=2):
     ia, ib = _tensordot_axes(axes, a.ndim, b.ndim)
     fa = [i for i in range(a.ndim) if i not in ia]
     fb = [i for i in range(b.ndim) if i not in ib]
-    # g has the axes fa + fb; contracting fb leaves fa + (ib, in the order of ia).
+    # g has the axes fa + fb; contracting fb leaves fa + b's axes ib in increasing order,
+    # each standing for the axis of a it was paired with.
     r = _conj_product(lambda g, b: tensordot(g, b, (list(range(len(fa), g.ndim)), fb)),
                       g, (b,), a)
-    perm = _inverse(fa + ia)
+    perm = _inverse(fa + [ia[ib.index(j)] for j in sorted(ib)])
     return r if perm is None else transpose(r, perm)
 
 
@@ -188,7 +190,8 @@ def _tensordot_vjp_b(g, ans, a, b, axes=2):
     fa = [i for i in range(a.ndim) if i not in ia]
     r = _conj_product(lambda g, a: tensordot(a, g, (fa, list(range(len(fa))))),
                       g, (a,), b)
-    perm = _inverse(ib + [i for i in range(b.ndim) if i not in ib])
+    perm = _inverse([ib[ia.index(i)] for i in sorted(ia)] +
+                    [i for i in range(b.ndim) if i not in ib])
     return r if perm is None else transpose(r, perm)
 
 
