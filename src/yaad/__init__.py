@@ -21,7 +21,12 @@ from .ops.reductions import *
 from .ops.reductions import sum  # noqa: A004
 from .ops.products import *
 from .ops.nn import *
+from . import linalg
 from . import autograd, testing
+from . import func
+from .autograd import Function
+from .anomaly import detect_anomaly
+from .checkpoint import checkpoint
 from . import nn, optim, optimize
 from .serialization import load, save
 from . import methods as _methods

@@ -89,15 +89,21 @@ def _fit(g: Any, ref: Any, node: Node) -> Any:
     return g
 
 
-def _saved_as_tensors(node: Node) -> tuple[list, Any]:
-    """Saved values as tensors linked into the graph (for create_graph and forward mode)."""
-    duals = node.extra.duals if node.extra is not None else None
+def _saved_as_tensors(node: Node) -> tuple[Any, Any]:
+    """Saved values as tensors linked into the graph, so that rules applied to them are
+    recorded (create_graph) or carry forward-mode tangents (a backward pass inside
+    ``jvp``: hvp, jacfwd of jacrev). Returns the node's (args, ans)."""
+    extra = node.extra
+    duals = extra.duals if extra is not None else None
+    if duals is not None and not state.enabled and not _active(duals):
+        return node.args, node.ans  # the tangents belong to levels that have ended
     parents = node.parents
     args = []
     for i, a in enumerate(node.args):
         p = parents[i] if i < len(parents) else None
-        if duals is not None and isinstance(duals[0][i], Tensor):
-            args.append(duals[0][i])
+        d = duals[0][i] if duals is not None else None
+        if isinstance(d, Tensor):
+            args.append(d)
         elif p is None or a is None or isinstance(a, Meta):
             args.append(a)
         elif isinstance(p, Tensor):
@@ -111,20 +117,32 @@ def _saved_as_tensors(node: Node) -> tuple[list, Any]:
     ans = node.ans
     tangents = duals[1] if duals is not None else None
     if isinstance(ans, tuple):
-        ans = tuple(_output_tensor(a, (node, k), tangents and tangents[k])
+        ans = tuple(_output_tensor(a, (node, k), tangents[k] if tangents else None)
                     for k, a in enumerate(ans))
     elif ans is not None:
         ans = _output_tensor(ans, node, tangents)
     return args, ans
 
 
+def _active(duals: tuple) -> bool:
+    """Whether any tangent kept for a node belongs to a forward-mode level still active."""
+    levels = state.levels
+    tangents = duals[1]
+    for tans in tangents if isinstance(tangents, tuple) else (tangents,):
+        if tans and any(lv in levels for lv in tans):
+            return True
+    return False
+
+
 def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
+    """A node's saved output as a tensor produced by that node (output ``edge``)."""
     if isinstance(a, Meta):
         return a
     t = _new(Tensor)
     t.data = a
-    t._node = edge
-    t.requires_grad = True
+    diff = a.dtype.kind in "fc"
+    t._node = edge if diff else None
+    t.requires_grad = diff
     if tangents:
         t._tangents = tangents
     return t

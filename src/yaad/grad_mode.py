@@ -16,9 +16,11 @@ class _State(threading.local):
     levels: tuple = ()  # active forward-mode levels, innermost last
     tracer = None  # the recorder of yaad.compile, when one is recording
     anomaly = False  # yaad.detect_anomaly() is active
+    segment = None  # yaad.checkpoint: called with the arguments of every op
 
     def refresh(self) -> None:
-        self.special = bool(self.levels) or self.tracer is not None or self.anomaly
+        self.special = (bool(self.levels) or self.tracer is not None or self.anomaly
+                        or self.segment is not None)
 
 
 state = _State()

@@ -460,6 +460,10 @@ def _apply_special(spec: Op, args: tuple, kw: dict) -> Any:
     tracer = state.tracer
     if tracer is not None:
         return tracer.apply(spec, args, kw)
+    segment = state.segment
+    if segment is not None:
+        # yaad.checkpoint: sees (and may substitute) every argument of the segment's ops.
+        args, kw = segment(args, kw)
     state.special = False
     try:
         out = apply(spec, args, kw)
@@ -473,15 +477,28 @@ def _apply_special(spec: Op, args: tuple, kw: dict) -> Any:
 
 
 def _top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
+    """The innermost active forward-mode level carried by an argument, or None.
+
+    Tangents of levels that are no longer active (a dual number that escaped its
+    ``jvp``) are ignored."""
     top = None
-    for a in (*args, *kw.values()):
+    for a in (*args, *kw.values()) if kw else args:
         if isinstance(a, Tensor):
-            tan = getattr(a, "_tangents", None)
-            if tan:
-                m = max(tan)
-                if top is None or m > top:
-                    top = m
+            tans = getattr(a, "_tangents", None)
+            if tans:
+                for lv in tans:
+                    if (top is None or lv > top) and lv in levels:
+                        top = lv
     return top
+
+
+def _copy_tensor(x: Tensor, tangents: dict | None) -> Tensor:
+    y = _new(Tensor)
+    y.data = x.data
+    y._node = x._node
+    y.requires_grad = x.requires_grad
+    y._tangents = tangents or None
+    return y
 
 
 def strip_level(x: Any, level: int) -> Any:
@@ -489,13 +506,7 @@ def strip_level(x: Any, level: int) -> Any:
     tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
     if not tans or level not in tans:
         return x
-    y = _new(Tensor)
-    y.data = x.data
-    y._node = x._node
-    y.requires_grad = x.requires_grad
-    rest = {k: v for k, v in tans.items() if k != level}
-    y._tangents = rest or None
-    return y
+    return _copy_tensor(x, {k: v for k, v in tans.items() if k != level})
 
 
 def tangent_of(x: Any, level: int) -> Any:
@@ -505,60 +516,71 @@ def tangent_of(x: Any, level: int) -> Any:
 
 
 def with_tangent(x: Tensor, level: int, tangent: Any) -> Tensor:
-    """A tensor equal to ``x`` (same data and node) carrying ``tangent`` at ``level``."""
-    y = _new(Tensor)
-    y.data = x.data
-    y._node = x._node
-    y.requires_grad = x.requires_grad
+    """A tensor equal to ``x`` (same data and node) carrying ``tangent`` at ``level``.
+
+    A leaf that requires grad is first aliased by an identity op: the tensor returned is
+    a different object, and operations on it must still reach the leaf's gradient.
+    """
+    if x._node is None and x.requires_grad and state.enabled:
+        from .func import alias
+
+        x = alias(x)
     old = getattr(x, "_tangents", None)
     tans = dict(old) if old else {}
     tans[level] = tangent
-    y._tangents = tans
-    return y
+    return _copy_tensor(x, tans)
 
 
 def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
-    base_args = tuple(strip_level(a, level) for a in args)
-    base_kw = {k: strip_level(v, level) for k, v in kw.items()}
+    """Apply ``spec`` to dual numbers: the primal (handling lower levels recursively),
+    then the output's tangent at ``level`` as the sum of the inputs' JVP rules."""
     for k, v in kw.items():
         if tangent_of(v, level) is not None:
             raise TypeError(f"{spec.name}: keyword argument {k}= carries a forward-mode "
-                            "tangent; keyword arguments are not differentiated.")
+                            "tangent; keyword arguments are not differentiated. Pass it "
+                            "positionally.")
+    base_args = tuple([strip_level(a, level) for a in args])
+    base_kw = {k: strip_level(v, level) for k, v in kw.items()} if kw else kw
     out = apply(spec, base_args, base_kw)
-    nin = len(args) if spec.variadic else len(spec.vjps)
+    vjps = spec.vjps
+    multi = spec.nout != 1
     total = None
-    for i in range(min(nin, len(args))):
-        t = tangent_of(args[i], level)
-        if t is None:
+    for i, a in enumerate(args):
+        t = tangent_of(a, level)
+        if t is None or not (spec.variadic or (i < len(vjps) and vjps[i] is not None)):
             continue
         contrib = _jvp_rule(spec, i, t, out, base_args, base_kw)
         if contrib is None:
             continue
-        if spec.nout == 1:
-            total = contrib if total is None else total + contrib
+        if total is None:
+            total = contrib
+        elif multi:
+            total = tuple(b if a is None else a if b is None else a + b
+                          for a, b in zip(total, contrib))
         else:
-            total = contrib if total is None else tuple(
-                a if b is None else b if a is None else a + b for a, b in zip(total, contrib))
+            total = total + contrib
     if total is None:
         return out
-    if spec.nout == 1:
-        total = _fit_tangent(total, out)
-        out = with_tangent(out, level, total)
-        node = out._node
-        tangents = out._tangents
+    if not multi:
+        if out.dtype.kind not in "fc":
+            return out
+        out = with_tangent(out, level, _fit_tangent(total, out))
+        node, tangents = out._node, out._tangents
     else:
-        out = tuple(o if tt is None else with_tangent(o, level, _fit_tangent(tt, o))
+        out = tuple(o if tt is None or o.dtype.kind not in "fc"
+                    else with_tangent(o, level, _fit_tangent(tt, o))
                     for o, tt in zip(out, total))
         node = next((o._node[0] for o in out if o._node is not None), None)
         tangents = tuple(getattr(o, "_tangents", None) for o in out)
     if node is not None:
-        # Backward through this node (jacfwd of jacrev, hvp) must see the saved values
-        # with their tangents, so keep the inputs as tensors.
-        extra_of(node).duals = (list(args), tangents)
+        # A backward pass through this node while the level is active (hvp, jacfwd of
+        # jacrev) must see the saved values with their tangents: keep the dual inputs.
+        extra_of(node).duals = (args, tangents)
     return out
 
 
 def _fit_tangent(t: Any, out: Tensor) -> Any:
+    """The tangent ``t`` with the shape and dtype of ``out`` (real part for a real output)."""
     shape = out.shape
     if np.shape(t) != shape:
         from . import broadcast_to
@@ -566,27 +588,23 @@ def _fit_tangent(t: Any, out: Tensor) -> Any:
         t = broadcast_to(t, shape)
     dt = out.dtype
     tdt = getattr(t, "dtype", None)
-    if tdt is not None and tdt != dt:
-        if tdt.kind == "c" and dt.kind != "c":
-            from . import real
+    if tdt is None:
+        return np.asarray(t, dtype=dt)
+    if tdt != dt:
+        from .engine import cast_gradient
 
-            t = real(t)
-        from . import astype
-
-        t = astype(t, dt)
+        t = cast_gradient(t, dt)
     return t
 
 
 def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
+    """The tangent of the output of ``spec`` due to the tangent ``t`` of input ``i``."""
     jvps = spec.jvps
-    rule = None
     if spec.variadic:
         if jvps:
             return jvps[0](i, t, out, *args, **kw)
-    elif i < len(jvps):
-        rule = jvps[i]
-    if rule is not None:
-        return rule(t, out, *args, **kw)
+    elif i < len(jvps) and jvps[i] is not None:
+        return jvps[i](t, out, *args, **kw)
     lin = spec.linear
     if lin is True or (lin and i in lin):
         # Linear in input i with the others held fixed (multiply, matmul, einsum,
@@ -595,9 +613,9 @@ def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
         new_args[i] = t
         return spec.fn(*new_args, **kw)
     raise NotImplementedError(
-        f"{spec.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian) "
-        f"cannot go through it. Declare one with {spec.name}.defjvp(...) or use "
-        f"reverse mode (vjp, jacrev).")
+        f"{spec.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
+        f"hvp) cannot go through it. Declare one with {spec.name}.defjvp(...) (or "
+        f"yaad.op(..., jvp=...)), or use reverse mode (vjp, jacrev).")
 
 
 def mark_modified(arr: Any) -> None:

@@ -1,0 +1,154 @@
+"""``yaad.detect_anomaly``: find the forward operation behind a NaN or inf in backward.
+
+While the mode is on, every recorded operation notes where the user's code called it
+(the innermost frames outside yaad), and its gradient rules check what they return. The
+first rule that returns a NaN or an infinity raises, naming the operation, the input,
+and the line of the forward call. It slows everything down: use it to debug.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import os
+import sys
+import weakref
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+
+from .grad_mode import state
+from .op import Node, Op
+from .tensor import Tensor
+
+__all__ = ["detect_anomaly", "AnomalyError"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_FRAMES = 4  # user frames kept per operation
+_where: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Node -> frames
+
+
+class AnomalyError(RuntimeError):
+    """A gradient rule produced a NaN or an infinity while :func:`detect_anomaly` was on."""
+
+
+class detect_anomaly:
+    """Context manager and decorator: on a NaN or inf in backward, raise naming the
+    forward operation that produced it and where it was called.
+
+    Parameters
+    ----------
+    check_nan : bool, optional
+        Check the gradients (default). With False, only the forward call sites are
+        recorded (they then appear in ``grad_fn`` reprs via :func:`forward_site`).
+
+    Raises
+    ------
+    AnomalyError
+        From ``backward()`` / ``autograd.grad`` when a rule returns a non-finite value.
+
+    Examples
+    --------
+    >>> with yaad.detect_anomaly():
+    ...     x = yaad.tensor([0.0], requires_grad=True)
+    ...     yaad.sqrt(x).sum().backward()   # d sqrt(x)/dx = inf at 0
+    Traceback (most recent call last):
+    AnomalyError: detect_anomaly: the gradient of 'sqrt' for its input 0 contains inf ...
+    """
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+        self._prev: list = []
+
+    def __enter__(self) -> detect_anomaly:
+        self._prev.append(state.anomaly)
+        state.anomaly = self
+        state.refresh()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        state.anomaly = self._prev.pop()
+        state.refresh()
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly(self.check_nan):
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def _user_frames() -> tuple:
+    """(filename, line, function) of the innermost frames outside the yaad package."""
+    frames = []
+    f = sys._getframe(1)
+    while f is not None and len(frames) < _FRAMES:
+        name = f.f_code.co_filename
+        if not name.startswith(_PACKAGE):
+            frames.append((name, f.f_lineno, f.f_code.co_name))
+        f = f.f_back
+    return tuple(frames)
+
+
+def note_forward(out: Any) -> None:
+    """Called by the op mechanism for each operation while the mode is on."""
+    for o in out if isinstance(out, tuple) else (out,):
+        edge = o._node if isinstance(o, Tensor) else None
+        if edge is not None:
+            node = edge[0] if type(edge) is tuple else edge
+            break
+    else:
+        return
+    if node in _where:
+        return
+    _where[node] = _user_frames()
+    mode = state.anomaly
+    if getattr(mode, "check_nan", True):
+        node.op = _checked(node.op, node)
+
+
+def forward_site(node: Any) -> str:
+    """Where the forward call that recorded ``node`` (or a tensor's ``grad_fn``) was made,
+    formatted like a traceback; empty if it was not recorded under :func:`detect_anomaly`."""
+    frames = _where.get(node, ())
+    lines = []
+    for filename, lineno, func in reversed(frames):
+        lines.append(f'  File "{filename}", line {lineno}, in {func}')
+        code = linecache.getline(filename, lineno).strip()
+        if code:
+            lines.append(f"    {code}")
+    return "\n".join(lines)
+
+
+def _checked(spec: Op, node: Node) -> Op:
+    """A copy of ``spec`` for this node whose gradient rules reject NaN and inf."""
+    ref = weakref.ref(node)
+
+    def check(result: Any, i: int) -> Any:
+        if result is None:
+            return result
+        data = result.data if isinstance(result, Tensor) else np.asarray(result)
+        if data.dtype.kind in "fc" and not np.all(np.isfinite(data)):
+            what = "nan" if np.any(np.isnan(data)) else "inf"
+            n = ref()
+            site = forward_site(n) if n is not None else ""
+            raise AnomalyError(
+                f"detect_anomaly: the gradient of '{spec.name}' for its input {i} contains "
+                f"{what} (shape {data.shape}). The forward call of '{spec.name}' was made "
+                f"at (most recent call last):\n{site or '  (unknown)'}")
+        return result
+
+    if spec.variadic:
+        rule = spec.vjps[0]
+        vjps = (lambda i, *a, **kw: check(rule(i, *a, **kw), i),)
+    else:
+        vjps = tuple(None if r is None else
+                     (lambda *a, _r=r, _i=i, **kw: check(_r(*a, **kw), _i))
+                     for i, r in enumerate(spec.vjps))
+    copy = Op(spec.forward, spec.name, vjps, spec.jvps, spec.save_args, spec.save_ans,
+              spec.nout, spec.variadic, spec.elementwise, spec.selects, spec.linear)
+    copy.fn = spec.fn
+    return copy

@@ -1,0 +1,188 @@
+"""``yaad.checkpoint``: trade compute for memory by recomputing a segment in backward.
+
+``checkpoint(f, *args)`` runs ``f`` without recording its operations and records one
+node in their place. Backward recomputes ``f`` (recording it this time), backpropagates
+through the recomputed graph and drops it. Only the segment's inputs are kept between
+forward and backward, not its intermediate activations.
+
+Tensors that ``f`` uses without receiving them as arguments (the weights of a layer it
+closes over) are found during the forward run and get their gradients too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .autograd import Function, FunctionCtx
+from .engine import run_backward
+from .grad_mode import enable_grad, no_grad, state
+from .tensor import Tensor
+
+__all__ = ["checkpoint"]
+
+_new = object.__new__
+
+
+def checkpoint(f: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Call ``f(*args, **kwargs)`` without keeping its activations for backward.
+
+    Parameters
+    ----------
+    f : callable
+        Returns a tensor or a tuple of tensors. It must compute the same thing when called
+        again (no randomness that changes between calls): backward calls it once more.
+    *args, **kwargs
+        Its arguments. Gradients flow to tensor arguments and to tensors that ``f`` uses
+        from outside (closures, module parameters) that require grad.
+
+    Returns
+    -------
+    Tensor or tuple of Tensor
+        What ``f`` returns, recorded as one operation named ``checkpoint``.
+
+    Notes
+    -----
+    Second derivatives through a checkpoint work (the recomputation is then recorded),
+    at the cost of a backward pass that also visits the graph before the segment.
+    In forward mode (inside ``yaad.func.jvp``) and under ``no_grad`` it just calls ``f``.
+
+    Examples
+    --------
+    >>> h = x
+    >>> for layer in layers:
+    ...     h = yaad.checkpoint(layer, h)
+    >>> loss(h).backward()
+    """
+    if not state.enabled or state.levels:
+        return f(*args, **kwargs)
+    return _Segment(f, args, kwargs).run(args)
+
+
+class _Segment:
+    """One checkpointed call: what backward needs to recompute it."""
+
+    def __init__(self, f: Callable, args: tuple, kwargs: dict) -> None:
+        self.f = f
+        self.kwargs = kwargs
+        self.slots = [k for k, a in enumerate(args)
+                      if isinstance(a, Tensor) and a.requires_grad]
+        # Arguments without gradient are kept as they are; the others come back from the
+        # saved arrays in backward.
+        self.args = tuple(None if k in self.slots else a for k, a in enumerate(args))
+        self.closures: dict = {}  # id(tensor as f uses it) -> (that tensor, node input)
+        self.hook = None  # the segment hook that was active around this one
+        self.outputs: Any = None
+        self.meta: list = []
+
+    def _collect(self, args: tuple, kw: dict) -> tuple:
+        # The segment hook during the forward run, under no_grad: a tensor that requires
+        # grad can only come from outside the segment.
+        eff_args, eff_kw = self.hook(args, kw) if self.hook is not None else (args, kw)
+        for raw, eff in zip((*args, *kw.values()), (*eff_args, *eff_kw.values())):
+            if isinstance(eff, Tensor) and eff.requires_grad:
+                self.closures.setdefault(id(raw), (raw, eff))
+        return eff_args, eff_kw
+
+    def run(self, args: tuple) -> Any:
+        call = [a.detach() if k in self.slots else a for k, a in enumerate(args)]
+        out = _with_hook(self._collect, self, lambda: _no_grad_call(self.f, call,
+                                                                     self.kwargs))
+        outs = out if isinstance(out, tuple) else (out,)
+        for k, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                raise TypeError(f"checkpoint: f must return a tensor or a tuple of tensors; "
+                                f"output {k} is a {type(o).__name__}")
+        inputs = [args[k] for k in self.slots] + [eff for _, eff in self.closures.values()]
+        if not inputs:
+            return out
+        self.meta = [(o.shape, o.dtype) for o in outs]
+        self.outputs = tuple(o.data for o in outs) if isinstance(out, tuple) else out.data
+        try:
+            return _Checkpoint.apply(self, *inputs)
+        finally:
+            self.outputs = None
+
+    def backward(self, saved: tuple, grads: tuple) -> tuple:
+        """Recompute ``f`` on the saved inputs and backpropagate ``grads`` through it."""
+        create = state.enabled  # the engine records backward only under create_graph
+        inputs = list(saved) if create else [_leaf(a) for a in saved]
+        call = list(self.args)
+        for k, t in zip(self.slots, inputs):
+            call[k] = t
+        substitute = {}
+        for (raw, eff), t in zip(self.closures.values(), inputs[len(self.slots):]):
+            substitute[id(raw)] = substitute[id(eff)] = t
+
+        def hook(args: tuple, kw: dict) -> tuple:
+            args = tuple(substitute.get(id(a), a) if isinstance(a, Tensor) else a
+                         for a in args)
+            kw = {k: substitute.get(id(v), v) if isinstance(v, Tensor) else v
+                  for k, v in kw.items()}
+            return outer(args, kw) if outer is not None else (args, kw)
+
+        outer = state.segment
+        out = _with_hook(hook, None, lambda: _grad_call(self.f, call, self.kwargs))
+        outs = out if isinstance(out, tuple) else (out,)
+        if [(o.shape, o.dtype) for o in outs] != self.meta:
+            raise RuntimeError(
+                "checkpoint: recomputing f in backward gave outputs of other shapes or "
+                "dtypes than the forward run; f must compute the same thing every call")
+        roots = [(o, g) for o, g in zip(outs, grads)
+                 if isinstance(o, Tensor) and o.requires_grad and g is not None]
+        if not roots:
+            return (None,) * len(inputs)
+        return tuple(run_backward([o for o, _ in roots], [g for _, g in roots], create,
+                                  create, inputs, capture=True, allow_unused=True))
+
+
+def _leaf(a: Any) -> Tensor:
+    t = _new(Tensor)
+    t.data = a
+    t._node = None
+    t.requires_grad = True
+    return t
+
+
+def _no_grad_call(f: Callable, args: list, kwargs: dict) -> Any:
+    with no_grad():
+        return f(*args, **kwargs)
+
+
+def _grad_call(f: Callable, args: list, kwargs: dict) -> Any:
+    with enable_grad():
+        return f(*args, **kwargs)
+
+
+def _with_hook(hook: Callable, segment: _Segment | None, body: Callable) -> Any:
+    """Run ``body`` with ``hook`` seeing the arguments of every op (see op._apply_special)."""
+    prev = state.segment
+    if segment is not None:
+        segment.hook = prev
+    state.segment = hook
+    state.refresh()
+    try:
+        return body()
+    finally:
+        state.segment = prev
+        state.refresh()
+        if segment is not None:
+            segment.hook = None
+
+
+class _Checkpoint(Function):
+    """The node standing for a checkpointed segment."""
+
+    _save_outputs = False
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, segment: _Segment, *arrays: Any) -> Any:
+        ctx.segment = segment
+        ctx.save_for_backward(*arrays)
+        return segment.outputs
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
+        return (None, *ctx.segment.backward(ctx.saved_tensors, grads))
+
+
+_Checkpoint.__name__ = "checkpoint"

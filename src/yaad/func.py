@@ -1,0 +1,829 @@
+"""``yaad.func``: function transforms in the shapes of ``torch.func`` and JAX.
+
+``grad``, ``value_and_grad``, ``vjp``, ``jacrev`` (reverse mode), ``jvp``, ``jacfwd``,
+``linearize`` (forward mode), ``hessian`` and ``hvp`` (forward over reverse). They take
+plain NumPy arrays, Python scalars or tensors, nested in tuples, lists and dicts (a
+minimal pytree), and they compose: ``grad(grad(f))``, ``jacfwd(jacrev(f))``,
+``jvp(grad(f), ...)``.
+
+Arrays in, arrays out: when no input is a tensor, results come back as NumPy arrays (0-d
+results as NumPy scalars). With tensor inputs, results are tensors, and they stay linked
+to the inputs' graph when an enclosing computation differentiates through them.
+
+Each transform differentiates with respect to its own arguments only: an input is
+aliased by an identity op, so a variable of an enclosing transform captured by ``f`` is a
+constant for the inner one (no perturbation confusion).
+
+Complex numbers follow yaad's convention: for a real ``f`` of ``z = x + iy``, ``grad``
+gives ``df/dx + 1j df/dy``. ``jacrev``/``jacfwd`` of a complex-valued function of
+complex inputs need ``holomorphic=True`` (then they return ``df/dz``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from .engine import run_backward
+from .grad_mode import enable_grad, state
+from .op import Node, op, strip_level, tangent_of, with_tangent
+from .tensor import Tensor
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp",
+           "linearize"]
+
+_new = object.__new__
+
+
+# ---- an identity op: the alias of an input ---------------------------------------------
+
+alias = op(lambda x: x, name="alias", vjp=lambda g, ans, x: g, linear=True,
+           save_args=False, save_ans=False, elementwise=True)
+alias.__doc__ = """The same value as a new tensor, recorded by an identity op.
+
+A function of the alias can be differentiated with respect to the alias alone: the
+transforms alias their inputs so that a nested transform does not confuse its variable
+with an enclosing one."""
+
+
+# ---- a minimal pytree: nested tuples, lists and dicts --------------------------------
+
+
+def _flatten(tree: Any, leaves: list) -> Any:
+    """Append the leaves of ``tree`` to ``leaves``; return its structure."""
+    if isinstance(tree, (tuple, list)):
+        return (type(tree), None, tuple(_flatten(c, leaves) for c in tree))
+    if isinstance(tree, dict):
+        try:
+            keys = sorted(tree)
+        except TypeError:
+            keys = list(tree)
+        return (dict, keys, tuple(_flatten(tree[k], leaves) for k in keys))
+    leaves.append(tree)
+    return None
+
+
+def _tree_flatten(tree: Any) -> tuple[list, Any]:
+    leaves: list = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _unflatten(structure: Any, leaves: Iterator) -> Any:
+    if structure is None:
+        return next(leaves)
+    kind, keys, children = structure
+    values = [_unflatten(c, leaves) for c in children]
+    if kind is dict:
+        return dict(zip(keys, values))
+    if kind is tuple or kind is list:
+        return kind(values)
+    if hasattr(kind, "_make"):  # a namedtuple
+        return kind._make(values)
+    return kind(values)
+
+
+def _tree_unflatten(structure: Any, leaves: Sequence) -> Any:
+    return _unflatten(structure, iter(leaves))
+
+
+# ---- inputs and outputs ----------------------------------------------------------------
+
+
+def _as_float_tensor(x: Any, fname: str, what: str) -> Tensor:
+    """``x`` as a floating point or complex tensor (Python ints become float64)."""
+    if isinstance(x, Tensor):
+        if x.dtype.kind not in "fc":
+            raise TypeError(f"{fname}: {what} is a tensor of dtype {x.dtype}; only floating "
+                            f"point and complex inputs can be differentiated. Convert it "
+                            f"first, e.g. yaad.astype(x, float).")
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{fname}: {what} is a bool; only floating point and complex inputs "
+                        f"can be differentiated.")
+    if isinstance(x, int):
+        x = float(x)
+    a = np.asarray(x)
+    if a.dtype.kind not in "fc":
+        raise TypeError(f"{fname}: {what} has dtype {a.dtype}; only floating point and "
+                        f"complex inputs can be differentiated. Convert it first, e.g. "
+                        f"np.asarray(x, dtype=float).")
+    t = _new(Tensor)
+    t.data = a
+    t._node = None
+    t.requires_grad = False
+    return t
+
+
+def _active_tangents(x: Any) -> dict:
+    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
+    if not tans:
+        return {}
+    levels = state.levels
+    return {lv: t for lv, t in tans.items() if lv in levels}
+
+
+def _detached(x: Tensor) -> Tensor:
+    """``x`` cut from the graph, keeping its active forward-mode tangents."""
+    t = _new(Tensor)
+    t.data = x.data
+    t._node = None
+    t.requires_grad = False
+    t._tangents = _active_tangents(x) or None
+    return t
+
+
+def _export(x: Any, array_mode: bool) -> Any:
+    """A result as the caller expects it: an array (0-d: a NumPy scalar) when the inputs
+    were arrays and nothing outside needs the result's graph or tangents, else a tensor."""
+    if isinstance(x, Tensor):
+        if not array_mode or x.requires_grad or _active_tangents(x):
+            return x
+        x = x.data
+    elif not array_mode:
+        return Tensor(np.asarray(x))
+    x = np.asarray(x)
+    return x[()] if x.ndim == 0 else x
+
+
+def _array_mode(leaves: Sequence) -> bool:
+    return not any(isinstance(x, Tensor) for x in leaves)
+
+
+def _argnums(argnums: int | Sequence[int], nargs: int, fname: str) -> tuple[tuple, bool]:
+    single = isinstance(argnums, (int, np.integer))
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{fname}: argnums is empty; give at least one argument index")
+    out = []
+    for n in nums:
+        if not isinstance(n, (int, np.integer)) or not -nargs <= n < nargs:
+            raise ValueError(f"{fname}: argnums={argnums!r} does not index the "
+                             f"{nargs} positional argument(s) of the call")
+        out.append(int(n) % nargs)
+    return tuple(out), single
+
+
+def _bind(f: Callable, args: tuple, nums: tuple) -> Callable:
+    """``f`` as a function of the arguments at ``nums`` only, the others fixed."""
+    def g(*diff):
+        full = list(args)
+        for n, d in zip(nums, diff):
+            full[n] = d
+        return f(*full)
+
+    return g
+
+
+def _split_aux(out: Any, fname: str) -> tuple:
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{fname}: with has_aux=True the function must return a pair "
+                        f"(output, aux), got {type(out).__name__}")
+    return out[0], out[1]
+
+
+def _zeros(like: Any) -> np.ndarray:
+    return np.zeros(np.shape(like), dtype=_dtype(like))
+
+
+def _dtype(x: Any) -> np.dtype:
+    dt = getattr(x, "dtype", None)
+    return dt if dt is not None else np.asarray(x).dtype
+
+
+# ---- reverse mode ------------------------------------------------------------------------
+
+
+class _Reverse:
+    """``f`` evaluated at ``primals`` (one positional argument each, pytrees allowed),
+    ready for vector-Jacobian products."""
+
+    def __init__(self, f: Callable, primals: Sequence, has_aux: bool, fname: str) -> None:
+        self.fname = fname
+        leaves, self.in_tree = _tree_flatten(tuple(primals))
+        self.array_mode = _array_mode(leaves)
+        outer = state.enabled
+        self.cut: list = []  # alias nodes linked to an enclosing graph
+        with enable_grad():
+            self.inputs = [self._prepare(x, k, outer) for k, x in enumerate(leaves)]
+            out = f(*_tree_unflatten(self.in_tree, self.inputs))
+        self.aux = None
+        if has_aux:
+            out, self.aux = _split_aux(out, fname)
+        self.out = out
+        self.out_leaves, self.out_tree = _tree_flatten(out)
+        # Record the backward pass when an enclosing computation differentiates the
+        # result: an input linked to an outer graph, or f closing over a tensor that
+        # requires grad.
+        self.create_graph = outer and (bool(self.cut) or self._external())
+
+    def _prepare(self, x: Any, k: int, outer: bool) -> Tensor:
+        t = _as_float_tensor(x, self.fname, f"input {k}")
+        if t.requires_grad and outer:
+            a = alias(t)
+            self.cut.append(a._node)
+            return a
+        leaf = _new(Tensor)
+        leaf.data = t.data
+        leaf._node = None
+        leaf.requires_grad = True
+        for level, tangent in _active_tangents(t).items():
+            leaf = with_tangent(leaf, level, tangent)
+        return leaf
+
+    def _external(self) -> bool:
+        """Whether the outputs depend on a tensor requiring grad other than the inputs."""
+        own = {id(t._node if t._node is not None else t) for t in self.inputs}
+        stack = [o._node for o in self.out_leaves
+                 if isinstance(o, Tensor) and o.requires_grad]
+        seen = set()
+        while stack:
+            edge = stack.pop()
+            if type(edge) is tuple:
+                edge = edge[0]
+            key = id(edge)
+            if key in own or key in seen:
+                continue
+            seen.add(key)
+            if type(edge) is not Node:
+                return True  # a leaf of an enclosing computation
+            stack.extend(p for p in edge.parents if p is not None)
+        return False
+
+    def check_cotangents(self, cotangents: Any) -> list:
+        if self.out_tree is None and not isinstance(cotangents, (tuple, list, dict)):
+            leaves = [cotangents]
+        else:
+            leaves, tree = _tree_flatten(cotangents)
+            if tree != self.out_tree:
+                raise ValueError(f"{self.fname}: the cotangents must have the structure of "
+                                 f"the function's output")
+        for k, (c, o) in enumerate(zip(leaves, self.out_leaves)):
+            if np.shape(c) != np.shape(o):
+                raise ValueError(f"{self.fname}: cotangent {k} has shape {np.shape(c)}, but "
+                                 f"output {k} has shape {np.shape(o)}")
+            if _dtype(c).kind == "c" and _dtype(o).kind != "c":
+                raise TypeError(f"{self.fname}: cotangent {k} is complex, but output {k} is "
+                                f"real ({_dtype(o)}); give a real cotangent")
+        return leaves
+
+    def pullback(self, cot_leaves: Sequence, retain: bool) -> list:
+        """Gradients for every input leaf (zeros where the output does not depend on it)."""
+        outs, cots = [], []
+        for o, c in zip(self.out_leaves, cot_leaves):
+            if isinstance(o, Tensor) and o.requires_grad:
+                outs.append(o)
+                cots.append(c)
+        grads: list = [None] * len(self.inputs)
+        if outs:
+            # Cut the aliases from the enclosing graph meanwhile: the pass then stops at
+            # the inputs instead of running (and freeing) the enclosing graph.
+            saved = [n.parents for n in self.cut]
+            for n in self.cut:
+                n.parents = (None,) * len(n.parents)
+            try:
+                grads = run_backward(outs, cots, retain or self.create_graph,
+                                     self.create_graph, self.inputs, capture=True,
+                                     allow_unused=True)
+            finally:
+                for n, p in zip(self.cut, saved):
+                    n.parents = p
+        return [_zeros(x) if g is None else g for g, x in zip(grads, self.inputs)]
+
+    def export(self, x: Any) -> Any:
+        if isinstance(x, Tensor) and not self.create_graph and x.requires_grad:
+            x = _detached(x)
+        return _export(x, self.array_mode)
+
+    def output(self) -> Any:
+        return _tree_unflatten(self.out_tree, [self.export(o) for o in self.out_leaves])
+
+    def aux_output(self) -> Any:
+        leaves, tree = _tree_flatten(self.aux)
+        return _tree_unflatten(tree, [self.export(a) for a in leaves])
+
+    def gradients(self, grads: Sequence) -> tuple:
+        """One gradient per primal, each with the primal's structure."""
+        return _tree_unflatten(self.in_tree, [self.export(g) for g in grads])
+
+
+def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """Evaluate ``f`` and return its vector-Jacobian product function.
+
+    Parameters
+    ----------
+    f : callable
+        A function of the primals returning an array, a tensor, or a pytree of them.
+    *primals : array_like, Tensor or pytree
+        The point, one positional argument of ``f`` each.
+    has_aux : bool, optional
+        ``f`` returns ``(output, aux)``; ``aux`` is returned as is, not differentiated.
+
+    Returns
+    -------
+    tuple
+        ``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with ``has_aux``).
+        ``vjp_fn(cotangents)`` takes cotangents with the structure of the output and
+        returns a tuple with one gradient per primal: for ``L = Re(sum(conj(c) * f))``,
+        ``dL/dx`` (``dL/dRe + 1j dL/dIm`` for a complex primal). It may be called
+        several times.
+
+    Examples
+    --------
+    >>> out, f_vjp = yaad.func.vjp(np.sin, np.array([0.0, 1.0]))
+    >>> f_vjp(np.ones(2))
+    (array([1.        , 0.54030231]),)
+    """
+    rev = _Reverse(f, primals, has_aux, "vjp")
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        grads = rev.pullback(rev.check_cotangents(cotangents), retain=True)
+        return rev.gradients(grads)
+
+    if has_aux:
+        return rev.output(), vjp_fn, rev.aux_output()
+    return rev.output(), vjp_fn
+
+
+def _scalar_loss(out: Any, fname: str) -> Any:
+    if isinstance(out, (tuple, list, dict)):
+        raise TypeError(f"{fname}: the function must return a real scalar, but returned a "
+                        f"{type(out).__name__}. For several outputs use yaad.func.jacrev or "
+                        f"yaad.func.vjp; for an extra output use has_aux=True.")
+    shape, dtype = np.shape(out), _dtype(out)
+    if int(np.prod(shape)) != 1:
+        raise TypeError(f"{fname}: the function must return a real scalar, but returned an "
+                        f"array of shape {shape}. For the derivative of a non-scalar "
+                        f"function use yaad.func.jacrev (the Jacobian) or yaad.func.vjp (a "
+                        f"vector-Jacobian product), or reduce the output (e.g. .sum()).")
+    if dtype.kind == "c":
+        raise TypeError(f"{fname}: the function returned a complex value ({dtype}); the "
+                        f"gradient is defined for real-valued functions only. Differentiate "
+                        f"a real loss (abs(z)**2, z.real), or use yaad.func.vjp or "
+                        f"yaad.func.jacrev(..., holomorphic=True).")
+    if dtype.kind not in "f":
+        raise TypeError(f"{fname}: the function returned a value of dtype {dtype}; a "
+                        f"gradient needs a real floating point output.")
+    return out
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False) -> Callable:
+    """A function returning both ``f(*args)`` and its gradient.
+
+    Parameters
+    ----------
+    f : callable
+        A real scalar-valued function (``((value, aux))`` with ``has_aux``).
+    argnums : int or tuple of int, optional
+        Which positional arguments to differentiate with respect to.
+    has_aux : bool, optional
+        ``f`` returns ``(value, aux)``.
+
+    Returns
+    -------
+    callable
+        ``(*args) -> (value, gradient)``, or ``((value, aux), gradient)`` with
+        ``has_aux``. The gradient has the structure of the argument (a tuple of them
+        for a tuple ``argnums``); for a complex argument it is ``df/dx + 1j df/dy``.
+    """
+    def wrapper(*args: Any) -> tuple:
+        nums, single = _argnums(argnums, len(args), "grad")
+        rev = _Reverse(_bind(f, args, nums), [args[n] for n in nums], has_aux, "grad")
+        out = _scalar_loss(rev.out, "grad")
+        grads = rev.gradients(rev.pullback([np.ones(np.shape(out), _dtype(out))],
+                                           retain=False))
+        value = rev.export(out)
+        g = grads[0] if single else grads
+        return ((value, rev.aux_output()), g) if has_aux else (value, g)
+
+    wrapper.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
+    wrapper.__doc__ = f"Value and gradient of {getattr(f, '__name__', 'f')}."
+    return wrapper
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The gradient of a real scalar-valued function, as a function.
+
+    Parameters
+    ----------
+    f : callable
+        Returns a real scalar (a one-element array or tensor, or a Python float).
+    argnums : int or tuple of int, optional
+        Which positional arguments to differentiate with respect to.
+    has_aux : bool, optional
+        ``f`` returns ``(value, aux)``; the result is then ``(gradient, aux)``.
+
+    Returns
+    -------
+    callable
+        ``(*args) -> gradient``, with the structure of the argument (a tuple of them for a
+        tuple ``argnums``). For a complex argument ``z = x + iy`` the gradient is
+        ``df/dx + 1j df/dy`` (so ``z - lr * g`` descends).
+
+    Raises
+    ------
+    TypeError
+        If ``f`` returns a non-scalar or complex value: use :func:`jacrev` or :func:`vjp`.
+
+    Examples
+    --------
+    >>> yaad.func.grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
+    array([2., 4.])
+    >>> yaad.func.grad(yaad.func.grad(lambda x: x ** 3))(2.0)
+    12.0
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def wrapper(*args: Any) -> Any:
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    wrapper.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    wrapper.__doc__ = f"Gradient of {getattr(f, '__name__', 'f')}."
+    return wrapper
+
+
+# ---- forward mode ----------------------------------------------------------------------
+
+_levels = itertools.count(1)
+
+
+@contextlib.contextmanager
+def _forward_level() -> Iterator[int]:
+    """A new forward-mode level, innermost while the block runs."""
+    level = next(_levels)
+    state.levels = state.levels + (level,)
+    state.refresh()
+    try:
+        yield level
+    finally:
+        state.levels = tuple(lv for lv in state.levels if lv != level)
+        state.refresh()
+
+
+def _tangent_for(t: Any, x: Tensor, k: int, fname: str) -> Any:
+    """The tangent ``t`` checked against its primal ``x`` and cast to its dtype."""
+    if np.shape(t) != x.shape:
+        raise ValueError(f"{fname}: tangent {k} has shape {np.shape(t)}, but primal {k} has "
+                         f"shape {x.shape}")
+    dt = _dtype(t)
+    if dt.kind == "c" and x.dtype.kind != "c":
+        raise TypeError(f"{fname}: tangent {k} is complex, but primal {k} is real "
+                        f"({x.dtype}); a real input moves along real directions only")
+    if dt.kind not in "fc" and dt.kind not in "iub":
+        raise TypeError(f"{fname}: tangent {k} has dtype {dt}")
+    if dt != x.dtype:
+        if isinstance(t, Tensor):
+            from . import astype
+
+            return astype(t, x.dtype)
+        return np.asarray(t, dtype=x.dtype)
+    return t
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
+    """Jacobian-vector product of ``f`` in one forward pass (forward mode).
+
+    Parameters
+    ----------
+    f : callable
+        A function of ``len(primals)`` positional arguments.
+    primals : tuple or list
+        The point: arrays, scalars, tensors or pytrees of them.
+    tangents : tuple or list
+        The direction, with the structure, shapes and dtypes of ``primals``.
+    has_aux : bool, optional
+        ``f`` returns ``(output, aux)``; ``aux`` is returned without tangent.
+
+    Returns
+    -------
+    tuple
+        ``(output, tangent_out)`` (``(output, tangent_out, aux)`` with ``has_aux``),
+        ``tangent_out`` with the structure of the output: the directional derivative
+        ``d/de f(primals + e * tangents)`` at ``e = 0`` (for complex inputs, along the
+        complex direction, so a holomorphic ``f`` gives ``f'(z) * t``).
+
+    Raises
+    ------
+    NotImplementedError
+        When ``f`` uses an op without a JVP rule (the message names it).
+
+    Examples
+    --------
+    >>> yaad.func.jvp(np.sin, (np.array([0.0]),), (np.array([2.0]),))
+    (array([0.]), array([2.]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples (or lists) with one entry "
+                        "per positional argument of f, e.g. jvp(f, (x,), (v,))")
+    p_leaves, p_tree = _tree_flatten(tuple(primals))
+    t_leaves, t_tree = _tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ValueError("jvp: the tangents must have the same structure as the primals")
+    array_mode = _array_mode(p_leaves + t_leaves)
+    with _forward_level() as level:
+        duals = []
+        for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            x = _as_float_tensor(p, "jvp", f"primal {k}")
+            duals.append(with_tangent(x, level, _tangent_for(t, x, k, "jvp")))
+        out = f(*_tree_unflatten(p_tree, duals))
+        aux = None
+        if has_aux:
+            out, aux = _split_aux(out, "jvp")
+        o_leaves, o_tree = _tree_flatten(out)
+        outs, touts = [], []
+        for o in o_leaves:
+            t = tangent_of(o, level)
+            o = strip_level(o, level)
+            outs.append(_export(o, array_mode))
+            touts.append(_export(_zeros(o) if t is None else t, array_mode))
+        if has_aux:
+            a_leaves, a_tree = _tree_flatten(aux)
+            aux = _tree_unflatten(a_tree, [_export(strip_level(a, level), array_mode)
+                                           for a in a_leaves])
+    result = (_tree_unflatten(o_tree, outs), _tree_unflatten(o_tree, touts))
+    return result + (aux,) if has_aux else result
+
+
+def linearize(f: Callable, *primals: Any) -> tuple:
+    """Evaluate ``f`` and return its linear approximation at ``primals`` (JAX's shape).
+
+    Parameters
+    ----------
+    f : callable
+        A function of ``len(primals)`` positional arguments.
+    *primals : array_like, Tensor or pytree
+        The point.
+
+    Returns
+    -------
+    tuple
+        ``(output, f_jvp)``: ``f_jvp(*tangents)`` returns the Jacobian-vector product,
+        with the structure of the output. Each call runs ``f`` once in forward mode (no
+        graph is kept between calls).
+    """
+    out, _ = jvp(f, primals, tuple(_zeros_tree(p) for p in primals))
+
+    def f_jvp(*tangents: Any) -> Any:
+        if len(tangents) != len(primals):
+            raise TypeError(f"linearize: f_jvp takes {len(primals)} tangent(s), one per "
+                            f"primal, got {len(tangents)}")
+        return jvp(f, primals, tangents)[1]
+
+    return out, f_jvp
+
+
+def _zeros_tree(tree: Any) -> Any:
+    leaves, structure = _tree_flatten(tree)
+    return _tree_unflatten(structure, [_zeros(_as_float_tensor(x, "linearize", "a primal"))
+                                       for x in leaves])
+
+
+# ---- Jacobians ----------------------------------------------------------------------------
+
+
+def _basis(shape: tuple, dtype: np.dtype, k: int, scale: complex = 1) -> np.ndarray:
+    e = np.zeros(shape, dtype=dtype)
+    e.reshape(-1)[k] = scale
+    return e
+
+
+def _assemble(parts: list, lead: tuple, trail: tuple, rows: bool) -> Any:
+    """Stack Jacobian rows (shape ``trail``) or columns (shape ``lead``) into an array
+    of shape ``lead + trail``."""
+    if not parts:
+        return np.zeros(lead + trail)
+    from . import reshape, stack
+
+    if any(isinstance(p, Tensor) for p in parts):
+        return reshape(stack(parts, axis=0 if rows else -1), lead + trail)
+    return np.stack(parts, axis=0 if rows else -1).reshape(lead + trail)
+
+
+def _complex_pair_error(fname: str) -> ValueError:
+    return ValueError(
+        f"{fname}: the function has complex inputs and complex outputs; its derivative is a "
+        f"single complex matrix only if it is holomorphic. Pass holomorphic=True if it is, "
+        f"or split the output into real and imaginary parts.")
+
+
+def _jac_structure(out_leaves: list, out_tree: Any, in_tree: Any, nums: tuple,
+                   single: bool, blocks: list) -> Any:
+    """Nest ``blocks[j][i]`` (output leaf j, input leaf i) as output tree of input trees."""
+    per_out = []
+    for row in blocks:
+        it = iter(row)
+        per_arg = [_unflatten(sub, it) for sub in in_tree[2]]
+        per_out.append(per_arg[0] if single else tuple(per_arg))
+    return _tree_unflatten(out_tree, per_out)
+
+
+def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``f`` by reverse mode, one vector-Jacobian product per output entry.
+
+    Parameters
+    ----------
+    f : callable
+        Returns an array, a tensor or a pytree of them.
+    argnums : int or tuple of int, optional
+        Which positional arguments to differentiate with respect to.
+    has_aux : bool, optional
+        ``f`` returns ``(output, aux)``; the result is then ``(jacobian, aux)``.
+    holomorphic : bool, optional
+        ``f`` is holomorphic in its complex inputs: return ``df/dz``.
+
+    Returns
+    -------
+    callable
+        ``(*args) -> jacobian``. For an output of shape ``S`` and an input of shape ``T``
+        the block has shape ``S + T``; a pytree output gives the same tree of blocks, each
+        a tuple over ``argnums`` when it is a tuple. For a real-valued output of complex
+        inputs, rows are gradients (``dy/dx + 1j dy/dy``), as :func:`grad` gives.
+    """
+    def wrapper(*args: Any) -> Any:
+        nums, single = _argnums(argnums, len(args), "jacrev")
+        rev = _Reverse(_bind(f, args, nums), [args[n] for n in nums], has_aux, "jacrev")
+        complex_in = any(x.dtype.kind == "c" for x in rev.inputs)
+        if holomorphic and not all(x.dtype.kind == "c" for x in rev.inputs):
+            raise TypeError("jacrev: holomorphic=True needs complex inputs")
+        outs = rev.out_leaves
+        cot_zeros = [_zeros(o) for o in outs]
+        blocks = []
+        for j, o in enumerate(outs):
+            o_shape, o_dt = np.shape(o), _dtype(o)
+            cplx = o_dt.kind == "c"
+            if cplx and complex_in and not holomorphic:
+                raise _complex_pair_error("jacrev")
+            rows: list = [[] for _ in rev.inputs]
+            for k in range(int(np.prod(o_shape))):
+                cots = list(cot_zeros)
+                cots[j] = _basis(o_shape, o_dt, k)
+                gs = rev.pullback(cots, retain=True)
+                if cplx and not holomorphic:  # real inputs: J = vjp(e) + i vjp(ie)
+                    cots[j] = _basis(o_shape, o_dt, k, 1j)
+                    gs = [a + 1j * b for a, b in zip(gs, rev.pullback(cots, retain=True))]
+                elif holomorphic:
+                    gs = [_conj(g) for g in gs]
+                for r, g in zip(rows, gs):
+                    r.append(g)
+            blocks.append([rev.export(_assemble(r, o_shape, x.shape, True))
+                           for r, x in zip(rows, rev.inputs)])
+        jac = _jac_structure(outs, rev.out_tree, rev.in_tree, nums, single, blocks)
+        return (jac, rev.aux_output()) if has_aux else jac
+
+    wrapper.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
+    wrapper.__doc__ = f"Jacobian of {getattr(f, '__name__', 'f')} (reverse mode)."
+    return wrapper
+
+
+def _conj(x: Any) -> Any:
+    if _dtype(x).kind != "c":
+        return x
+    if isinstance(x, Tensor):
+        from . import conj
+
+        return conj(x)
+    return np.conj(x)
+
+
+def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``f`` by forward mode, one Jacobian-vector product per input entry.
+
+    Same parameters and result layout as :func:`jacrev`; cheaper than it when the inputs
+    have fewer entries than the outputs. Needs a JVP rule for every op ``f`` uses.
+    """
+    def wrapper(*args: Any) -> Any:
+        nums, single = _argnums(argnums, len(args), "jacfwd")
+        leaves, in_tree = _tree_flatten(tuple(args[n] for n in nums))
+        xs = [_as_float_tensor(x, "jacfwd", f"input {k}") for k, x in enumerate(leaves)]
+        if holomorphic and not all(x.dtype.kind == "c" for x in xs):
+            raise TypeError("jacfwd: holomorphic=True needs complex inputs")
+        array_mode = _array_mode(leaves)
+        g = _bind(f, args, nums)
+        zeros = [_zeros(x) for x in xs]
+        primals = _tree_unflatten(in_tree, leaves)
+        out = aux = None
+        cols: list = []  # cols[i][k]: output leaves' tangents for entry k of input i
+        for i, x in enumerate(xs):
+            cols.append([])
+            for k in range(x.size):
+                tans = list(zeros)
+                tans[i] = _basis(x.shape, x.dtype, k)
+                res = jvp(g, primals, _tree_unflatten(in_tree, tans), has_aux=has_aux)
+                out, t_out = res[0], res[1]
+                aux = res[2] if has_aux else None
+                t_leaves = _tree_flatten(t_out)[0]
+                if x.dtype.kind == "c" and not holomorphic:
+                    # real outputs: the gradient convention, dy/dRe + 1j dy/dIm
+                    tans[i] = _basis(x.shape, x.dtype, k, 1j)
+                    t2 = _tree_flatten(jvp(g, primals, _tree_unflatten(in_tree, tans),
+                                           has_aux=has_aux)[1])[0]
+                    for o in t_leaves:
+                        if _dtype(o).kind == "c":
+                            raise _complex_pair_error("jacfwd")
+                    t_leaves = [a + 1j * b for a, b in zip(t_leaves, t2)]
+                cols[i].append(t_leaves)
+        if out is None:  # no input entries at all
+            out = g(*primals)
+            if has_aux:
+                out, aux = _split_aux(out, "jacfwd")
+        o_leaves, o_tree = _tree_flatten(out)
+        blocks = []
+        for j, o in enumerate(o_leaves):
+            o_shape = np.shape(o)
+            blocks.append([_export(_assemble([c[j] for c in cols[i]], o_shape, x.shape,
+                                             False), array_mode)
+                           for i, x in enumerate(xs)])
+        jac = _jac_structure(o_leaves, o_tree, in_tree, nums, single, blocks)
+        return (jac, aux) if has_aux else jac
+
+    wrapper.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
+    wrapper.__doc__ = f"Jacobian of {getattr(f, '__name__', 'f')} (forward mode)."
+    return wrapper
+
+
+def hessian(f: Callable, argnums: int | Sequence[int] = 0,
+            holomorphic: bool = False) -> Callable:
+    """The Hessian of a real scalar function: ``jacfwd(jacrev(f))`` (forward over reverse).
+
+    Parameters
+    ----------
+    f : callable
+        Returns a real scalar (complex with ``holomorphic=True``).
+    argnums : int or tuple of int, optional
+        Which positional arguments to differentiate with respect to.
+    holomorphic : bool, optional
+        ``f`` is holomorphic in complex inputs: return the complex second derivative.
+
+    Returns
+    -------
+    callable
+        ``(*args) -> hessian``, of shape ``T + T`` for an input of shape ``T`` (nested
+        tuples of blocks for a tuple ``argnums``).
+
+    Raises
+    ------
+    TypeError
+        For complex inputs without ``holomorphic``: the Hessian of a real function of
+        complex variables is a real 2n x 2n matrix, not a complex one. Use :func:`hvp`,
+        or pass real and imaginary parts as separate real arguments.
+    """
+    inner = jacrev(f, argnums, holomorphic=holomorphic)
+    outer = jacfwd(inner, argnums, holomorphic=holomorphic)
+
+    def wrapper(*args: Any) -> Any:
+        if not holomorphic:
+            nums, _ = _argnums(argnums, len(args), "hessian")
+            for n in nums:
+                for x in _tree_flatten(args[n])[0]:
+                    if _dtype(x).kind == "c":
+                        raise TypeError(
+                            "hessian: an input is complex; the Hessian of a real function "
+                            "of complex variables is a real 2n x 2n matrix, not a complex "
+                            "one. Use yaad.func.hvp (complex Hessian-vector products), or "
+                            "pass the real and imaginary parts as separate real arguments "
+                            "(or holomorphic=True for a holomorphic function).")
+        return outer(*args)
+
+    wrapper.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
+    wrapper.__doc__ = f"Hessian of {getattr(f, '__name__', 'f')}."
+    return wrapper
+
+
+def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
+    """Hessian-vector product of a real scalar function, forward over reverse.
+
+    Costs about one gradient evaluation in forward mode, without forming the Hessian.
+
+    Parameters
+    ----------
+    f : callable
+        A real scalar-valued function of ``len(primals)`` positional arguments.
+    primals : tuple or list
+        The point.
+    tangents : tuple or list
+        The vector, with the structure of ``primals``.
+
+    Returns
+    -------
+    tuple
+        ``(value, hvp)``: ``f(*primals)`` and the derivative of the gradient along the
+        tangents, with the structure of ``primals`` (one entry, not a tuple, for a single
+        primal). For complex primals both gradient and direction use yaad's convention
+        (``dRe + 1j dIm``), so the result is ``H @ v`` in that encoding.
+    """
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError("hvp: primals and tangents must be tuples, e.g. hvp(f, (x,), (v,))")
+    nums = 0 if len(primals) == 1 else tuple(range(len(primals)))
+
+    def value_grad(*args):
+        value, g = value_and_grad(f, nums)(*args)
+        return g, value
+
+    _, h, value = jvp(value_grad, primals, tangents, has_aux=True)
+    return value, h
