@@ -8,6 +8,7 @@ differences on the real and imaginary parts separately.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -90,7 +91,8 @@ def numerical_gradient(f: Callable, inputs: Sequence[Any], ws: Sequence[np.ndarr
 
 
 def gradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
-              rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> bool:
+              rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True,
+              check_forward_ad: bool = False) -> bool:
     """Check yaad's gradients of ``f`` against central finite differences.
 
     Parameters
@@ -109,6 +111,9 @@ def gradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
         Seed of the random cotangent that projects the outputs.
     raise_exception : bool
         Raise :class:`GradcheckError` on a mismatch (else return False).
+    check_forward_ad : bool
+        Also check forward mode: for each input, the Jacobian-vector product along a
+        random direction (``yaad.func.jvp``) against central differences along it.
 
     Returns
     -------
@@ -118,7 +123,13 @@ def gradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
     Raises
     ------
     GradcheckError
-        Naming the input, the worst entry, and both values.
+        Naming the input (by position and parameter name), the worst entry, both values
+        and the tolerance.
+
+    Examples
+    --------
+    >>> yaad.testing.gradcheck(lambda x: yaad.sin(x) * x, [np.array([0.1, 0.2])])
+    True
     """
     inputs = _as_tuple(inputs)
     diff = [_differentiable(x) for x in inputs]
@@ -153,26 +164,95 @@ def gradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
     for k, (a, n) in enumerate(zip(analytical, numerical)):
         if n is None:
             continue
+        what = _input_name(f, k)
         if a.shape != n.shape:
-            return _fail(raise_exception, f"input {k}: the gradient has shape {a.shape}, the "
+            return _fail(raise_exception, f"{what}: the gradient has shape {a.shape}, the "
                                           f"input has shape {n.shape}")
-        err = np.abs(a - n) - (atol + rtol * np.abs(n))
-        if err.size and (np.max(err) > 0 or not np.all(np.isfinite(a))):
-            bad = np.nan_to_num(err, nan=np.inf)
-            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), err.shape))
+        msg = _compare(a, n, atol, rtol, "analytical", "numerical")
+        if msg:
             return _fail(raise_exception,
-                         f"input {k} (shape {n.shape}, dtype {n.dtype}): the gradient differs "
-                         f"from finite differences; worst entry {idx}: analytical "
-                         f"{a[idx]!r}, numerical {n[idx]!r} (atol={atol}, rtol={rtol})")
+                         f"{what} (shape {n.shape}, dtype {n.dtype}): the gradient differs "
+                         f"from finite differences; {msg}")
+    if check_forward_ad:
+        return _check_forward(f, values, diff, eps, atol, rtol, rng, raise_exception)
+    return True
+
+
+def _input_name(f: Callable, k: int) -> str:
+    """``input k ('name')``, with the parameter's name where ``f`` has one."""
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if k < len(params) and params[k].kind in (params[k].POSITIONAL_ONLY,
+                                              params[k].POSITIONAL_OR_KEYWORD):
+        return f"input {k} ({params[k].name!r})"
+    return f"input {k}"
+
+
+def _compare(a: np.ndarray, n: np.ndarray, atol: float, rtol: float, a_name: str,
+             n_name: str) -> str:
+    """Empty if ``a`` matches ``n``, else a description of the worst entry."""
+    err = np.abs(a - n) - (atol + rtol * np.abs(n))
+    if not err.size or (np.max(err) <= 0 and np.all(np.isfinite(a))):
+        return ""
+    bad = np.nan_to_num(err, nan=np.inf)
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), err.shape))
+    return (f"worst entry {idx}: {a_name} {a[idx].item()!r}, {n_name} {n[idx].item()!r} "
+            f"(difference "
+            f"{abs(a[idx] - n[idx]):.3g}, allowed {atol + rtol * abs(n[idx]):.3g} with "
+            f"atol={atol}, rtol={rtol})")
+
+
+def _check_forward(f: Callable, values: list, diff: list, eps: float, atol: float,
+                   rtol: float, rng: np.random.Generator, raise_exception: bool) -> bool:
+    """Forward mode: ``jvp`` along a random direction in each input, against central
+    differences along it."""
+    from .func import jvp
+
+    def plain(out: Any) -> list:
+        return [np.asarray(o.data if isinstance(o, Tensor) else o) for o in _as_tuple(out)]
+
+    for k, (v, d) in enumerate(zip(values, diff)):
+        if not d:
+            continue
+        t = rng.standard_normal(v.shape)
+        if v.dtype.kind == "c":
+            t = t + 1j * rng.standard_normal(v.shape)
+        t = t.astype(v.dtype)
+
+        def along(x, k=k):
+            args = list(values)
+            args[k] = x
+            return f(*args)
+
+        _, tangent = jvp(along, (v,), (t,))
+        up, down = plain(f(*[v + eps * t if j == k else a for j, a in enumerate(values)])), \
+            plain(f(*[v - eps * t if j == k else a for j, a in enumerate(values)]))
+        for j, (ta, u, w) in enumerate(zip(plain(tangent), up, down)):
+            num = (u - w) / (2 * eps)
+            if ta.shape != num.shape:
+                return _fail(raise_exception, f"{_input_name(f, k)}: the forward-mode "
+                             f"tangent of output {j} has shape {ta.shape}, the output has "
+                             f"shape {num.shape}")
+            msg = _compare(ta, num, atol, rtol, "forward mode", "numerical")
+            if msg:
+                return _fail(raise_exception,
+                             f"{_input_name(f, k)} (shape {v.shape}, dtype {v.dtype}): the "
+                             f"Jacobian-vector product for output {j} differs from finite "
+                             f"differences along a random direction; {msg}")
     return True
 
 
 def gradgradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
-                  rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> bool:
+                  rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True,
+                  check_forward_ad: bool = False) -> bool:
     """Check second derivatives: :func:`gradcheck` of the gradient of ``f``.
 
     The gradient of ``L = sum Re(conj(w) * f(x))`` is computed with
-    ``create_graph=True`` and itself checked against finite differences.
+    ``create_graph=True`` and itself checked against finite differences (reverse over
+    reverse). With ``check_forward_ad``, its Jacobian-vector products are checked too
+    (forward over reverse, the Hessian-vector product path).
 
     Parameters are those of :func:`gradcheck`.
     """
@@ -192,16 +272,39 @@ def gradgradcheck(f: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-
     def first_gradient(*args):
         from .autograd import grad
 
-        # Finite differences call this with plain arrays: make them differentiable.
-        args = [Tensor(a, requires_grad=True) if d and not isinstance(a, Tensor) else a
-                for a, d in zip(args, diff)]
+        # Finite differences call this with plain arrays, forward mode with dual numbers:
+        # make them differentiable.
+        args = [_requiring_grad(a) if d else a for a, d in zip(args, diff)]
         loss = _project(_as_tuple(f(*args)), ws)
         wanted = [a for a, d in zip(args, diff) if d]
         got = grad(loss, wanted, create_graph=True, allow_unused=True)
         return tuple(g if g is not None else 0 * a for g, a in zip(got, wanted))
 
-    return gradcheck(first_gradient, inputs, eps=eps, atol=atol, rtol=rtol, seed=seed,
-                     raise_exception=raise_exception)
+    first_gradient.__signature__ = _signature_of(f)
+    try:
+        return gradcheck(first_gradient, inputs, eps=eps, atol=atol, rtol=rtol, seed=seed,
+                         raise_exception=raise_exception, check_forward_ad=check_forward_ad)
+    except GradcheckError as e:
+        raise GradcheckError(f"second derivatives (the gradient of the gradient): {e}") from None
+
+
+def _requiring_grad(a: Any) -> Tensor:
+    """``a`` as a tensor that requires grad, keeping its forward-mode tangents."""
+    if isinstance(a, Tensor) and a.requires_grad:
+        return a
+    from .op import with_tangent
+
+    t = Tensor(a.data if isinstance(a, Tensor) else a, requires_grad=True)
+    for level, tangent in (getattr(a, "_tangents", None) or {}).items():
+        t = with_tangent(t, level, tangent)
+    return t
+
+
+def _signature_of(f: Callable) -> inspect.Signature | None:
+    try:
+        return inspect.signature(f)
+    except (TypeError, ValueError):
+        return None
 
 
 def _fail(raise_exception: bool, message: str) -> bool:
