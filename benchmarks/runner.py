@@ -46,9 +46,10 @@ class Options:
     slow: bool = False       # also run what workloads mark slow
     tiny: bool = False       # small sizes (smoke tests)
     time: bool = True        # False: check only
+    rounds: int = 10         # the repetitions of all implementations are interleaved
 
 
-QUICK = Options(target_s=0.05, min_repeats=3)
+QUICK = Options(target_s=0.05, min_repeats=3, rounds=3)
 
 
 def compare(step: Step, out: tuple, ref: tuple, impl: Impl, workload: Workload,
@@ -76,12 +77,10 @@ def compare(step: Step, out: tuple, ref: tuple, impl: Impl, workload: Workload,
     return True, "; ".join(dict.fromkeys(notes))
 
 
-def measure(call: Callable, opts: Options) -> tuple[float, int, int]:
-    """Median seconds per call, after a warm-up; repetitions adapt to ``opts.target_s``.
-
-    Returns ``(median, repeats, number)``: ``repeats`` timed repetitions of ``number``
-    calls each (more than one only for calls shorter than ``opts.batch_s``).
-    """
+def calibrate(call: Callable, opts: Options) -> tuple[int, int]:
+    """Warm ``call`` up; return ``(number, repeats)``: how many calls per timed repetition
+    (more than one only for calls shorter than ``opts.batch_s``) and how many repetitions
+    fill ``opts.target_s`` (at least ``opts.min_repeats``; 3 for calls over a second)."""
     t0 = time.perf_counter()
     call()
     single = time.perf_counter() - t0
@@ -94,13 +93,27 @@ def measure(call: Callable, opts: Options) -> tuple[float, int, int]:
     repeats = max(opts.min_repeats, int(opts.target_s / (single * number)))
     if single > 1.0:
         repeats = min(repeats, 3)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        times.append((time.perf_counter() - t0) / number)
-    return statistics.median(times), repeats, number
+    return number, repeats
+
+
+def measure(calls: list[Callable], opts: Options) -> list[tuple[float, int, int]]:
+    """Median seconds per call of each of ``calls``, with ``(repeats, number)``.
+
+    The repetitions are interleaved in ``opts.rounds`` rounds (each call in turn), so
+    that a change in the machine's load while they run affects all of them alike and
+    their ratios stay meaningful.
+    """
+    plans = [calibrate(call, opts) for call in calls]
+    times: list[list[float]] = [[] for _ in calls]
+    rounds = opts.rounds
+    for j in range(rounds):
+        for call, (number, repeats), ts in zip(calls, plans, times):
+            for _ in range(repeats // rounds + (j < repeats % rounds)):
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    call()
+                ts.append((time.perf_counter() - t0) / number)
+    return [(statistics.median(ts), len(ts), number) for ts, (number, _) in zip(times, plans)]
 
 
 def peak_numpy_mb(step: Step) -> float:
@@ -121,17 +134,17 @@ def peak_numpy_mb(step: Step) -> float:
     return (peak - base) / 1e6
 
 
-def run_one(workload: Workload, impl: Impl, params: dict, consts: dict, ref: tuple,
-            opts: Options) -> Result:
-    """Prepare, check and time one implementation on one workload."""
+def check(workload: Workload, impl: Impl, params: dict, consts: dict, ref: tuple,
+          opts: Options) -> tuple[Result, Step | None]:
+    """Prepare one implementation and check it against the floor: the result so far,
+    and the step to time when it is ok."""
     res = Result(workload.id, impl.name, "skipped")
     if impl.name in workload.slow and not opts.slow:
         res.note = f"skipped: {workload.slow[impl.name]}"
-        return res
+        return res, None
     if workload.complex and not impl.complex:
         res.note = f"skipped: {impl.name} has no complex numbers"
-        return res
-    step = None
+        return res, None
     try:
         step = impl.prepare(workload, params, consts)
         res.compile_s = step.compile_s
@@ -139,14 +152,8 @@ def run_one(workload: Workload, impl: Impl, params: dict, consts: dict, ref: tup
         out = step.call()
         res.first_call_ms = (time.perf_counter() - t0) * 1e3
         ok, res.note = compare(step, out, ref, impl, workload, params)
-        del out
-        if not ok:
-            res.status = "mismatch"
-            return res
-        if opts.time:
-            res.median_us, res.repeats, res.number = measure(step.call, opts)
-            res.median_us *= 1e6
-        res.status = "ok"
+        res.status = "ok" if ok else "mismatch"
+        return res, step if ok else None
     except ImportError as e:
         res.note = f"skipped: not installed ({e.name or e})"
     except Unsupported as e:
@@ -154,9 +161,7 @@ def run_one(workload: Workload, impl: Impl, params: dict, consts: dict, ref: tup
     except Exception as e:  # a failing peer is a finding, not a crash of the harness
         res.status = "error"
         res.note = f"{type(e).__name__}: {_first_line(e)}"
-    if res.status == "ok" and workload.memory and impl.numpy_memory:
-        res.peak_mb = peak_numpy_mb(step)
-    return res
+    return res, None
 
 
 def _first_line(e: Exception) -> str:
@@ -166,17 +171,26 @@ def _first_line(e: Exception) -> str:
 
 def run(workloads: list[Workload], impls: list[Impl], opts: Options,
         progress: Callable[[Result], Any] = lambda r: None) -> list[Result]:
-    """All (workload, implementation) cells, with ratios to the floor and to PyTorch."""
+    """All (workload, implementation) cells: checked, then timed together (interleaved),
+    with ratios to the floor and to PyTorch, and peak memory where the workload asks."""
     results = []
     for w in workloads:
         params, consts = w.inputs(np.random.default_rng(0), opts.tiny)
         ref = w.floor(tuple(params.values()), consts)
-        row = []
-        for impl in impls:
-            r = run_one(w, impl, params, consts, ref, opts)
-            row.append(r)
-            progress(r)
+        row = [check(w, impl, params, consts, ref, opts) for impl in impls]
+        timed = [(r, step) for r, step in row if step is not None]
+        if opts.time and timed:
+            for (r, _), (median, r.repeats, r.number) in zip(
+                    timed, measure([step.call for _, step in timed], opts)):
+                r.median_us = median * 1e6
+        if w.memory:
+            for (r, step), impl in zip(row, impls):
+                if step is not None and impl.numpy_memory:
+                    r.peak_mb = peak_numpy_mb(step)
+        row = [r for r, _ in row]
         _ratios(row)
+        for r in row:
+            progress(r)
         results.extend(row)
     return results
 

@@ -78,7 +78,7 @@ def test_every_implementation_agrees_with_the_floor(wid, impl):
     params, consts = _tiny(w)
     ref = w.floor(tuple(params.values()), consts)
     spec = next(i for i in libraries.IMPLS if i.name == impl)
-    r = runner.run_one(w, spec, params, consts, ref, CHECK)
+    r, _ = runner.check(w, spec, params, consts, ref, CHECK)
     assert r.status in ("ok", "skipped"), f"{wid} / {impl}: {r.status}: {r.note}"
     if r.status == "skipped":
         assert any(s in r.note for s in SKIP_REASONS), r.note
@@ -90,9 +90,9 @@ def test_every_implementation_agrees_with_the_floor(wid, impl):
 def test_floor_is_always_ok():
     w = workloads.WORKLOADS[0]
     params, consts = _tiny(w)
-    r = runner.run_one(w, libraries.IMPLS[0], params, consts,
-                       w.floor(tuple(params.values()), consts), CHECK)
-    assert (r.status, r.note) == ("ok", "")
+    r, step = runner.check(w, libraries.IMPLS[0], params, consts,
+                           w.floor(tuple(params.values()), consts), CHECK)
+    assert (r.status, r.note) == ("ok", "") and step is not None
 
 
 # ---- the check catches what it must -------------------------------------------------------
@@ -108,15 +108,17 @@ def _fake(name, call, conj=False):
 def _run(wid, impl):
     w = next(w for w in workloads.WORKLOADS if w.id == wid)
     params, consts = _tiny(w)
-    return runner.run_one(w, impl, params, consts, w.floor(tuple(params.values()), consts),
-                          CHECK)
+    return runner.check(w, impl, params, consts, w.floor(tuple(params.values()), consts),
+                        CHECK)[0]
 
 
 def test_wrong_gradient_is_a_mismatch_and_not_timed():
-    impl = _fake("wrong", lambda ref: (ref[0], [g * 1.001 for g in ref[1]]))
-    r = _run("W1", impl)
-    assert r.status == "mismatch" and "gradient of x1" in r.note
-    assert r.median_us is None
+    w = workloads.WORKLOADS[0]
+    wrong = _fake("wrong", lambda ref: (ref[0], [g * 1.001 for g in ref[1]]))
+    results = runner.run([w], [libraries.IMPLS[0], wrong], replace(CHECK, time=True, target_s=0.0))
+    assert [r.status for r in results] == ["ok", "mismatch"]
+    assert "gradient of x1" in results[1].note
+    assert results[0].median_us > 0 and results[1].median_us is None
 
 
 def test_wrong_loss_is_a_mismatch():
@@ -164,9 +166,9 @@ def test_slow_cells_are_skipped_unless_asked():
     params, consts = _tiny(w)
     fake = replace(libraries.IMPLS[0], name="jax.jit")
     ref = w.floor(tuple(params.values()), consts)
-    r = runner.run_one(w, fake, params, consts, ref, replace(CHECK, slow=False))
-    assert r.status == "skipped" and "--slow" in r.note
-    assert runner.run_one(w, fake, params, consts, ref, CHECK).status == "ok"
+    r, step = runner.check(w, fake, params, consts, ref, replace(CHECK, slow=False))
+    assert r.status == "skipped" and "--slow" in r.note and step is None
+    assert runner.check(w, fake, params, consts, ref, CHECK)[0].status == "ok"
 
 
 def test_namespace_reports_missing_functions():
@@ -185,12 +187,14 @@ def test_composed_log_softmax():
 
 # ---- timing, memory, selection and reports ------------------------------------------------
 
-def test_measure_counts():
+def test_measure_interleaves_and_counts():
     calls = []
-    opts = runner.Options(target_s=0.0, min_repeats=4, batch_s=0.0)
-    median, repeats, number = runner.measure(lambda: calls.append(1), opts)
-    assert (repeats, number, len(calls)) == (4, 1, 5)  # no warm-up with target_s=0
-    assert median >= 0
+    opts = runner.Options(target_s=0.0, min_repeats=4, batch_s=0.0, rounds=2)
+    out = runner.measure([lambda: calls.append("a"), lambda: calls.append("b")], opts)
+    assert [(repeats, number) for _, repeats, number in out] == [(4, 1), (4, 1)]
+    # one calibrating call each (no warm-up with target_s=0), then two rounds of 2 + 2
+    assert "".join(calls) == "ab" + "aabb" * 2
+    assert all(median >= 0 for median, _, _ in out)
 
 
 def test_peak_memory_sees_numpy_buffers():
