@@ -172,7 +172,9 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
         # The setitem writes straight into the memory, recorded by the in-place op.
         _adopt(self, index_put_(_snapshot(self, copy=False), *others, *after))
         return self
-    result = fn(_snapshot(self, copy=_saves_input(fn)), *others, *after)
+    src = _snapshot(self, copy=_saves_input(fn))
+    # x *= x: the other operand is the old value too
+    result = fn(src, *[src if o is self else o for o in others], *after)
     _write(self, result.data, name)
     _adopt(self, result)
     return self
@@ -183,7 +185,8 @@ def _through_base(self: Tensor, view: tuple, fn: Any, others: tuple, after: tupl
     base; the view then reads the base's new value."""
     base, idx = view
     old = self._node
-    result = fn(_snapshot(self, copy=_saves_input(fn)), *others, *after)
+    src = _snapshot(self, copy=_saves_input(fn))
+    result = fn(src, *[src if o is self else o for o in others], *after)
     _setitem(base, idx, result, "__setitem__")
     _adopt(self, getitem(base, idx))
     if old is not None and not isinstance(old, tuple) and old.extra is not None:

@@ -1,0 +1,322 @@
+"""In-place operations: NumPy's memory semantics, PyTorch's autograd rules (recorded on
+non-leaves, refused on leaves that require grad, version counters), views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_shape import check_jvp, rand
+
+import yaad
+from yaad.testing import gradcheck, gradgradcheck
+
+C128, F32 = np.complex128, np.float32
+
+# (method, arguments, the out-of-place function)
+METHODS = [
+    ("__iadd__", (2.5,), lambda a, b: a + b),
+    ("__isub__", ("other",), lambda a, b: a - b),
+    ("__imul__", ("other",), lambda a, b: a * b),
+    ("__itruediv__", ("other",), lambda a, b: a / b),
+    ("__ipow__", (2,), lambda a, b: a ** b),
+    ("add_", ("other",), lambda a, b: a + b),
+    ("sub_", (1.0,), lambda a, b: a - b),
+    ("mul_", ("other",), lambda a, b: a * b),
+    ("div_", (4.0,), lambda a, b: a / b),
+    ("pow_", (3,), lambda a, b: a ** b),
+    ("neg_", (), lambda a: -a),
+    ("exp_", (), yaad.exp),
+    ("sin_", (), yaad.sin),
+    ("tanh_", (), yaad.tanh),
+    ("square_", (), yaad.square),
+    ("clip_", (-0.5, 0.5), yaad.clip),
+    ("clamp_", (-0.5, None), yaad.clip),
+    ("copy_", ("other",), lambda a, b: b + 0 * a),
+    ("fill_", (1.5,), lambda a, v: 0 * a + v),
+]
+
+
+def _args(args, other):
+    return tuple(other if a == "other" else a for a in args)
+
+
+@pytest.mark.parametrize("name,args,fn", METHODS, ids=[m[0] for m in METHODS])
+def test_inplace_method_equals_out_of_place_and_is_differentiable(name, args, fn):
+    x, o = rand((2, 3)), rand((2, 3), seed=1) + 3.0
+
+    def inplace(a, b):
+        h = yaad.as_tensor(a) * 1.0  # a non-leaf (a tensor even for plain arrays)
+        out = getattr(h, name)(*_args(args, b))
+        assert out is h
+        return h
+
+    def reference(a, b):
+        return fn(a, *_args(args, b))
+
+    got = inplace(yaad.tensor(x, requires_grad=True), yaad.tensor(o, requires_grad=True))
+    np.testing.assert_allclose(got.data, reference(yaad.tensor(x), yaad.tensor(o)).data)
+    gradcheck(inplace, [x, o])
+    gradgradcheck(inplace, [x, o])
+    check_jvp(inplace, [x, o])
+
+
+def test_inplace_without_grad_writes_the_memory_and_bumps_the_version():
+    a = np.arange(4.0)
+    t = yaad.Tensor(a)
+    v0 = t._version
+    t += 1
+    t[0] = 10
+    t.mul_(2)
+    assert t.data is a
+    np.testing.assert_array_equal(a, [20, 4, 6, 8])
+    assert t._version == v0 + 3
+    assert t.is_leaf and not t.requires_grad
+
+
+def test_recorded_inplace_on_a_non_leaf():
+    x = yaad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 2
+    data = h.data
+    h += x
+    h *= h
+    assert h.data is data  # the same memory
+    assert h.grad_fn.name == "multiply"
+    h.sum().backward()
+    np.testing.assert_allclose(x.grad, 2 * 3 * x.data * 3)
+
+
+def test_setitem_recorded_gradients():
+    x = yaad.tensor(rand((3, 2)), requires_grad=True)
+    v = yaad.tensor(rand((2,), seed=1), requires_grad=True)
+    h = x * 1
+    h[1] = v * 3
+    h[0, 0] = 7.0
+    w = rand((3, 2), seed=2)
+    (h * w).sum().backward()
+    expected = w.copy()
+    expected[1] = 0
+    expected[0, 0] = 0
+    np.testing.assert_allclose(x.grad, expected)
+    np.testing.assert_allclose(v.grad, 3 * w[1])
+    assert h.data[0, 0] == 7.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, C128], ids=["real", "complex"])
+def test_setitem_gradcheck(dtype):
+    def f(a, b):
+        h = a * 1
+        h[:, 1] = b
+        h[np.array([0, 0, 2])] += b[0]  # advanced: copy, add, write back
+        h[h.real > 0] *= 2.0
+        return h
+
+    x, v = rand((3, 2), dtype), rand((3,), dtype, seed=1)
+    gradcheck(f, [x, v])
+    gradgradcheck(f, [x, v])
+
+
+def test_setitem_on_a_constant_leaf_makes_it_depend_on_the_value():
+    buf = yaad.zeros(3)
+    w = yaad.tensor(2.0, requires_grad=True)
+    buf[1] = w ** 2
+    assert buf.requires_grad and not buf.is_leaf
+    buf.sum().backward()
+    assert w.grad == 4.0
+
+
+def test_building_a_tensor_row_by_row():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    out = yaad.zeros((3, 2))
+    for i in range(3):
+        out[i] = yaad.stack([x[i], x[i] ** 2])
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad, 1 + 2 * x.data)
+
+
+# ---- what is refused, and what is detected ---------------------------------------------------
+
+def test_inplace_on_a_leaf_that_requires_grad_raises_and_changes_nothing():
+    x = yaad.tensor([1.0, 2.0], requires_grad=True)
+    for op in (lambda t: t.__iadd__(1), lambda t: t.mul_(2), lambda t: t.__setitem__(0, 5.0),
+               lambda t: t.zero_(), lambda t: t.copy_(yaad.ones(2))):
+        with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+            op(x)
+    np.testing.assert_array_equal(x.data, [1.0, 2.0])
+    assert x._version == 0
+
+
+def test_inplace_on_a_leaf_is_allowed_under_no_grad():
+    x = yaad.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    with yaad.no_grad():
+        x -= 0.1 * x.grad
+        x[0] = 0.5
+    np.testing.assert_allclose(x.data, [0.5, 1.6])
+    assert x.is_leaf and x.requires_grad and x.grad_fn is None
+
+
+def test_a_saved_value_changed_in_place_makes_backward_raise():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    y = x * 1
+    z = yaad.sin(y)  # saves y
+    y += 1
+    with pytest.raises(RuntimeError, match=r"'sin'.*version 1"):
+        z.sum().backward()
+    e = yaad.exp(x * 1)  # saves its output
+    total = e.sum()
+    e[0] = 0.0
+    with pytest.raises(RuntimeError, match=r"'exp'.*version 1"):
+        total.backward()
+
+
+def test_a_saved_value_changed_under_no_grad_is_detected_too():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    y = x * 1
+    z = y * y
+    with yaad.no_grad():
+        y.add_(1)
+        y.add_(1)
+    with pytest.raises(RuntimeError, match=r"'multiply'.*version 2"):
+        z.sum().backward()
+
+
+def test_unrelated_inplace_changes_do_not_disturb_backward():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    y = x * 1
+    z = yaad.sin(y)
+    other = y + 1  # new memory
+    other += 5
+    z.sum().backward()
+    np.testing.assert_allclose(x.grad, np.cos(x.data))
+
+
+def test_shape_or_dtype_mismatch_raises_and_records_nothing():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    h = x * 1
+    node = h.grad_fn
+    with pytest.raises(ValueError, match="__iadd__"):
+        h += yaad.ones((2, 3))
+    assert h.grad_fn is node
+    i = yaad.tensor([1, 2, 3])
+    with pytest.raises(TypeError, match="__itruediv__"):
+        i /= 2
+    np.testing.assert_array_equal(i.data, [1, 2, 3])
+    f = yaad.tensor(rand((2,), F32))
+    f += np.float64(1.5)
+    assert f.dtype == F32
+
+
+# ---- views ------------------------------------------------------------------------------
+
+def test_inplace_on_a_basic_view_writes_through_the_base():
+    x = yaad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    h = x * 1
+    v = h[1:3]
+    v *= 2
+    np.testing.assert_array_equal(h.data, [1, 4, 6, 4])
+    np.testing.assert_array_equal(v.data, [4, 6])
+    (h * np.arange(4.0)).sum().backward()
+    np.testing.assert_array_equal(x.grad, [0, 2, 4, 3])
+
+
+def test_augmented_assignment_through_an_index():
+    def f(a):
+        h = a * 1
+        h[1:3] += 5 * a[0]
+        h[:, 0] *= 3  # a view of a column
+        h[0][1:] -= a[2, 1:]  # a view of a view
+        return h
+
+    x = rand((4, 3))
+    gradcheck(f, [x])
+    gradgradcheck(f, [x])
+    check_jvp(f, [x])
+
+
+def test_a_stale_view_used_after_its_base_changed_raises():
+    x = yaad.tensor(rand((4,)), requires_grad=True)
+    h = x * 1
+    v1, v2 = h[0:2], h[0:2]
+    v1 *= 3
+    np.testing.assert_array_equal(v2.data, v1.data)  # same memory, as in NumPy
+    loss = (v2 * 1).sum()
+    with pytest.raises(RuntimeError, match="'getitem'"):
+        loss.backward()
+
+
+def test_a_view_of_a_leaf_that_requires_grad_cannot_change():
+    x = yaad.tensor(rand((4,)), requires_grad=True)
+    v = x[1:3]
+    with pytest.raises(RuntimeError, match="leaf tensor"):
+        v += 1
+    np.testing.assert_array_equal(v.data, x.data[1:3])
+
+
+def test_other_views_of_recorded_tensors_are_refused():
+    x = yaad.tensor(rand((2, 3)), requires_grad=True)
+    h = x * 1
+    for view in (h.reshape(3, 2), h.T, yaad.diagonal(h)):
+        with pytest.raises(RuntimeError, match="shares its memory"):
+            view += 1
+    with yaad.no_grad():
+        r = h.reshape(3, 2)
+        r += 1  # NumPy semantics without recording: the base changes
+    np.testing.assert_allclose(h.data, x.data + 1)
+
+
+def test_view_inplace_without_recording_changes_the_base():
+    t = yaad.tensor(np.zeros((2, 3)))
+    t[0][1:] += 1
+    row = t[1]
+    row.fill_(2.0)
+    np.testing.assert_array_equal(t.data, [[0, 1, 1], [2, 2, 2]])
+
+
+def test_a_constant_view_changed_by_a_recorded_value():
+    base = yaad.zeros(4)
+    w = yaad.tensor(3.0, requires_grad=True)
+    v = base[1:3]
+    v += w
+    assert base.requires_grad  # the base records the change, not only the view
+    (base * np.arange(4.0)).sum().backward()
+    assert w.grad == 1.0 + 2.0
+
+
+def test_fill_zero_copy():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    h = x * 2
+    h.zero_()
+    h.add_(x)
+    h.sum().backward()
+    np.testing.assert_array_equal(x.grad, [1, 1, 1])
+    t = yaad.zeros((2, 2))
+    t.copy_(yaad.tensor([1.0, 2.0]))
+    t.fill(3.0)
+    np.testing.assert_array_equal(t.data, np.full((2, 2), 3.0))
+
+
+def test_inplace_on_a_zero_d_result():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    s = x.sum()
+    s *= 2
+    s += x[0]
+    s.backward()
+    np.testing.assert_allclose(x.grad, [3, 2, 2])
+
+
+def test_inplace_against_torch():
+    torch = pytest.importorskip("torch")
+    x = rand((3, 4))
+
+    def run(lib, t):
+        h = t * 1
+        h[1:, 1:3] *= 2
+        h[0] = h[2].clone() ** 2
+        h.add_(t)
+        return (h ** 2).sum()
+
+    t = yaad.tensor(x, requires_grad=True)
+    run(yaad, t).backward()
+    tt = torch.tensor(x, requires_grad=True)
+    run(torch, tt).backward()
+    np.testing.assert_allclose(t.grad, tt.grad.numpy())
