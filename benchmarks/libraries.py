@@ -148,7 +148,7 @@ def _prepare_yaad(workload, params, consts, compiled=False) -> Step:
     wrap = None
     if compiled:
         wrap = getattr(yaad, "compile", None)
-        if wrap is None:
+        if not callable(wrap):  # absent, or only the submodule
             raise Unsupported("yaad.compile does not exist yet (n/a)")
     return _tape_step(xp, workload, params, consts,
                       leaf=lambda a: yaad.tensor(a, requires_grad=True),
