@@ -164,11 +164,12 @@ class Dropout(Module):
 def _activation(name: str, fn: Callable, doc: str, params: tuple = ()) -> type:
     """A module class applying ``fn(input, **options)``; ``params`` are (name, default)."""
 
+    options = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                   default=d) for n, d in params])
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         Module.__init__(self)
-        bound = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                     default=d) for n, d in params]
-                                  ).bind(*args, **kwargs)
+        bound = options.bind(*args, **kwargs)
         bound.apply_defaults()
         self.options = dict(bound.arguments)
 
@@ -181,7 +182,7 @@ def _activation(name: str, fn: Callable, doc: str, params: tuple = ()) -> type:
     forward.__doc__ = f"Apply {name}."
     return type(name, (Module,), {"__init__": __init__, "forward": forward,
                                   "extra_repr": extra_repr, "__doc__": doc,
-                                  "__module__": __name__})
+                                  "__module__": __name__, "__signature__": options})
 
 
 ReLU = _activation("ReLU", F.relu, "``max(x, 0)`` elementwise.")
