@@ -472,3 +472,28 @@ def test_other_layers_match_torch():
         (yout * (np.arange(yout.size).reshape(yout.shape) + 1.0)).sum().backward()
         np.testing.assert_allclose(yout.data, tout.detach().numpy(), rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(yv.grad, tv.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+F32_CASES = [
+    lambda x: F.cross_entropy(x, np.array([0, 1, 2, 1]), label_smoothing=0.1, ignore_index=1,
+                              weight=np.ones(3, np.float32)),
+    lambda x: F.mse_loss(x, np.zeros((4, 3), np.float32)),
+    lambda x: F.binary_cross_entropy(F.sigmoid(x), np.ones((4, 3), np.float32)),
+    lambda x: F.binary_cross_entropy_with_logits(x, np.ones((4, 3), np.float32)),
+    lambda x: F.layer_norm(x, 3).sum(),
+    lambda x: F.gelu(x).sum() + F.softplus(x, 2.0).sum() + F.dropout(x, 0.3).sum(),
+]
+
+
+@pytest.mark.parametrize("fn", F32_CASES)
+def test_float32_in_float32_out(fn):
+    x = yaad.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+    loss = fn(x)
+    loss.backward()
+    assert loss.dtype == np.float32 and x.grad.dtype == np.float32
+
+
+def test_cross_entropy_second_derivatives():
+    gradgradcheck(lambda x: F.cross_entropy(x, LABELS, label_smoothing=0.1), [LOGITS])
+    gradgradcheck(lambda x: F.binary_cross_entropy_with_logits(x, (LOGITS > 0) * 1.0),
+                  [LOGITS])

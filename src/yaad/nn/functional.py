@@ -12,27 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.elementwise import erf, exp, log, maximum, relu, sigmoid, sqrt, tanh, where
+from ..ops.elementwise import erf, log, maximum, relu, sigmoid, sqrt, tanh, where
 from ..ops.elementwise import softplus as _softplus
+from ..ops.nn import log_softmax as _log_softmax
+from ..ops.nn import softmax as _softmax
 from ..ops.products import matmul
 from ..ops.reductions import mean
 from ..ops.reductions import sum as _sum
 from ..ops.shape import moveaxis, reshape, swapaxes
 from ..tensor import Tensor
-
-try:  # the stable primitives of yaad.ops.nn, when present
-    from ..ops.nn import log_softmax as _log_softmax
-    from ..ops.nn import softmax as _softmax
-except ImportError:  # until yaad.ops.nn exists: composed from exp, log and sum
-    def _log_softmax(x: Any, axis: int) -> Any:
-        data = x.data if isinstance(x, Tensor) else np.asarray(x)
-        shift = np.max(data, axis=axis, keepdims=True)  # a constant: the gradient cancels
-        shift = np.where(np.isfinite(shift), shift, 0)
-        z = x - shift
-        return z - log(_sum(exp(z), axis=axis, keepdims=True))
-
-    def _softmax(x: Any, axis: int) -> Any:
-        return exp(_log_softmax(x, axis))
 
 
 def _value(x: Any) -> np.ndarray:
