@@ -25,6 +25,11 @@ def _c(x):
     return conj(x) if x.dtype.kind == "c" else x
 
 
+def _array(x):
+    """``x`` itself when it is an array; a list or a scalar made into one."""
+    return x if hasattr(x, "dtype") and hasattr(x, "sum") else np.asarray(x)
+
+
 def _shift(x, axis):
     """The maximum over ``axis`` (of the real part), kept dims; 0 where not finite."""
     # Array methods rather than np.max/np.sum: the same result without NumPy's dispatch
@@ -37,6 +42,7 @@ def _shift(x, axis):
 
 
 def _softmax(x, axis=None):
+    x = _array(x)
     e = np.exp(x - _shift(x, axis))
     return e / e.sum(axis=axis, keepdims=True)
 
@@ -69,6 +75,7 @@ Tensor
 
 
 def _log_softmax(x, axis=None):
+    x = _array(x)
     y = x - _shift(x, axis)
     return y - np.log(np.exp(y).sum(axis=axis, keepdims=True))
 
@@ -104,6 +111,7 @@ Tensor
 
 
 def _logsumexp(a, b, axis, keepdims):
+    a = _array(a)
     m = _shift(a, axis)
     e = np.exp(a - m)
     if b is not None:

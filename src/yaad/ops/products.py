@@ -88,14 +88,23 @@ Tensor
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     if out is not None:
         raise TypeError("trace: out= is not supported (results are new tensors)")
-    return np.trace(a, offset, axis1, axis2, dtype)
+    if not hasattr(a, "trace"):
+        a = np.asarray(a)  # a list or a scalar, not an array
+    return a.trace(offset, axis1, axis2, dtype)
+
+
+@lru_cache(maxsize=256)
+def _eye(n: int, m: int, k: int, dtype: np.dtype) -> np.ndarray:
+    eye = np.eye(n, m, k=k, dtype=dtype)
+    eye.flags.writeable = False  # shared between calls
+    return eye
 
 
 def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    n, m = a.shape[axis1], a.shape[axis2]
-    eye = np.eye(n, m, k=offset, dtype=g.dtype)
-    g = expand_dims(expand_dims(g, -1), -1) * eye
-    return moveaxis(g, (-2, -1), (axis1 % a.ndim, axis2 % a.ndim))
+    nd = a.ndim
+    axes = (axis1 % nd, axis2 % nd)
+    g = reshape(g, g.shape + (1, 1)) * _eye(a.shape[axis1], a.shape[axis2], offset, g.dtype)
+    return g if axes == (nd - 2, nd - 1) else moveaxis(g, (-2, -1), axes)
 
 
 trace = op(_trace, name="trace", save_args=False, save_ans=False, linear=(0,),
