@@ -14,6 +14,7 @@ Gradient conventions worth knowing:
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 from typing import Any
 
@@ -44,7 +45,7 @@ ndarray = np.ndarray
 
 def _count(shape: tuple, axis) -> int:
     """How many elements each reduced slice has."""
-    return int(np.prod([shape[i] for i in _normalize_axes(axis, len(shape))]))
+    return math.prod([shape[i] for i in _normalize_axes(axis, len(shape))])
 
 
 def expand_reduced(g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
@@ -114,7 +115,15 @@ Tensor
 
 def _mean(a, axis=None, dtype=None, out=None, keepdims=False):
     _no_out("mean", out)
+    if dtype is None and getattr(a, "dtype", None) in _EXACT_MEAN:
+        n = _count(a.shape, axis)
+        if n:
+            return np.sum(a, axis=axis, keepdims=keepdims) / n
     return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+# dtypes for which sum / n is what numpy.mean computes, bit for bit, only faster
+_EXACT_MEAN = (np.dtype(np.float64), np.dtype(np.complex128))
 
 
 mean = op(_mean, name="mean", save_args=False, save_ans=False, linear=(0,),
