@@ -6,6 +6,7 @@ The thread settings are made here, before NumPy or any peer is imported.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -40,6 +41,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _load() -> float | None:
+    """The one-minute load average (other processes share the CPUs), where known."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run, print, and write the results."""
     args = parse(argv)
@@ -62,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {r.workload:<10} {r.impl:<13} {status}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
+    load_before = _load()
     results = runner.run(chosen, impls, opts, progress)
     machine = describe(threads)
+    machine["load_average"] = {"before": load_before, "after": _load()}
     elapsed = time.perf_counter() - t0
 
     print()
@@ -72,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{machine['cpu']} ({machine['logical_cpus']} logical CPUs), Python "
           f"{machine['python']}, NumPy {machine['versions']['numpy']} "
           f"({machine['numpy_blas']}); one thread, pinned to CPU {t['pinned_cpu']}; "
-          f"{elapsed:.0f} s in all")
+          f"{elapsed:.0f} s in all; load average {machine['load_average']['before']} "
+          f"before, {machine['load_average']['after']} after")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -130,6 +130,10 @@ def markdown(results: list[Result], machine: dict) -> str:
                 f"{k} {v[k]}" for k in ("torch", "jax", "autograd", "mygrad")) + ". "
             f"One thread: {', '.join(f'{k}={x}' for k, x in t['env'].items())}, "
             f"torch.set_num_threads(1), process pinned to CPU {t['pinned_cpu']}."]
+    load = machine.get("load_average")
+    if load:
+        out[-1] += (f" Load average (other processes) {load['before']} before the run, "
+                    f"{load['after']} after.")
     return "\n".join(out) + "\n"
 
 
