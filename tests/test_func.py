@@ -1,0 +1,472 @@
+"""yaad.func: grad, value_and_grad, vjp, jvp, jacrev, jacfwd, hessian, hvp, linearize."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import yaad
+from yaad import func as F
+
+rng = np.random.default_rng(7)
+
+
+def fd_jacobian(f, x, eps=1e-6):
+    """Central differences of f (array -> array) at x, shape f(x).shape + x.shape."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = eps
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
+    out_shape = np.shape(f(x))
+    return np.stack(cols, axis=-1).reshape(out_shape + x.shape)
+
+
+# ---- a small MLP whose loss is a function of one flat parameter vector ----------------
+
+X = rng.standard_normal((4, 3))
+Y = rng.standard_normal((4, 2))
+SHAPES = [(3, 5), (5,), (5, 2)]
+NPARAM = sum(int(np.prod(s)) for s in SHAPES)
+P0 = 0.5 * rng.standard_normal(NPARAM)
+
+
+def unpack(p):
+    out, start = [], 0
+    for s in SHAPES:
+        n = int(np.prod(s))
+        out.append(yaad.reshape(p[start:start + n], s))
+        start += n
+    return out
+
+
+def mlp_loss(p):
+    w1, b1, w2 = unpack(p)
+    h = yaad.tanh(X @ w1 + b1)
+    r = h @ w2 - Y
+    return yaad.mean(r * r)
+
+
+def mlp_grad_numpy(p):
+    """The gradient written by hand in NumPy (for finite differences of the gradient)."""
+    p = np.asarray(p)
+    w1 = p[:15].reshape(3, 5)
+    b1 = p[15:20]
+    w2 = p[20:].reshape(5, 2)
+    h = np.tanh(X @ w1 + b1)
+    r = h @ w2 - Y
+    gr = 2 * r / r.size
+    gw2 = h.T @ gr
+    gh = gr @ w2.T * (1 - h * h)
+    return np.concatenate([(X.T @ gh).ravel(), gh.sum(0), gw2.ravel()])
+
+
+# ---- grad and value_and_grad -------------------------------------------------------------
+
+
+def test_grad_arrays_in_arrays_out():
+    g = F.grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
+    assert type(g) is np.ndarray
+    np.testing.assert_array_equal(g, [2.0, 4.0])
+
+
+def test_grad_of_python_scalar_is_a_scalar():
+    g = F.grad(lambda x: x ** 3)(2.0)
+    assert isinstance(g, float) and g == 12.0
+    assert F.grad(lambda x: x * x)(3) == 6.0  # an int point is taken as a float
+
+
+def test_grad_tensors_in_tensors_out():
+    x = yaad.tensor([1.0, 2.0])
+    g = F.grad(lambda x: yaad.sum(yaad.sin(x)))(x)
+    assert isinstance(g, yaad.Tensor) and not g.requires_grad
+    np.testing.assert_allclose(g.data, np.cos([1.0, 2.0]))
+
+
+def test_grad_keeps_float32():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    g = F.grad(lambda x: yaad.sum(yaad.exp(x)))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, np.exp(x), rtol=1e-6)
+
+
+def test_grad_argnums_and_has_aux():
+    def f(a, b, c):
+        return yaad.sum(a * b * c), "aux"
+
+    a, b, c = np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])
+    (ga, gc), aux = F.grad(f, argnums=(0, -1), has_aux=True)(a, b, c)
+    np.testing.assert_array_equal(ga, b * c)
+    np.testing.assert_array_equal(gc, a * b)
+    assert aux == "aux"
+    (value, aux), gb = F.value_and_grad(f, argnums=1, has_aux=True)(a, b, c)
+    assert value == pytest.approx(np.sum(a * b * c))
+    np.testing.assert_array_equal(gb, a * c)
+    with pytest.raises(ValueError, match="argnums"):
+        F.grad(f, argnums=3)(a, b, c)
+
+
+def test_grad_of_pytree_argument():
+    params = {"w": np.array([[1.0, 2.0], [3.0, 4.0]]), "b": [np.array([0.5]), 2.0]}
+
+    def loss(p):
+        return yaad.sum(p["w"] @ np.ones(2) + p["b"][0]) * p["b"][1]
+
+    g = F.grad(loss)(params)
+    assert set(g) == {"w", "b"} and isinstance(g["b"], list)
+    np.testing.assert_array_equal(g["w"], 2.0 * np.ones((2, 2)))
+    np.testing.assert_array_equal(g["b"][0], [4.0])
+    assert g["b"][1] == pytest.approx(np.sum(params["w"] @ np.ones(2) + 0.5))
+
+
+def test_grad_of_non_scalar_points_to_jacrev():
+    with pytest.raises(TypeError, match="jacrev") as e:
+        F.grad(lambda x: x * 2)(np.ones(3))
+    assert "vjp" in str(e.value) and "(3,)" in str(e.value)
+    with pytest.raises(TypeError, match="jacrev"):
+        F.grad(lambda x: (x, x))(1.0)
+
+
+def test_grad_of_complex_valued_function_raises():
+    with pytest.raises(TypeError, match="complex") as e:
+        F.grad(lambda z: z * z)(1.0 + 2.0j)
+    assert "vjp" in str(e.value) and "jacrev" in str(e.value)
+
+
+def test_grad_complex_convention():
+    # |z|^2 at 3+4j: dL/dx + i dL/dy = 6+8j (descends under z -= lr * g)
+    g = F.grad(lambda z: yaad.real(z * yaad.conj(z)))(3.0 + 4.0j)
+    assert g == 6.0 + 8.0j
+
+
+def test_grad_of_grad_and_third_derivative():
+    f = lambda x: yaad.sin(x) * x  # noqa: E731
+    x = 0.7
+    assert F.grad(F.grad(f))(x) == pytest.approx(2 * np.cos(x) - x * np.sin(x))
+    assert F.grad(F.grad(F.grad(f)))(x) == pytest.approx(-3 * np.sin(x) - x * np.cos(x))
+
+
+def test_no_perturbation_confusion_reverse():
+    # d/dx [x * d/dy (x + y)] = d/dx [x * 1] = 1; confusing x and y would give 2.
+    assert F.grad(lambda x: x * F.grad(lambda y: x + y)(x))(1.0) == 1.0
+    # d/dx [x * d/dy (x * y)] at y = x: d/dx [x * x] = 2x
+    assert F.grad(lambda x: x * F.grad(lambda y: x * y)(x))(3.0) == 6.0
+
+
+def test_grad_reaches_a_closed_over_tensor():
+    w = yaad.tensor([1.0, 2.0], requires_grad=True)
+    x = np.array([3.0, 5.0])
+    g = F.grad(lambda x: yaad.sum(w * w * x))(x)  # d/dx = w**2, a function of w
+    assert g.requires_grad  # the result depends on w, which requires grad
+    np.testing.assert_allclose(g.data, [1.0, 4.0])
+    yaad.sum(g).backward()
+    np.testing.assert_allclose(w.grad, 2 * w.data)
+
+
+def test_grad_of_tensor_that_requires_grad_is_differentiable():
+    x = yaad.tensor([0.3, 0.6], requires_grad=True)
+    g = F.grad(lambda x: yaad.sum(yaad.sin(x)))(x)
+    assert g.requires_grad
+    yaad.sum(g).backward()
+    np.testing.assert_allclose(x.grad, -np.sin(x.data))
+    # the graph around x is untouched: backward through it again still works
+    y = yaad.sum(x * x)
+    y.backward()
+    np.testing.assert_allclose(x.grad, -np.sin(x.data) + 2 * x.data)
+
+
+def test_grad_works_under_no_grad():
+    with yaad.no_grad():
+        g = F.grad(lambda x: yaad.sum(x ** 2))(np.array([1.0, -1.0]))
+    np.testing.assert_array_equal(g, [2.0, -2.0])
+
+
+# ---- vjp -----------------------------------------------------------------------------------
+
+
+def test_vjp_twice_and_pytree_output():
+    def f(x):
+        return {"s": yaad.sin(x), "p": (x * 2, yaad.sum(x))}
+
+    x = np.array([0.1, 0.2])
+    out, vjp_fn = F.vjp(f, x)
+    np.testing.assert_allclose(out["s"], np.sin(x))
+    cot = {"s": np.array([1.0, 0.0]), "p": (np.array([0.0, 1.0]), 3.0)}
+    for _ in range(2):  # the function can be called again
+        (g,) = vjp_fn(cot)
+        np.testing.assert_allclose(g, [np.cos(0.1) + 3, 2 + 3])
+    with pytest.raises(ValueError, match="shape"):
+        vjp_fn({"s": np.ones(3), "p": (np.ones(2), 1.0)})
+
+
+def test_vjp_holomorphic_convention():
+    z = np.array([1.0 + 2.0j, 0.5 - 1.0j])
+    _, vjp_fn = F.vjp(lambda z: z * z, z)
+    (g,) = vjp_fn(np.ones(2, dtype=complex))
+    np.testing.assert_allclose(g, np.conj(2 * z))  # g * conj(f'(z))
+
+
+def test_vjp_multiple_primals_and_aux():
+    out, vjp_fn, aux = F.vjp(lambda a, b: (a * b, a), np.array([2.0]), np.array([3.0]),
+                             has_aux=True)
+    ga, gb = vjp_fn(np.array([1.0]))
+    assert (ga, gb) == (3.0, 2.0)
+    np.testing.assert_array_equal(aux, [2.0])
+
+
+# ---- jvp and linearize ----------------------------------------------------------------------
+
+
+def test_jvp_values():
+    x, v = np.array([0.0, 1.0]), np.array([2.0, 1.0])
+    out, t = F.jvp(yaad.sin, (x,), (v,))
+    np.testing.assert_allclose(out, np.sin(x))
+    np.testing.assert_allclose(t, np.cos(x) * v)
+
+
+def test_jvp_holomorphic_and_non_holomorphic():
+    z, v = np.array([1.0 + 2.0j]), np.array([0.5 - 1.0j])
+    _, t = F.jvp(lambda z: z ** 3, (z,), (v,))
+    np.testing.assert_allclose(t, 3 * z ** 2 * v)
+    _, t = F.jvp(lambda z: yaad.real(z * yaad.conj(z)), (z,), (v,))
+    np.testing.assert_allclose(t, 2 * np.real(np.conj(z) * v))
+
+
+def test_jvp_pytree_and_constant_output():
+    def f(p):
+        return {"y": p["a"] * p["b"], "c": 1.0}
+
+    p = {"a": np.array([2.0]), "b": np.array([3.0])}
+    t = {"a": np.array([1.0]), "b": np.array([0.0])}
+    out, tout = F.jvp(f, (p,), (t,))
+    np.testing.assert_array_equal(tout["y"], [3.0])
+    assert tout["c"] == 0.0 and out["c"] == 1.0
+
+
+def test_jvp_checks_tangents():
+    with pytest.raises(ValueError, match="shape"):
+        F.jvp(yaad.sin, (np.ones(2),), (np.ones(3),))
+    with pytest.raises(TypeError, match="complex"):
+        F.jvp(yaad.sin, (np.ones(2),), (np.ones(2) * 1j,))
+    with pytest.raises(TypeError, match="tuple"):
+        F.jvp(yaad.sin, np.ones(2), np.ones(2))
+
+
+def test_jvp_float32():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    out, t = F.jvp(yaad.exp, (x,), (np.ones(2, dtype=np.float32),))
+    assert out.dtype == np.float32 and t.dtype == np.float32
+
+
+def test_nested_jvp_mixed_partial():
+    # d2/dxdy (x^2 y^3) = 6 x y^2
+    f = lambda x, y: x * x * y * y * y  # noqa: E731
+    x0, y0 = 1.5, 0.7
+
+    def dfdy(x):
+        return F.jvp(lambda y: f(x, y), (y0,), (1.0,))[1]
+
+    _, d2 = F.jvp(dfdy, (x0,), (1.0,))
+    assert d2 == pytest.approx(6 * x0 * y0 ** 2)
+
+
+def test_no_perturbation_confusion_forward():
+    # d/dx [x * (d/dy (x + y))] = 1, in forward mode
+    def g(x):
+        return x * F.jvp(lambda y: x + y, (x,), (1.0,))[1]
+
+    assert F.jvp(g, (1.0,), (1.0,))[1] == 1.0
+
+
+def test_escaped_dual_number_is_a_constant_later():
+    kept = []
+
+    def f(x):
+        kept.append(x * 2)  # a dual number that outlives its jvp
+        return x
+
+    F.jvp(f, (1.0,), (1.0,))
+    # in a new jvp, the old tangent must not leak into the result
+    _, t = F.jvp(lambda y: y * kept[0], (3.0,), (1.0,))
+    assert t == 2.0
+
+
+def test_linearize():
+    x = np.array([0.3, -0.2])
+    out, f_jvp = F.linearize(lambda x: yaad.exp(x) * x, x)
+    np.testing.assert_allclose(out, np.exp(x) * x)
+    v = np.array([1.0, 2.0])
+    np.testing.assert_allclose(f_jvp(v), (np.exp(x) * x + np.exp(x)) * v)
+    np.testing.assert_allclose(f_jvp(2 * v), 2 * f_jvp(v))
+
+
+# ---- Jacobians --------------------------------------------------------------------------------
+
+A = rng.standard_normal((4, 3))
+
+
+def jac_fn(x):
+    return A @ yaad.sin(x) + x[0] * x[1]
+
+
+@pytest.mark.parametrize("jac", [F.jacrev, F.jacfwd])
+def test_jacobian_against_finite_differences(jac):
+    x = rng.standard_normal(3)
+    J = jac(jac_fn)(x)
+    assert J.shape == (4, 3)
+    np.testing.assert_allclose(J, fd_jacobian(jac_fn, x), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("jac", [F.jacrev, F.jacfwd])
+def test_jacobian_structures(jac):
+    def f(a, b):
+        return {"ab": a[:, None] * b[None, :], "s": yaad.sum(a)}
+
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0])
+    J = jac(f, argnums=(0, 1))(a, b)
+    assert J["ab"][0].shape == (2, 3, 2) and J["ab"][1].shape == (2, 3, 3)
+    assert J["s"][0].shape == (2,) and J["s"][1].shape == (3,)
+    np.testing.assert_array_equal(J["s"][0], [1.0, 1.0])
+    np.testing.assert_array_equal(J["s"][1], np.zeros(3))
+    np.testing.assert_array_equal(J["ab"][0][:, :, 0], [[3, 4, 5], [0, 0, 0]])
+
+
+@pytest.mark.parametrize("jac", [F.jacrev, F.jacfwd])
+def test_jacobian_real_to_complex(jac):
+    c = np.array([1 + 2j, -0.5j])
+    J = jac(lambda x: yaad.exp(x * c))(np.array([0.3, 0.1]))
+    np.testing.assert_allclose(J, np.diag(c * np.exp(np.array([0.3, 0.1]) * c)))
+
+
+@pytest.mark.parametrize("jac", [F.jacrev, F.jacfwd])
+def test_jacobian_holomorphic(jac):
+    z = np.array([1 + 1j, 0.5 - 0.2j])
+    J = jac(lambda z: z ** 3, holomorphic=True)(z)
+    np.testing.assert_allclose(J, np.diag(3 * z ** 2))
+    with pytest.raises(ValueError, match="holomorphic"):
+        jac(lambda z: z ** 3)(z)
+
+
+def test_jacobian_of_real_function_of_complex_inputs_is_the_gradient():
+    z = np.array([1 + 1j, 0.5 - 0.2j])
+    f = lambda z: yaad.real(z * yaad.conj(z)) * np.array([1.0, 2.0])  # noqa: E731
+    Jr, Jf = F.jacrev(f)(z), F.jacfwd(f)(z)
+    np.testing.assert_allclose(Jr, np.diag(2 * z * [1.0, 2.0]))
+    np.testing.assert_allclose(Jf, Jr)
+
+
+# ---- Hessians and their compositions ---------------------------------------------------
+
+
+def test_hessian_of_mlp_three_ways_and_finite_differences():
+    H = F.hessian(mlp_loss)(P0)
+    assert H.shape == (NPARAM, NPARAM)
+    np.testing.assert_allclose(H, H.T, atol=1e-12)
+    np.testing.assert_allclose(F.jacfwd(F.jacrev(mlp_loss))(P0), H, atol=1e-12)
+    np.testing.assert_allclose(F.jacrev(F.jacrev(mlp_loss))(P0), H, atol=1e-10)
+    np.testing.assert_allclose(F.jacrev(F.jacfwd(mlp_loss))(P0), H, atol=1e-10)
+    np.testing.assert_allclose(F.grad(mlp_loss)(P0), mlp_grad_numpy(P0), atol=1e-12)
+    np.testing.assert_allclose(H, fd_jacobian(mlp_grad_numpy, P0), atol=1e-6)
+
+
+def test_hessian_forward_over_forward():
+    f = lambda x: yaad.sum(yaad.exp(x[0] * x) * x[1])  # noqa: E731
+    x = np.array([0.3, -0.4, 0.2])
+    np.testing.assert_allclose(F.jacfwd(F.jacfwd(f))(x), F.hessian(f)(x), atol=1e-12)
+
+
+def test_hessian_argnums_blocks():
+    f = lambda a, b: yaad.sum(a * a * b)  # noqa: E731
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    (haa, hab), (hba, hbb) = F.hessian(f, argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(haa, np.diag(2 * b))
+    np.testing.assert_allclose(hab, np.diag(2 * a))
+    np.testing.assert_allclose(hba, np.diag(2 * a))
+    np.testing.assert_allclose(hbb, np.zeros((2, 2)))
+
+
+def test_hessian_complex_input_needs_hvp_or_holomorphic():
+    with pytest.raises(TypeError, match="hvp"):
+        F.hessian(lambda z: yaad.sum(yaad.real(z * yaad.conj(z))))(np.array([1j]))
+    z = np.array([1 + 1j, 2 - 1j])
+    H = F.hessian(lambda z: yaad.sum(z ** 3), holomorphic=True)(z)
+    np.testing.assert_allclose(H, np.diag(6 * z))
+
+
+def test_hvp_real():
+    v = rng.standard_normal(NPARAM)
+    value, hv = F.hvp(mlp_loss, (P0,), (v,))
+    assert value == pytest.approx(float(mlp_loss(yaad.tensor(P0)).item()))
+    np.testing.assert_allclose(hv, F.hessian(mlp_loss)(P0) @ v, atol=1e-12)
+
+
+def test_hvp_complex_against_finite_differences():
+    M = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    H = M + M.conj().T
+
+    def energy(psi):  # a Rayleigh quotient, real-valued, not holomorphic
+        return yaad.real(yaad.vdot(psi, H @ psi)) / yaad.real(yaad.vdot(psi, psi))
+
+    psi = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    v = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    _, hv = F.hvp(energy, (psi,), (v,))
+    g = F.grad(energy)
+    eps = 1e-6
+    np.testing.assert_allclose(hv, (g(psi + eps * v) - g(psi - eps * v)) / (2 * eps),
+                               atol=1e-6)
+
+
+def test_hvp_several_primals():
+    f = lambda a, b: yaad.sum(a * a * b)  # noqa: E731
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    _, (ha, hb) = F.hvp(f, (a, b), (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
+    np.testing.assert_allclose(ha, [6.0, 4.0])   # 2b*va + 2a*vb
+    np.testing.assert_allclose(hb, [2.0, 0.0])   # 2a*va
+
+
+def test_reverse_over_forward():
+    # g(x) = f'(x) v for elementwise f = sin; d/dx sum(g) = f''(x) v = -sin(x) v
+    v = np.array([1.0, 2.0])
+    g = F.grad(lambda x: yaad.sum(F.jvp(yaad.sin, (x,), (v,))[1]))
+    x = np.array([0.4, 1.1])
+    np.testing.assert_allclose(g(x), -np.sin(x) * v)
+
+
+def test_gradient_with_respect_to_a_tangent():
+    # the tangent may itself require grad: d/dv <w, J v> = J^T w
+    x = np.array([0.4, 1.1])
+    w = np.array([1.0, -1.0])
+    gv = F.grad(lambda v: yaad.sum(F.jvp(lambda x: yaad.exp(x) * x[::-1], (x,), (v,))[1] * w))
+    J = F.jacrev(lambda x: yaad.exp(x) * x[::-1])(x)
+    np.testing.assert_allclose(gv(np.zeros(2)), J.T @ w)
+
+
+# ---- against PyTorch ------------------------------------------------------------------------
+
+
+def test_against_torch_func():
+    torch = pytest.importorskip("torch")
+    tf = torch.func
+
+    def t_loss(p):
+        w1 = p[:15].reshape(3, 5)
+        b1 = p[15:20]
+        w2 = p[20:].reshape(5, 2)
+        r = torch.tanh(torch.as_tensor(X) @ w1 + b1) @ w2 - torch.as_tensor(Y)
+        return (r * r).mean()
+
+    p = torch.tensor(P0)
+    np.testing.assert_allclose(F.hessian(mlp_loss)(P0), tf.hessian(t_loss)(p).numpy(),
+                               atol=1e-12)
+    np.testing.assert_allclose(F.grad(mlp_loss)(P0), tf.grad(t_loss)(p).numpy(), atol=1e-14)
+    v = rng.standard_normal(NPARAM)
+    _, tv = tf.jvp(tf.grad(t_loss), (p,), (torch.tensor(v),))
+    np.testing.assert_allclose(F.hvp(mlp_loss, (P0,), (v,))[1], tv.numpy(), atol=1e-12)
+    z = np.array([1.0 + 2.0j, 0.5 - 1.0j])
+    _, t_t = tf.jvp(lambda z: z ** 2, (torch.tensor(z),), (torch.ones(2, dtype=torch.complex128),))
+    np.testing.assert_allclose(F.jvp(lambda z: z ** 2, (z,), (np.ones(2, complex),))[1],
+                               t_t.numpy())
+    _, t_vjp = tf.vjp(lambda z: z ** 2, torch.tensor(z))
+    np.testing.assert_allclose(F.vjp(lambda z: z ** 2, z)[1](np.ones(2, complex))[0],
+                               t_vjp(torch.ones(2, dtype=torch.complex128))[0].numpy())
