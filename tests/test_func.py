@@ -470,3 +470,18 @@ def test_against_torch_func():
     _, t_vjp = tf.vjp(lambda z: z ** 2, torch.tensor(z))
     np.testing.assert_allclose(F.vjp(lambda z: z ** 2, z)[1](np.ones(2, complex))[0],
                                t_vjp(torch.ones(2, dtype=torch.complex128))[0].numpy())
+
+
+def test_hessian_example(capsys):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "hessian.py"
+    spec = importlib.util.spec_from_file_location("example_hessian", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    r = module.main(["--atoms", "3"])
+    assert r["energy"] == pytest.approx(-3.0)  # three pairs at the minimum distance
+    np.testing.assert_allclose(r["modes"][:3], 0, atol=1e-8)  # translations, rotation
+    assert np.all(r["modes"][3:] > 1)
+    assert "Newton iterations" in capsys.readouterr().out

@@ -1,0 +1,263 @@
+"""User-defined operators: ``yaad.op``, ``yaad.Function``, and ``yaad.testing``."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import yaad
+from yaad import func as F
+from yaad.testing import GradcheckError, gradcheck, gradgradcheck
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+rng = np.random.default_rng(5)
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- yaad.op ----------------------------------------------------------------------------
+
+
+def test_op_in_a_few_lines():
+    softsign = yaad.op(lambda x: x / (1 + np.abs(x)), name="softsign",
+                       vjp=lambda g, ans, x: g / (1 + yaad.abs(x)) ** 2,
+                       jvp=lambda t, ans, x: t / (1 + yaad.abs(x)) ** 2)
+    x = rng.uniform(0.2, 1, (2, 3)) * rng.choice([-1, 1], (2, 3))
+    np.testing.assert_allclose(softsign(x), x / (1 + np.abs(x)))
+    assert isinstance(softsign(yaad.tensor(x)), yaad.Tensor)
+    assert gradcheck(softsign, [x], check_forward_ad=True)
+    assert gradgradcheck(softsign, [x], check_forward_ad=True)
+
+
+def test_op_decorator_with_defvjp_and_defjvp():
+    @yaad.op
+    def scaled_exp(x, scale):
+        """scale * exp(x); scale is not differentiated."""
+        return scale * np.exp(x)
+
+    scaled_exp.defvjp(lambda g, ans, x, scale: g * yaad.conj(ans), None)
+    scaled_exp.defjvp(lambda t, ans, x, scale: t * ans, None)
+    assert scaled_exp.__doc__.startswith("scale * exp(x)")
+    f = lambda x: scaled_exp(x, 3.0)  # noqa: E731
+    for x in (rng.standard_normal(3), rng.standard_normal(3) + 1j * rng.standard_normal(3)):
+        assert gradcheck(f, [x], check_forward_ad=True)
+        assert gradgradcheck(f, [x])
+
+
+def test_op_vjp_with_a_wrong_shape_raises_naming_it():
+    bad = yaad.op(lambda x: np.sum(x), name="bad_sum", vjp=lambda g, ans, x: np.ones(5))
+    x = yaad.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError, match="bad_sum") as e:
+        bad(x).backward()
+    assert "(5,)" in str(e.value) and "(3,)" in str(e.value)
+
+
+def test_forward_error_is_named():
+    picky = yaad.op(lambda x: np.linalg.cholesky(x), name="picky",
+                    vjp=lambda g, ans, x: g)
+    with pytest.raises(np.linalg.LinAlgError, match="picky"):
+        picky(yaad.tensor(-np.eye(2), requires_grad=True))
+
+
+# ---- yaad.Function ----------------------------------------------------------------------
+
+
+class Exp(yaad.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = np.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * yaad.conj(y)
+
+    @staticmethod
+    def jvp(ctx, t):
+        (y,) = ctx.saved_tensors
+        return t * y
+
+
+class MulAdd(yaad.Function):
+    """a * b + c with c a Python number: two tensor inputs, one constant."""
+
+    @staticmethod
+    def forward(ctx, a, b, c):
+        ctx.save_for_backward(a, b)
+        ctx.c = c
+        return a * b + c
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = g * yaad.conj(b) if ctx.needs_input_grad[0] else None
+        gb = g * yaad.conj(a) if ctx.needs_input_grad[1] else None
+        return ga, gb, None
+
+
+class SplitScale(yaad.Function):
+    """Two outputs: 2 * x[:k] and 3 * x[k:]."""
+
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return 2 * x[:k], 3 * x[k:]
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        return yaad.concatenate([2 * ga, 3 * gb]), None
+
+
+def test_function_gradients_real_and_complex():
+    x = yaad.tensor([0.0, 1.0], requires_grad=True)
+    y = Exp.apply(x)
+    assert y.grad_fn.name == "Exp"
+    yaad.sum(y).backward()
+    np.testing.assert_allclose(x.grad, np.exp([0.0, 1.0]))
+    for v in (rng.standard_normal(3), rng.standard_normal(3) + 1j * rng.standard_normal(3)):
+        assert gradcheck(Exp.apply, [v], check_forward_ad=True)
+        assert gradgradcheck(Exp.apply, [v], check_forward_ad=True)
+
+
+def test_function_on_arrays_returns_arrays():
+    out = Exp.apply(np.array([0.0]))
+    assert type(out) is np.ndarray and out[0] == 1.0
+
+
+def test_function_needs_input_grad_and_constants():
+    a = yaad.tensor([2.0, 3.0], requires_grad=True)
+    b = yaad.tensor([5.0, 7.0])
+    out = MulAdd.apply(a, b, 1.0)
+    np.testing.assert_array_equal(out.data, [11.0, 22.0])
+    yaad.sum(out).backward()
+    np.testing.assert_array_equal(a.grad, [5.0, 7.0])
+    assert b.grad is None
+    assert gradgradcheck(lambda a, b: MulAdd.apply(a, b, 2.0),
+                         [rng.standard_normal(2), rng.standard_normal(2) * 1j + 1])
+
+
+def test_function_several_outputs_and_unused_output():
+    x = yaad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a, b = SplitScale.apply(x, 1)
+    yaad.sum(b).backward()  # a gets no gradient: it arrives as zeros
+    np.testing.assert_array_equal(x.grad, [0.0, 3.0, 3.0])
+
+
+def test_function_wrong_number_or_shape_of_gradients():
+    class TooFew(yaad.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class WrongShape(yaad.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return np.sum(a)
+
+        @staticmethod
+        def backward(ctx, g):
+            return np.ones(4)
+
+    a = yaad.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match="TooFew.backward returned 1"):
+        TooFew.apply(a, a).sum().backward()
+    with pytest.raises(ValueError, match="WrongShape"):
+        WrongShape.apply(a).backward()
+
+
+def test_function_in_forward_mode():
+    x, v = np.array([0.5, 1.5]), np.array([1.0, -1.0])
+    _, t = F.jvp(Exp.apply, (x,), (v,))
+    np.testing.assert_allclose(t, np.exp(x) * v)
+    np.testing.assert_allclose(F.hessian(lambda x: yaad.sum(Exp.apply(x)))(x),
+                               np.diag(np.exp(x)))
+    with pytest.raises(NotImplementedError, match="MulAdd"):
+        F.jvp(lambda a: MulAdd.apply(a, a, 0.0), (x,), (v,))
+
+
+# ---- yaad.testing -----------------------------------------------------------------------
+
+
+def test_gradcheck_catches_a_wrong_rule_and_names_the_input():
+    wrong = yaad.op(lambda x, y: x * np.sin(y), name="wrong",
+                    vjp=(lambda g, ans, x, y: g * yaad.sin(y),
+                         lambda g, ans, x, y: g * x * yaad.sin(y)))  # should be cos
+    x, y = rng.standard_normal(3), rng.standard_normal((2, 3))
+    with pytest.raises(GradcheckError) as e:
+        gradcheck(lambda first, second: wrong(first, second), [x, y])
+    msg = str(e.value)
+    assert "input 1 ('second')" in msg and "worst entry" in msg
+    assert "analytical" in msg and "numerical" in msg
+    assert gradcheck(lambda a, b: wrong(a, b), [x, y], raise_exception=False) is False
+
+
+def test_gradcheck_catches_a_wrong_jvp_and_a_wrong_second_derivative():
+    wrong_jvp = yaad.op(np.sin, name="wrong_jvp", vjp=lambda g, ans, x: g * yaad.cos(x),
+                        jvp=lambda t, ans, x: t * yaad.sin(x))
+    x = rng.standard_normal(3)
+    assert gradcheck(wrong_jvp, [x])
+    with pytest.raises(GradcheckError, match="Jacobian-vector product"):
+        gradcheck(wrong_jvp, [x], check_forward_ad=True)
+    # right first derivative, but written with NumPy on the data: no second derivative
+    opaque = yaad.op(np.sin, name="opaque",
+                     vjp=lambda g, ans, x: g * np.cos(x.data if isinstance(x, yaad.Tensor)
+                                                      else x))
+    assert gradcheck(opaque, [x])
+    with pytest.raises(GradcheckError, match="second derivatives"):
+        gradgradcheck(opaque, [x])
+
+
+def test_gradcheck_complex_wrong_conjugation_is_caught():
+    # the holomorphic VJP is g * conj(f'(z)); forgetting the conj is a classic mistake
+    sq = yaad.op(lambda z: z * z, name="sq_noconj", vjp=lambda g, ans, z: g * 2 * z)
+    z = rng.standard_normal(2) + 1j * rng.standard_normal(2)
+    with pytest.raises(GradcheckError, match="input 0"):
+        gradcheck(sq, [z])
+
+
+def test_gradcheck_tolerances_and_eps():
+    f = lambda x: yaad.exp(x) * 1e3  # noqa: E731
+    x = np.array([2.0])
+    assert gradcheck(f, [x], eps=1e-5, atol=1e-3, rtol=1e-5)
+    assert not gradcheck(f, [x], eps=1e-1, atol=1e-6, rtol=1e-9, raise_exception=False)
+
+
+# ---- the documented example --------------------------------------------------------------
+
+
+def test_custom_op_example(capsys):
+    ex = load_example("custom_op")
+    r = ex.main()
+    a = ex.positive_definite(np.random.default_rng(0), 4)
+    np.testing.assert_allclose(r["logdet"], np.linalg.slogdet(a)[1])
+    np.testing.assert_allclose(r["grad"], np.linalg.inv(a))
+    assert "passed" in capsys.readouterr().out
+    # batched, and called through the same machinery as built-ins
+    b = ex.positive_definite(rng, 3, batch=(2,))
+    np.testing.assert_allclose(ex.logdet(b), np.linalg.slogdet(b)[1])
+    assert yaad.registry["logdet"].fn is ex.logdet
+
+
+def test_custom_ops_doc_code_matches_example():
+    # docs/custom-ops.md shows the example's code: keep them the same
+    doc = (EXAMPLES.parent / "docs" / "custom-ops.md").read_text()
+    code = (EXAMPLES / "custom_op.py").read_text()
+    for fragment in ("def _logdet(a):", "def _logdet_vjp(g, ans, a):",
+                     "def _logdet_jvp(t, ans, a):",
+                     'logdet = yaad.op(_logdet, name="logdet", vjp=_logdet_vjp, jvp=_logdet_jvp,'
+                     ' save_ans=False)'):
+        assert fragment in doc and fragment in code, fragment
