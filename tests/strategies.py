@@ -191,7 +191,9 @@ class Case:
     quantity whose gradient is checked (gauge-invariant parts of eigenvectors, say).
     ``exact=False`` compares forwards to a tolerance (yaad composes it differently).
     ``covers`` names registry ops that the function reaches without being one itself
-    (a public wrapper around a helper op).
+    (a public wrapper around a helper op). ``call`` replaces ``yaad.<path>`` when the
+    arrays are not positional arguments (``concatenate([a, b])``): it takes the arrays
+    positionally, as ``ref`` does.
     """
 
     path: str
@@ -206,11 +208,12 @@ class Case:
     atol: float = 1e-5
     rtol: float = 1e-3
     covers: tuple = ()
+    call: Callable | None = None
     note: str = ""
 
     @property
     def fn(self) -> Callable:
-        return resolve(self.path)
+        return self.call or resolve(self.path)
 
     @property
     def op_name(self) -> str | None:
@@ -489,12 +492,12 @@ nondiff("invert", np.invert, 1, kinds=INTS + (np.dtype(bool),))
 # ---- shapes and indexing -----------------------------------------------------------------
 
 
-def _one(dtype_shape_draw, params):
+def _one(dtype_shape_draw, params, dom=ANY, unique=False):
     """A case draw: one array of the drawn dtype and shape, plus ``params(data, shape)``."""
 
     def draw(data, dtype):
         s = data.draw(dtype_shape_draw)
-        x = data.draw(values(dtype, s))
+        x = data.draw(values(dtype, s, dom, unique=unique))
         args, kwargs = params(data, s)
         return Call((x, *args), kwargs)
 
@@ -669,6 +672,396 @@ def _draw_trace(data, shape):
 
 
 case("trace", np.trace, _one(shapes(min_dims=2), _draw_trace))
+
+
+# ---- more reductions -------------------------------------------------------------------
+
+
+def _distinct(tol=0.01):
+    """ok(): the values of the first array are pairwise at least ``tol`` apart (no ties)."""
+
+    def ok(call):
+        v = np.sort(np.ravel(call.args[0]).real)
+        return bool(np.all(np.diff(v) > tol))
+
+    return ok
+
+
+def _draw_axis_only(data, shape):
+    return (), {"axis": data.draw(axis(len(shape)))}
+
+
+def _draw_axis_int(data, shape):
+    return (), {"axis": data.draw(axis(len(shape), allow_none=False))}
+
+
+def _draw_ddof(data, shape):
+    kw = {"axis": data.draw(axes(len(shape))), "keepdims": data.draw(st.booleans())}
+    kw["ddof"] = data.draw(st.integers(0, 1))
+    return (), kw
+
+
+def _reduced_count(call):
+    x = call.args[0]
+    n = np.size(x) // max(1, np.size(np.sum(x, axis=call.kwargs.get("axis"))))
+    return n
+
+
+def _std_ok(call):
+    if _reduced_count(call) <= call.kwargs.get("ddof", 0):
+        return False
+    v = np.var(call.args[0], axis=call.kwargs.get("axis"), ddof=call.kwargs.get("ddof", 0))
+    return bool(np.all(v > 1e-3))
+
+
+case("prod", np.prod, _one(shapes(max_side=3), _draw_reduce))
+case("cumsum", np.cumsum, _one(shapes(), _draw_axis_only))
+case("cumprod", np.cumprod, _one(shapes(), _draw_axis_only))
+case("var", np.var, _one(shapes(), _draw_ddof), exact=False,
+     ok=lambda c: _reduced_count(c) > c.kwargs.get("ddof", 0))
+case("std", np.std, _one(shapes(), _draw_ddof), exact=False, ok=_std_ok)
+for _name, _ref in (("amax", np.amax), ("amin", np.amin), ("max", np.max), ("min", np.min),
+                    ("ptp", np.ptp)):
+    case(_name, _ref, _one(shapes(), _draw_reduce, unique=True), dtypes=REAL, ok=_distinct())
+case("sort", np.sort, _one(shapes(min_dims=1), _draw_axis_only, unique=True), dtypes=REAL,
+     ok=_distinct())
+for _name in ("argmax", "argmin"):
+    case(_name, getattr(np, _name), _one(shapes(min_side=1), lambda data, s: ((), {
+        "axis": data.draw(axis(len(s))), "keepdims": data.draw(st.booleans())})),
+        dtypes=REAL, grad="none")
+case("argsort", lambda a, axis=-1: np.argsort(a, axis=axis, kind="stable"),
+     _one(shapes(min_dims=1), _draw_axis_only), dtypes=REAL, grad="none",
+     call=lambda a, axis=-1: yaad.argsort(a, axis=axis, kind="stable"))
+for _name in ("all", "any"):
+    case(_name, getattr(np, _name), _one(shapes(), _draw_reduce, dom=Domain(
+        real=((-1.0, 1.0),))), grad="none")
+case("count_nonzero", np.count_nonzero, _one(shapes(), lambda data, s: ((), {
+    "axis": data.draw(axes(len(s))), "keepdims": data.draw(st.booleans())})), grad="none")
+
+
+def _draw_average(data, dtype):
+    s = data.draw(shapes(min_side=1))
+    x = data.draw(values(dtype, s))
+    kw = {"axis": data.draw(axes(len(s)))}
+    if data.draw(st.booleans()):
+        kw["weights"] = data.draw(values(REAL[1], s, POS))
+    return Call((x,), kw)
+
+
+case("average", np.average, _draw_average, exact=False,
+     call=lambda a, **kw: yaad.average(a, **kw))
+
+
+def _with_nan(dtype, shape):
+    el = elements(dtype, ANY)
+    return npst.arrays(dtype, shape, elements=st.one_of(el, st.just(complex("nan")) if np.dtype(
+        dtype).kind == "c" else st.just(float("nan"))))
+
+
+def _draw_nan_reduce(data, dtype):
+    s = data.draw(shapes(min_side=1))
+    return Call((data.draw(_with_nan(dtype, s)),), {"axis": data.draw(axes(len(s))),
+                                                    "keepdims": data.draw(st.booleans())})
+
+
+case("nansum", np.nansum, _draw_nan_reduce, exact=False)
+case("nanmean", np.nanmean, _draw_nan_reduce, exact=False,
+     ok=lambda c: bool(np.all(np.sum(~np.isnan(c.args[0]), axis=c.kwargs["axis"]) > 0)))
+
+# ---- joins and splits --------------------------------------------------------------------
+
+
+def _draw_join(min_n=1, max_n=3, same_shape=False, min_dims=1):
+    def draw(data, dtype):
+        base = list(data.draw(shapes(min_dims=min_dims)))
+        nd = len(base)
+        ax = data.draw(st.integers(-nd, nd - 1)) if nd else 0
+        arrs = []
+        for _ in range(data.draw(st.integers(min_n, max_n))):
+            s = list(base)
+            if nd and not same_shape:
+                s[ax] = data.draw(st.integers(0, 3))
+            arrs.append(data.draw(values(_other_dtype(data, dtype, False), tuple(s))))
+        if same_shape:
+            ax = data.draw(st.integers(-nd - 1, nd))
+        return Call(tuple(arrs), {"axis": ax})
+
+    return draw
+
+
+def _draw_join_none(data, dtype):
+    arrs = [data.draw(values(dtype, data.draw(shapes()))) for _ in range(data.draw(
+        st.integers(1, 3)))]
+    return Call(tuple(arrs), {"axis": None})
+
+
+case("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _draw_join(),
+     call=lambda *xs, axis=0: yaad.concatenate(list(xs), axis=axis), covers=("concatenate",))
+CASES["concatenate(axis=None)"] = Case(
+    "concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _draw_join_none,
+    call=lambda *xs, axis=0: yaad.concatenate(list(xs), axis=axis))
+case("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _draw_join(same_shape=True,
+                                                                       min_dims=0),
+     call=lambda *xs, axis=0: yaad.stack(list(xs), axis=axis), covers=("stack",))
+for _name in ("hstack", "vstack", "dstack", "column_stack"):
+    case(_name, (lambda f: lambda *xs: f(xs))(getattr(np, _name)),
+         lambda data, dtype: Call(tuple(data.draw(values(dtype, sh)) for sh in data.draw(
+             st.sampled_from([((2,), (2,)), ((2, 3), (2, 3)), ((1, 2), (1, 2), (1, 2)),
+                              ((3,), (3,)), ((2, 1, 2), (2, 1, 2))])))),
+         call=(lambda f: lambda *xs: f(list(xs)))(resolve(_name)) if available(_name) else None)
+
+
+def _draw_split(data, dtype):
+    s = data.draw(shapes(min_dims=1, min_side=1, max_side=4))
+    ax = data.draw(st.integers(-len(s), len(s) - 1))
+    n = s[ax]
+    how = data.draw(st.one_of(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]),
+                              st.lists(st.integers(0, n), max_size=3).map(sorted)))
+    return Call((data.draw(values(dtype, s)), how), {"axis": ax})
+
+
+case("split", np.split, _draw_split)
+case("array_split", np.array_split, _draw_split)
+
+# ---- rearranging -----------------------------------------------------------------------------
+
+
+def _draw_flip(data, shape):
+    return (), {"axis": data.draw(axes(len(shape)))}
+
+
+def _draw_roll(data, shape):
+    nd = len(shape)
+    if nd and data.draw(st.booleans()):
+        ax = data.draw(st.lists(st.integers(-nd, nd - 1), min_size=1, max_size=3))
+        return (tuple(data.draw(st.integers(-4, 4)) for _ in ax),), {"axis": tuple(ax)}
+    return (data.draw(st.integers(-4, 4)),), {"axis": data.draw(axis(nd))}
+
+
+def _draw_rot90(data, shape):
+    a, b = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=2, max_size=2,
+                              unique=True))
+    return (data.draw(st.integers(-2, 5)),), {"axes": (a, b)}
+
+
+def _draw_tile(data, shape):
+    return (tuple(data.draw(st.lists(st.integers(0, 2), max_size=4))),), {}
+
+
+def _draw_repeat(data, shape):
+    nd = len(shape)
+    ax = data.draw(axis(nd))
+    n = math.prod(shape) if ax is None else shape[ax]
+    reps = data.draw(st.one_of(st.integers(0, 3), npst.arrays(np.int64, (n,), elements=st.integers(
+        0, 3)), npst.arrays(np.int64, (1,), elements=st.integers(0, 3))))
+    return (reps,), {"axis": ax}
+
+
+def _draw_pad(data, shape):
+    nd = len(shape)
+    width = data.draw(st.one_of(st.integers(0, 2), st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=nd, max_size=nd).map(tuple)))
+    kw = {}
+    if data.draw(st.booleans()):
+        kw["constant_values"] = data.draw(st.floats(-2, 2))
+    return (width,), kw
+
+
+def _draw_diff(data, shape):
+    nd = len(shape)
+    kw = {"n": data.draw(st.integers(0, 2)), "axis": data.draw(st.integers(-nd, nd - 1))}
+    return (), kw
+
+
+case("flip", np.flip, _one(shapes(), _draw_flip))
+case("fliplr", np.fliplr, _one(shapes(min_dims=2), lambda d, s: ((), {})))
+case("flipud", np.flipud, _one(shapes(min_dims=1), lambda d, s: ((), {})))
+case("rot90", np.rot90, _one(shapes(min_dims=2), _draw_rot90))
+case("roll", np.roll, _one(shapes(), _draw_roll))
+case("tile", np.tile, _one(shapes(), _draw_tile))
+case("repeat", np.repeat, _one(shapes(), _draw_repeat), covers=("repeat", "repeat_sum"))
+case("pad", np.pad, _one(shapes(), _draw_pad), covers=("pad",))
+case("diff", np.diff, _one(shapes(min_dims=1), _draw_diff))
+case("diagonal", np.diagonal, _one(shapes(min_dims=2), _draw_trace))
+case("tril", np.tril, _one(shapes(min_dims=2), lambda d, s: ((), {"k": d.draw(st.integers(
+    -2, 2))})))
+case("triu", np.triu, _one(shapes(min_dims=2), lambda d, s: ((), {"k": d.draw(st.integers(
+    -2, 2))})))
+case("diag", np.diag, _one(shapes(min_dims=1, max_dims=2), lambda d, s: ((), {"k": d.draw(
+    st.integers(-2, 2))})))
+
+
+def _draw_diag_embed(data, dtype):
+    shape = data.draw(shapes(min_dims=2, max_dims=3, min_side=1))
+    a1, a2 = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=2, max_size=2,
+                                unique=True))
+    offset = data.draw(st.integers(-1, 1))
+    dshape = np.diagonal(np.zeros(shape), offset, a1, a2).shape
+    return Call((data.draw(values(dtype, dshape)), shape), {"offset": offset, "axis1": a1,
+                                                       "axis2": a2})
+
+
+def _diag_embed_ref(d, shape, offset=0, axis1=0, axis2=1):
+    out = np.zeros(shape, dtype=d.dtype)
+    idx = np.diagonal(np.arange(out.size).reshape(shape), offset, axis1, axis2)
+    out.reshape(-1)[idx.reshape(-1)] = d.reshape(-1)
+    return out
+
+
+case("diag_embed", _diag_embed_ref, _draw_diag_embed)
+
+
+def _draw_take(data, dtype):
+    s = data.draw(shapes(min_dims=0, min_side=1))
+    ax = data.draw(axis(len(s)))
+    n = math.prod(s) if ax is None else s[ax]
+    idx = data.draw(st.one_of(st.integers(-n, n - 1), npst.arrays(
+        np.int64, npst.array_shapes(min_dims=0, max_dims=2, max_side=3),
+        elements=st.integers(-n, n - 1))))
+    return Call((data.draw(values(dtype, s)), idx), {"axis": ax})
+
+
+def _draw_take_along_axis(data, dtype):
+    s = data.draw(shapes(min_dims=1, min_side=1))
+    ax = data.draw(st.integers(-len(s), len(s) - 1))
+    ishape = list(s)
+    ishape[ax] = data.draw(st.integers(0, 4))
+    idx = data.draw(npst.arrays(np.int64, tuple(ishape), elements=st.integers(0, s[ax] - 1)))
+    return Call((data.draw(values(dtype, s)), idx), {"axis": ax})
+
+
+case("take", np.take, _draw_take)
+case("take_along_axis", np.take_along_axis, _draw_take_along_axis)
+
+
+def _index_put_inplace(a, v, idx):
+    # on a non-leaf copy: in-place on a leaf that requires grad is an error
+    t = a * 1 if isinstance(a, yaad.Tensor) else a.copy()
+    return yaad.index_put_(t, v, idx)
+
+
+case("index_put_", _index_put_ref, _draw_index_put, call=_index_put_inplace,
+     covers=("index_put_",))
+
+# ---- products and einsum ----------------------------------------------------------------------
+
+
+def _draw_vdot(data, dtype):
+    sa = data.draw(shapes(max_dims=2))
+    n = math.prod(sa)
+    sb = data.draw(st.sampled_from([(n,), sa, (1, n)]))
+    return Call((data.draw(values(dtype, sa)), data.draw(values(_other_dtype(
+        data, dtype, False), sb))))
+
+
+def _draw_tensordot(data, dtype):
+    k = data.draw(st.integers(0, 2))
+    contracted = tuple(data.draw(st.integers(1, 3)) for _ in range(k))
+    fa = tuple(data.draw(st.integers(1, 3)) for _ in range(data.draw(st.integers(0, 2))))
+    fb = tuple(data.draw(st.integers(1, 3)) for _ in range(data.draw(st.integers(0, 2))))
+    a = data.draw(values(dtype, fa + contracted))
+    b = data.draw(values(_other_dtype(data, dtype, False), contracted + fb))
+    if k and data.draw(st.booleans()):  # the pair form, with the axes of b permuted
+        perm = data.draw(st.permutations(range(k)))
+        b = np.moveaxis(b, list(range(k)), list(perm))
+        axes_ = ([len(fa) + i for i in range(k)], [perm[i] for i in range(k)])
+        return Call((a, b), {"axes": axes_})
+    return Call((a, b), {"axes": k})
+
+
+def _draw_two_any(data, dtype):
+    sa, sb = data.draw(shapes(max_dims=2)), data.draw(shapes(max_dims=2))
+    return Call((data.draw(values(dtype, sa)), data.draw(values(_other_dtype(data, dtype, False),
+                                                                 sb))))
+
+
+def _draw_dot(data, dtype):
+    kind = data.draw(st.integers(0, 3))
+    k = data.draw(st.integers(1, 3))
+    sa = [(), (k,), (2, k), (2, 2, k)][kind]
+    sb = data.draw(st.sampled_from([(), (k,), (k, 2), (3, k, 2)])) if kind else data.draw(
+        shapes(max_dims=2))
+    return Call((data.draw(values(dtype, sa)), data.draw(values(dtype, sb))))
+
+
+def _draw_inner(data, dtype):
+    k = data.draw(st.integers(1, 3))
+    sa = data.draw(st.sampled_from([(), (k,), (2, k), (2, 1, k)]))
+    sb = data.draw(st.sampled_from([(), (k,), (3, k)]))
+    return Call((data.draw(values(dtype, sa)), data.draw(values(dtype, sb))))
+
+
+case("vdot", np.vdot, _draw_vdot)
+case("tensordot", np.tensordot, _draw_tensordot, exact=False)
+case("dot", np.dot, _draw_dot, exact=False)
+case("inner", np.inner, _draw_inner, exact=False)
+case("outer", np.outer, _draw_two_any)
+case("kron", np.kron, _draw_two_any)
+
+
+@st.composite
+def einsum_calls(draw, dtype, max_operands=3):
+    """Random einsum subscripts (repeated labels, ellipses, implicit outputs) and operands."""
+    labels = "abcd"
+    size = {c: draw(st.integers(1, 3)) for c in labels}
+    n = draw(st.integers(1, max_operands))
+    ell = draw(st.booleans())
+    batch = draw(shapes(max_dims=2, min_side=1, max_side=2)) if ell else ()
+    terms, ops = [], []
+    for _ in range(n):
+        term = "".join(draw(st.lists(st.sampled_from(labels), max_size=3)))
+        shape = tuple(size[c] for c in term)
+        if ell:
+            lead = batch[len(batch) - draw(st.integers(0, len(batch))):]
+            lead = tuple(1 if draw(st.integers(0, 3)) == 0 else s for s in lead)
+            shape = lead + shape
+            term = "..." + term
+        terms.append(term)
+        ops.append(draw(values(dtype, shape)))
+    used = sorted(set("".join(terms).replace(".", "")))
+    if draw(st.booleans()):
+        subs = ",".join(terms)
+    else:
+        out = "".join(draw(st.permutations(used))[:draw(st.integers(0, len(used)))])
+        subs = ",".join(terms) + "->" + ("..." if ell else "") + out
+    return Call((subs, *ops))
+
+
+case("einsum", np.einsum, lambda data, dtype: data.draw(einsum_calls(dtype)), exact=False)
+
+# ---- nn ------------------------------------------------------------------------------------------
+
+
+def _draw_logsumexp(data, dtype):
+    s = data.draw(shapes())
+    kw = {"axis": data.draw(axes(len(s))), "keepdims": data.draw(st.booleans())}
+    args = [data.draw(values(dtype, s))]
+    if data.draw(st.booleans()):
+        kw["b"] = data.draw(values(REAL[1], data.draw(npst.broadcastable_shapes(s, min_side=0)),
+                                   POS))
+    return Call(tuple(args), kw)
+
+
+def _logsumexp_ref(a, axis=None, b=None, keepdims=False):
+    if np.size(a) == 0:  # scipy raises IndexError; the sum of no terms is 0, its log -inf
+        with np.errstate(divide="ignore"):
+            w = np.exp(a) if b is None else np.exp(a) * b
+            return np.log(np.sum(w, axis=axis, keepdims=keepdims))
+    # scipy gives shape (1,) for a 0-d input with keepdims; NumPy's reductions give ()
+    out = sp.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
+    return np.reshape(out, np.sum(a, axis=axis, keepdims=keepdims).shape)
+
+
+case("logsumexp", _logsumexp_ref, _draw_logsumexp, exact=False, covers=("logsumexp",))
+def _empty_ok(f):
+    """SciPy's softmax raises for 0-size input; an empty result is the NumPy-like answer."""
+    return lambda x, axis=None: f(x, axis=axis) if np.size(x) else np.array(x, copy=True)
+
+
+case("softmax", _empty_ok(sp.softmax), _one(shapes(), _draw_axis_only), dtypes=REAL,
+     exact=False)
+case("log_softmax", _empty_ok(sp.log_softmax), _one(shapes(), _draw_axis_only), dtypes=REAL,
+     exact=False)
 
 
 # ---------------------------------------------------------------------------------------

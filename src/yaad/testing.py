@@ -27,8 +27,9 @@ def _as_tuple(x: Any) -> tuple:
 
 
 def _wide(a: np.ndarray) -> np.ndarray:
-    """Float64 / complex128 copy: finite differences need the precision."""
-    return np.array(a, dtype=np.complex128 if a.dtype.kind == "c" else np.float64)
+    """Float64 / complex128 C-ordered copy: finite differences need the precision, and
+    perturb it through a flat view (which a strided copy would not give)."""
+    return np.array(a, dtype=np.complex128 if a.dtype.kind == "c" else np.float64, order="C")
 
 
 def _differentiable(x: Any) -> bool:
