@@ -1,0 +1,316 @@
+"""``yaad.compile``: record a function once, replay its forward and backward fast.
+
+See ``docs/compile.md``. The machinery is in :mod:`yaad.compiled`.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from .compiled.program import MISS, End, Tree
+from .compiled.rewrite import rewrite
+from .compiled.tape import Recorder, plain_outputs
+from .grad_mode import state
+from .tensor import Tensor
+
+__all__ = ["compile", "Compiled", "CompileWarning"]
+
+
+class CompileWarning(UserWarning):
+    """A compiled function runs eagerly for some inputs, and why."""
+
+
+class _Eager(Exception):
+    pass
+
+
+_MISSING = object()
+
+
+def _flat(x: Any, leaves: list) -> Any:
+    """The signature of argument ``x``; its tensors and arrays go to ``leaves``."""
+    if isinstance(x, Tensor):
+        leaves.append(x)
+        d = x.data
+        return (d.shape, d.dtype, x.requires_grad, x._node is None)
+    if isinstance(x, np.ndarray):
+        leaves.append(x)
+        return (x.shape, x.dtype)
+    t = type(x)
+    if t is tuple or t is list:
+        return (t, tuple([_flat(v, leaves) for v in x]))
+    if t is dict:
+        return (t, tuple([(k, _flat(v, leaves)) for k, v in x.items()]))
+    try:
+        hash(x)
+    except TypeError:
+        raise _Eager(f"an argument of type {t.__name__} is neither a tensor, an array, a "
+                     f"tuple, list or dict of them, nor hashable") from None
+    return (t, x)
+
+
+def _swap(x: Any, views: dict) -> Any:
+    """``x`` with the arrays in ``views`` (by id) replaced, through tuples, lists, dicts."""
+    if isinstance(x, np.ndarray):
+        return views.get(id(x), x)
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_swap(v, views) for v in x)
+    if t is dict:
+        return {k: _swap(v, views) for k, v in x.items()}
+    return x
+
+
+_VALUES = (int, float, complex, bool, str, bytes, tuple, np.ndarray, np.generic, Tensor,
+           type(None))
+
+
+def _outside(fn: Callable) -> tuple:
+    """What ``fn`` reads from outside besides its arguments and may rebind: the closure
+    cells and the globals its code names that hold values (numbers, strings, tuples,
+    arrays, tensors), and, for a bound method, the object. Rebinding one of these means a
+    new recording. (Changes inside objects, such as a dict's items or an attribute, are
+    not seen: pass what changes as an argument.)"""
+    func = getattr(fn, "__func__", fn)
+    cells = []
+    for c in getattr(func, "__closure__", None) or ():
+        try:
+            if isinstance(c.cell_contents, _VALUES):
+                cells.append(c)
+        except ValueError:  # an empty cell (a variable assigned later)
+            cells.append(c)
+    code = getattr(func, "__code__", None)
+    glob = getattr(func, "__globals__", None) or {}
+    names = tuple(n for n in (code.co_names if code is not None else ())
+                  if isinstance(glob.get(n, _MISSING), _VALUES))
+    return tuple(cells), glob, names, getattr(fn, "__self__", None)
+
+
+def _modules_of(fn: Callable, cells: tuple, glob: dict, names: tuple) -> list:
+    """The yaad.nn modules the function reaches directly (their train/eval mode is part of
+    the signature)."""
+    try:
+        from .nn import Module
+    except ImportError:  # pragma: no cover - yaad.nn is part of the package
+        return []
+    found = []
+    cands = [fn, getattr(fn, "__self__", None)]
+    for c in cells:
+        try:
+            cands.append(c.cell_contents)
+        except ValueError:
+            pass
+    cands += [glob.get(n) for n in names]
+    for c in cands:
+        if isinstance(c, Module) and all(c is not m for m in found):
+            found.append(c)
+    return found
+
+
+class Compiled:
+    """A function compiled by :func:`compile`; call it like the function.
+
+    Attributes
+    ----------
+    stats : dict
+        Counts of calls by how they ran: ``replayed``, ``recorded``, ``eager``.
+    """
+
+    def __init__(self, fn: Callable, verify: bool = True, max_recordings: int = 32,
+                 warn: bool = True) -> None:
+        if not callable(fn):
+            raise TypeError(f"yaad.compile: expected a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.verify = verify
+        self.max_recordings = max_recordings
+        self.warn = warn
+        self._trees: dict = {}
+        self._eager: dict = {}  # signature -> why this signature runs eagerly
+        self.stats = {"replayed": 0, "recorded": 0, "eager": 0}
+        cells, self._glob, self._names, self._self = _outside(fn)
+        self._cells = cells
+        self._modules = _modules_of(fn, cells, self._glob, self._names)
+        self._name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "f")
+
+    def __repr__(self) -> str:
+        return f"<yaad.compile of {self._name}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # ---- the signature ----
+
+    def _signature(self, args: tuple, kw: dict) -> tuple:
+        leaves: list = []
+        parts: list = [state.enabled]
+        for a in args:
+            if isinstance(a, Tensor):
+                leaves.append(a)
+                d = a.data
+                parts.append((d.shape, d.dtype, a.requires_grad, a._node is None))
+            else:
+                parts.append(_flat(a, leaves))
+        if kw:
+            for k in sorted(kw):
+                parts.append((k, _flat(kw[k], leaves)))
+        if len(leaves) > 1 and len({id(x) for x in leaves}) != len(leaves):
+            ids = [id(x) for x in leaves]
+            parts.append(("same", tuple(ids.index(i) for i in ids)))
+        outside = None
+        if self._cells or self._names:
+            outside = []
+            for c in self._cells:
+                try:
+                    outside.append(c.cell_contents)
+                except ValueError:
+                    outside.append(None)
+            glob = self._glob
+            outside += [glob.get(n) for n in self._names]
+            parts.append(tuple([id(o) for o in outside]))
+        if self._modules:
+            parts.append(tuple([m.training for r in self._modules for m in r.modules()]))
+        return tuple(parts), leaves, outside
+
+    # ---- calling ----
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        if state.special:  # forward mode, an outer recording, anomaly detection
+            return self.fn(*args, **kw)
+        try:
+            key, leaves, outside = self._signature(args, kw)
+        except _Eager as e:
+            return self._run_eager(None, str(e), args, kw)
+        tree = self._trees.get(key)
+        if tree is not None:
+            call = tree.call
+            if call is not None:
+                try:
+                    out = call(leaves)
+                except Exception as e:
+                    # A value-dependent failure (a singular matrix, say): eager mode raises
+                    # it with the op's name. If eager mode succeeds, the replay was at fault.
+                    out = self.fn(*args, **kw)
+                    return self._run_eager(key, f"its replay failed ({type(e).__name__}: "
+                                                f"{e})", None, out)
+                if out is not MISS:
+                    self.stats["replayed"] += 1
+                    return out
+        elif key in self._eager:
+            self.stats["eager"] += 1
+            return self.fn(*args, **kw)
+        else:
+            tree = self._trees[key] = Tree([isinstance(x, Tensor) for x in leaves],
+                                           2 if self.verify else 1)
+            tree.pins = outside  # keeps the ids in the signature unique
+        return self._record(key, tree, args, kw, leaves)
+
+    def _run_eager(self, key: Any, why: str, args: tuple | None, kw: Any) -> Any:
+        """Run eagerly from now on for this signature (``args`` None: ``kw`` is the result
+        already computed)."""
+        if key is not None:
+            self._trees.pop(key, None)
+            self._eager[key] = why
+        self.stats["eager"] += 1
+        if self.warn:
+            warnings.warn(f"yaad.compile({self._name}): {why}; it runs eagerly for these "
+                          f"inputs", CompileWarning, stacklevel=3)
+        return kw if args is None else self.fn(*args, **kw)
+
+    def _record(self, key: Any, tree: Tree, args: tuple, kw: dict, leaves: list) -> Any:
+        self.stats["recorded"] += 1
+        rec = Recorder()
+        views = {}
+        for k, x in enumerate(leaves):
+            rec.add_input(k, x)
+            if not isinstance(x, Tensor):
+                # The function gets a watched view of an array argument: NumPy computing
+                # on it (unrecorded) makes the recording escape.
+                views[id(x)] = rec.traced_array(x, k)
+        if views:
+            args = _swap(args, views)
+            kw = _swap(kw, views)
+        out = rec.run(self.fn, args, kw)
+        spec = rec.output_spec(out)
+        result = plain_outputs(out)
+        why = None
+        if rec.escapes:
+            why = "it did something a recording cannot replay: " + rec.escapes[0]
+        else:
+            rewrite(rec)
+            end = End(rec, spec, f"compiled {self._name}", state.enabled)
+            status = tree.insert(rec.items, end)
+            tree.records += 1
+            if status == "conflict":
+                why = ("it ran different operations for the same inputs and the same values "
+                       "seen by Python, so it depends on something that is not an argument "
+                       "(random numbers, or a global or attribute that changed)")
+            elif tree.records > self.max_recordings:
+                why = (f"it was recorded {tree.records} times (a value seen by Python, such "
+                       f"as float(x) or x.item(), changes from call to call); raise "
+                       f"max_recordings or compare tensors instead")
+            else:
+                tree.generate()
+        if why is not None:
+            self._trees.pop(key, None)
+            self._eager[key] = why
+            if self.warn:
+                warnings.warn(f"yaad.compile({self._name}): {why}; it runs eagerly for "
+                              f"these inputs", CompileWarning, stacklevel=3)
+        return result
+
+    def explain(self) -> list[str]:
+        """Why the function runs eagerly for some inputs (one line per signature)."""
+        return list(self._eager.values())
+
+
+def compile(fn: Callable | None = None, *, verify: bool = True,  # noqa: A001
+            max_recordings: int = 32, warn: bool = True) -> Any:
+    """Compile a function of tensors: record its operations once, then replay them.
+
+    The first call with given input shapes and dtypes runs ``fn`` eagerly and records
+    every operation and every place where Python looked at a value (``bool()``,
+    ``float()``, ``int()``, ``.item()``, ``if x.sum() > 0``). Later calls replay the
+    recorded forward and backward as generated straight-line NumPy code, without tensors
+    or graph bookkeeping. A call whose values would take a branch not yet recorded records
+    the new path (paths are cached); what cannot be replayed faithfully (NumPy computing
+    on a tensor's values, in-place operations, random numbers) makes the function run
+    eagerly for those inputs, with a :class:`CompileWarning`. Never a wrong result.
+
+    Parameters
+    ----------
+    fn : callable
+        A function of tensors, arrays and Python values (tuples, lists and dicts of them
+        are fine) returning tensors, arrays or Python values. Usable as a decorator, with
+        or without arguments.
+    verify : bool
+        Record a new path twice before replaying it, and fall back to eager mode if the
+        two recordings differ (catches random numbers and changing globals).
+    max_recordings : int
+        After this many recordings for one input signature, run it eagerly.
+    warn : bool
+        Warn (:class:`CompileWarning`) when the function falls back to eager mode.
+
+    Returns
+    -------
+    Compiled
+        Call it like ``fn``. Tensors it returns that need gradients support
+        ``.backward()`` (accumulating into the inputs' ``.grad`` as in eager mode);
+        gradients computed inside ``fn`` (``autograd.grad``, ``.backward()``,
+        ``yaad.func.value_and_grad``) are compiled too.
+
+    Examples
+    --------
+    >>> step = yaad.compile(lambda x1, x2: yaad.trace(x1 @ x2))
+    >>> loss = step(x1, x2); loss.backward()       # x1.grad == x2.T
+    """
+    if fn is None:
+        return lambda f: Compiled(f, verify, max_recordings, warn)
+    return Compiled(fn, verify, max_recordings, warn)
+

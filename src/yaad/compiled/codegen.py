@@ -1,0 +1,259 @@
+"""Python source for recorded paths: straight-line calls of the ops' forwards.
+
+A generated function reads the values it needs from the slot list ``E``, calls the
+forwards (and, for a backward program, the forwards of the ops the VJP rules called) in
+the recorded order with the recorded constants, and stores in ``E`` what later code
+needs. Constants that are not plain literals are names bound in the function's
+namespace. Nothing is interpreted per op at run time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from .tape import Alias, Const, Entry, Guard, Load, S, Tup
+
+
+class Namespace:
+    """Names for the objects generated code refers to."""
+
+    def __init__(self) -> None:
+        self.env: dict[str, Any] = {"np": np}
+        self._ids: dict[int, str] = {}
+
+    def name(self, obj: Any, prefix: str = "c") -> str:
+        key = id(obj)
+        n = self._ids.get(key)
+        if n is None:
+            n = f"{prefix}{len(self._ids)}"
+            self._ids[key] = n
+            self.env[n] = obj
+        return n
+
+    def literal(self, v: Any) -> str:
+        """Source for a constant: a literal where exact, else a bound name."""
+        t = type(v)
+        if v is None or t is bool or t is int or t is str:
+            return repr(v)
+        if t is float and math.isfinite(v):
+            return repr(v)
+        if t is tuple and all(_is_literal(x) for x in v):
+            return "(" + "".join(self.literal(x) + ", " for x in v) + ")"
+        return self.name(v)
+
+
+def _is_literal(v: Any) -> bool:
+    t = type(v)
+    return (v is None or t is bool or t is int or t is str
+            or (t is float and math.isfinite(v))
+            or (t is tuple and all(_is_literal(x) for x in v)))
+
+
+def ref_src(r: Any, ns: Namespace) -> str:
+    """Source for a recorded argument."""
+    if type(r) is S:
+        return f"v{r.i}"
+    if type(r) is Tup:
+        inner = ", ".join(ref_src(x, ns) for x in r.items)
+        return f"[{inner}]" if r.is_list else f"({inner},)"
+    return ns.literal(r)
+
+
+def ref_slots(r: Any, out: set) -> None:
+    """Add the slots ``r`` refers to."""
+    if type(r) is S:
+        out.add(r.i)
+    elif type(r) is Tup:
+        for x in r.items:
+            ref_slots(x, out)
+
+
+def item_uses(it: Any) -> set:
+    """Slots an item reads."""
+    used: set = set()
+    if type(it) is Entry:
+        for r in it.args:
+            ref_slots(r, used)
+        if it.kw:
+            for r in it.kw.values():
+                ref_slots(r, used)
+    elif type(it) is Alias:
+        used.add(it.of)
+    elif type(it) is Guard:
+        used.add(it.slot)
+    return used
+
+
+def item_defs(it: Any) -> tuple:
+    """Slots an item writes."""
+    if type(it) is Entry:
+        return it.outs
+    if type(it) is Load or type(it) is Alias or type(it) is Const:
+        return (it.slot,)
+    return ()
+
+
+# ---- cheaper spellings of common ops -----------------------------------------------------
+#
+# The ops' forwards are often thin wrappers (``lambda a, axis1, axis2: np.swapaxes(...)``)
+# and NumPy's own functions for views are Python code; on small arrays the call costs more
+# than the work. Where the recorded argument is an ndarray, the method or operator is
+# exactly what the forward computes.
+
+def _binary(sym: str):
+    def t(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+        return None if kw or len(a) != 2 else f"{a[0]} {sym} {a[1]}"
+    return t
+
+
+def _method(name: str, nargs: tuple):
+    def t(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+        if kw or len(a) - 1 not in nargs or not _is_array(it.args[0], shapes):
+            return None
+        return f"{a[0]}.{name}({', '.join(a[1:])})"
+    return t
+
+
+def _to_shape(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    # expand_dims, squeeze, reshape: a view of the known output shape.
+    if kw or not _is_array(it.args[0], shapes):
+        return None
+    return f"{a[0]}.reshape({shapes(it.outs[0])!r})"
+
+
+def _sum(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    if len(a) > 2 or set(kw) - {"axis", "keepdims"} or not _is_array(it.args[0], shapes):
+        return None
+    parts = [f"{k}={v}" for k, v in kw.items()]
+    if len(a) == 2:
+        parts.insert(0, f"axis={a[1]}")
+    return f"{a[0]}.sum({', '.join(parts)})"
+
+
+def _getitem(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    if kw or len(a) != 2 or not _is_array(it.args[0], shapes):
+        return None
+    return f"{a[0]}[{a[1]}]"
+
+
+def _negative(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    return None if kw or len(a) != 1 else f"-{a[0]}"
+
+
+def _conj(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    if kw or len(a) != 1:
+        return None
+    if it.dtypes and it.dtypes[0].kind != "c":
+        return a[0]  # the conjugate of a real array is the array
+    return f"{a[0]}.conj()" if _is_array(it.args[0], shapes) else None
+
+
+_TEMPLATES = {
+    "add": _binary("+"), "subtract": _binary("-"), "multiply": _binary("*"),
+    "divide": _binary("/"), "matmul": _binary("@"), "negative": _negative,
+    "swapaxes": _method("swapaxes", (2,)), "transpose": _method("transpose", (0, 1)),
+    "reshape": _to_shape, "expand_dims": _to_shape, "squeeze": _to_shape,
+    "sum": _sum, "getitem": _getitem, "conjugate": _conj,
+}
+_BY_OP: dict[int, Any] = {}
+
+
+def _template(spec: Any) -> Any:
+    if not _BY_OP:
+        import yaad
+
+        for name, t in _TEMPLATES.items():
+            fn = getattr(yaad, name, None) or getattr(yaad, {"conjugate": "conj"}.get(name, ""),
+                                                      None)
+            op = getattr(fn, "op", None)
+            if op is not None:
+                _BY_OP[id(op)] = t
+        _BY_OP[0] = None
+    return _BY_OP.get(id(spec))
+
+
+def _is_array(r: Any, shapes: Any) -> bool:
+    if type(r) is S:
+        return shapes is not None and shapes(r.i, True)
+    return isinstance(r, np.ndarray)
+
+
+def body_lines(items: list, ns: Namespace, indent: str = "    ",
+               shapes: Any = None) -> list[str]:
+    """The statements of ``items`` (entries, loads, aliases). ``shapes(slot)`` gives a
+    slot's recorded shape (``shapes(slot, True)``: whether it held an ndarray), for the
+    cheaper spellings; without it the forwards are called as they are."""
+    lines = []
+    for it in items:
+        t = type(it)
+        if t is Entry:
+            spec = it.op
+            args = [ref_src(r, ns) for r in it.args]
+            kwsrc = {k: ref_src(v, ns) for k, v in it.kw.items()} if it.kw else {}
+            tmpl = _template(spec) if shapes is not None and it.err is None else None
+            src = tmpl(it, args, kwsrc, shapes) if tmpl is not None else None
+            if src is not None:
+                lines.append(f"{indent}v{it.outs[0]} = {src}")
+                continue
+            fn = ns.name(spec.forward, "f")
+            args += [f"{k}={v}" for k, v in kwsrc.items()]
+            lhs = ", ".join(f"v{o}" for o in it.outs)
+            if spec.nout != 1:
+                lhs += ","
+            line = f"{lhs} = {fn}({', '.join(args)})"
+            if it.err is not None:
+                err = ns.name(functools.partial(np.errstate, **it.err), "e")
+                lines.append(f"{indent}with {err}():")
+                lines.append(f"{indent}    {line}")
+            else:
+                lines.append(indent + line)
+        elif t is Load:
+            x = ns.name(it.tensor, "x")
+            lines.append(f"{indent}v{it.slot} = {x}.data")
+        elif t is Alias:
+            lines.append(f"{indent}v{it.slot} = v{it.of}")
+        elif t is Const:
+            lines.append(f"{indent}v{it.slot} = {ns.name(it.value)}")
+    return lines
+
+
+class SlotInfo:
+    """Recorded shapes of slots, for generated code: ``info(s)`` is slot ``s``'s shape,
+    ``info(s, True)`` whether it held an ndarray."""
+
+    def __init__(self, values: list) -> None:
+        self.shape = [np.shape(v) for v in values]
+        self.array = [isinstance(v, np.ndarray) for v in values]
+
+    def __call__(self, s: int, is_array: bool = False) -> Any:
+        return self.array[s] if is_array else self.shape[s]
+
+
+GUARD_SRC = {
+    "bool": "bool(v{s})", "int": "int(v{s})", "float": "float(v{s})",
+    "complex": "complex(v{s})", "index": "_index(v{s})", "item": "v{s}.item()",
+    "meta": "(v{s}.shape, v{s}.dtype, {x}.requires_grad, {x}._node is None)",
+}
+
+
+def guard_src(g: Guard, ns: Namespace, tensor: Any) -> str:
+    """Source computing a guard's outcome."""
+    x = ns.name(tensor, "x") if tensor is not None else ""
+    return GUARD_SRC[g.kind].format(s=g.slot, x=x)
+
+
+def build(name: str, params: str, lines: list[str], ns: Namespace) -> Any:
+    """Compile ``def name(params): lines`` in the namespace; return the function."""
+    import operator
+
+    ns.env.setdefault("_index", operator.index)
+    src = f"def {name}({params}):\n" + "\n".join(lines) + "\n"
+    code = compile(src, f"<yaad.compile {name}>", "exec")
+    exec(code, ns.env)
+    fn = ns.env[name]
+    fn.__source__ = src
+    return fn

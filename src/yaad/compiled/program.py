@@ -1,0 +1,672 @@
+"""Recorded paths, their cache, and replaying them.
+
+Recordings of a function for one input signature (shapes, dtypes, requires_grad of the
+inputs, the Python values among the arguments, grad mode) form a tree: they share the
+op calls up to the first guard (a place where Python looked at a value) and branch on its
+outcome. Each stretch between guards becomes one generated function (a "segment"); a
+call runs the segments, following the outcomes, to the end of a path (:class:`End`),
+which builds the outputs. An outcome never seen before means the function takes a path
+not yet recorded: it is recorded (eagerly) and added to the tree.
+
+The outputs that need gradients hang from one node of the ordinary autograd graph whose
+VJP runs the path's generated backward program; :class:`CompiledTensor` runs it directly
+when ``.backward()`` is called on a compiled function's scalar loss whose inputs are
+leaves, the common case, without the engine's bookkeeping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..grad_mode import state
+from ..op import Node, Op, _clock, check_saved
+from ..tensor import Tensor
+from . import codegen
+from .codegen import Namespace, item_defs, item_uses
+from .reverse import reachable, reverse
+from .rewrite import simplify
+from .tape import Alias, Entry, Guard, Load, Recorder, same_item
+
+_new = object.__new__
+
+
+class CompiledTensor(Tensor):
+    """The tensor a compiled function returns: a Tensor whose ``backward()`` runs the
+    compiled backward program directly when it can (a scalar loss, leaf inputs, no
+    hooks, first order), and the ordinary engine otherwise."""
+
+    __slots__ = ()
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see
+        :meth:`Tensor.backward`)."""
+        node = self._node
+        if (inputs is None and not create_graph and type(node) is Node and node.extra is None
+                and node.kw is not None and not state.special):
+            ctx = node.kw["_c"]
+            end = ctx[0]
+            if end.fast:
+                if gradient is None:
+                    seed = end.one
+                else:
+                    seed = gradient.data if isinstance(gradient, Tensor) else gradient
+                    if np.shape(seed) != end.out_shape:
+                        seed = None
+                    elif not isinstance(seed, np.ndarray):
+                        seed = np.asarray(seed, dtype=end.out_dtype)
+                if seed is not None and _run_fast(node, ctx, end, seed, retain_graph):
+                    return
+        Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+def _run_fast(node: Node, ctx: list, end: End, seed: Any, retain_graph: Any) -> bool:
+    parents = node.parents
+    for p in parents:
+        if p is not None and (type(p) is Node or type(p) is tuple
+                              or getattr(p, "_hooks", None)):
+            return False
+    if node.epoch < _clock[0]:
+        check_saved(node)
+    grads = end.bwd(ctx[1], seed)
+    for p, g, copy in zip(parents, grads, end.copy):
+        if p is None or g is None:
+            continue
+        prev = getattr(p, "_grad", None)
+        if prev is None:
+            if type(g) is not np.ndarray:
+                g = np.array(g)
+            elif copy or g.base is not None:
+                g = g.copy()
+            p._grad = g
+        else:
+            p._grad = prev + g
+    if not retain_graph:
+        node.args = node.ans = node.kw = None
+    return True
+
+
+def _compiled_vjp(i: int, g: Any, ans: Any, *args: Any, _c: list) -> Any:
+    """The VJP of a compiled call for its ``i``-th parent (all are computed at once)."""
+    if _c[2] is not g:
+        end = _c[0]
+        if (isinstance(g, Tensor) or any(isinstance(a, Tensor) for a in args)
+                or (type(g) is tuple and any(isinstance(x, Tensor) for x in g))
+                or end.bwd is None):
+            grads = end.eager_vjp(_c[1], args, g)
+        else:
+            seeds = (g,) if end.nout == 1 else tuple(
+                np.zeros(s, d) if x is None else x
+                for x, s, d in zip(g, end.out_shapes, end.out_dtypes))
+            grads = end.bwd(_c[1], *seeds)
+        _c[2] = g
+        _c[3] = grads
+    return _c[3][i]
+
+
+def _compiled_forward(*args: Any, **kw: Any) -> Any:
+    raise RuntimeError("a compiled call's node is not called directly")
+
+
+_OPS: dict[tuple, Op] = {}
+
+
+def compiled_op(name: str, nout: int) -> Op:
+    """The op a compiled function's outputs hang from (one per name and output count)."""
+    key = (name, nout)
+    spec = _OPS.get(key)
+    if spec is None:
+        spec = Op(forward=_compiled_forward, name=name, vjps=(_compiled_vjp,), jvps=(),
+                  save_args=True, save_ans=True, nout=nout, variadic=True,
+                  elementwise=False, selects=False, linear=False)
+        _OPS[key] = spec
+    return spec
+
+
+# ---- the end of a path ---------------------------------------------------------------
+
+class End:
+    """What a path returns: its outputs, the ``.grad`` accumulations it does, and the
+    node (with a generated backward program) its differentiable outputs hang from."""
+
+    def __init__(self, rec: Recorder, spec: Any, name: str, grad_enabled: bool) -> None:
+        self.spec = spec
+        self.items = list(rec.items)  # the path, for the create_graph fallback
+        self.nslots = len(rec.value)
+        self.effects = [(src, s) for src, s in rec.effects]
+        self.seen = 1
+        self.name = name
+        self.shapes = [np.shape(v) for v in rec.value]
+        tensor_slots: list[int] = []
+        _tensor_outputs(spec, tensor_slots)
+        self.node_outs = [s for s in dict.fromkeys(tensor_slots) if rec.diff[s]]
+        if not grad_enabled:
+            self.node_outs = []
+        self.nout = len(self.node_outs)
+        self.out_shapes = [np.shape(rec.value[s]) for s in self.node_outs]
+        self.out_dtypes = [rec.value[s].dtype for s in self.node_outs]
+        self.parents: list = []
+        self.bwd = None
+        self.bwd_reads: set = set()
+        self.copy: tuple = ()
+        self.fast = False
+        self.one = None
+        self.out_shape = self.out_dtype = None
+        self.problems: list[str] = []
+        if self.nout:
+            entries = [it for it in rec.items if type(it) is Entry]
+            needed = reachable(entries, set(self.node_outs))
+            self.parents = [s for s in sorted(needed)
+                            if rec.diff[s] and rec.src[s][0] in ("in", "ext")]
+            self._build_backward(rec)
+        self.needs = self._needs()
+        self.info = codegen.SlotInfo(rec.value)
+        self.finish = self._generate_finish(rec)
+
+    def _generate_finish(self, rec: Recorder) -> Any:
+        """``finish(E, L)``: the outputs of a call from its slots ``E`` and inputs ``L``."""
+        ns = Namespace()
+        ns.env.update(_new=_new, Node=Node, CT=CompiledTensor, T=Tensor, _clock=_clock,
+                      _accumulate=_accumulate, _plain=_plain_tensor, _scalar=_scalar)
+        lines = []
+        names: dict[int, str] = {}
+        if self.nout:
+            edges = []
+            for j, s in enumerate(self.parents):
+                src = rec.src[s]
+                p = f"L[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
+                lines.append(f"    p{j} = {p}")
+                edges.append(f"p{j}._node or p{j}")
+            op = ns.name(compiled_op(self.name, self.nout), "op")
+            ans = (f"E[{self.node_outs[0]}]" if self.nout == 1 else
+                   "(" + "".join(f"E[{o}], " for o in self.node_outs) + ")")
+            lines += [
+                "    node = _new(Node)",
+                f"    node.op = {op}",
+                "    node.args = (" + "".join(f"E[{s}], " for s in self.parents) + ")",
+                f"    node.kw = {{'_c': [{ns.name(self, 'end')}, E, None, None]}}",
+                f"    node.ans = {ans}",
+                "    node.parents = (" + "".join(e + ", " for e in edges) + ")",
+                "    node.epoch = _clock[0]",
+                "    node.extra = None",
+            ]
+            for k, o in enumerate(self.node_outs):
+                edge = "node" if self.nout == 1 else f"(node, {k})"
+                lines += [f"    t{o} = _new(CT)", f"    t{o}.data = E[{o}]",
+                          f"    t{o}._node = {edge}", f"    t{o}.requires_grad = True"]
+                names[o] = f"t{o}"
+        for src, s in self.effects:
+            t = f"L[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
+            lines.append(f"    _accumulate({t}, E[{s}])")
+        lines.append(f"    return {_spec_src(self.spec, ns, names)}")
+        return codegen.build("finish", "E, L", lines, ns)
+
+    def _needs(self) -> set:
+        needs = set(self.bwd_reads) | set(self.parents) | set(self.node_outs)
+        _output_slots(self.spec, needs)
+        needs.update(s for _, s in self.effects)
+        return needs
+
+    def _build_backward(self, rec: Recorder) -> None:
+        """Derive the backward program of this path (recorded, then generated)."""
+        nfwd = len(rec.value)
+        bitems: list = []
+        seeds = []
+        seed_slots = []
+        for k, o in enumerate(self.node_outs):
+            v = np.ones(self.out_shapes[k], dtype=self.out_dtypes[k])
+            s = rec.new_slot(v, None, ("seed", k), False, None)
+            seeds.append((o, rec.tensor_of(s)))
+            seed_slots.append(s)
+        nesc = len(rec.escapes)
+        clock = _clock[0]
+        rec.target = bitems
+        prev_mode = state.enabled
+        try:
+            with rec.active():
+                state.enabled = False
+                grads = reverse(rec, seeds, self.parents)
+                results = [None if grads.get(s) is None else rec.slot_of(grads[s])
+                           for s in self.parents]
+        finally:
+            state.enabled = prev_mode
+            rec.target = rec.items
+        problems = rec.escapes[nesc:]
+        del rec.escapes[nesc:]
+        if _clock[0] != clock:
+            problems.append("an in-place operation in a VJP rule")
+        if any(type(it) is Guard for it in bitems):
+            problems.append("a VJP rule that looks at values (bool(), float(), .item())")
+        if problems:
+            self.problems = problems
+            return
+        self._generate_backward(rec, bitems, nfwd, seed_slots, results)
+
+    def _generate_backward(self, rec: Recorder, bitems: list, nfwd: int, seeds: list,
+                           results: list) -> None:
+        info = codegen.SlotInfo(rec.value)
+        wanted = {s for s in results if s is not None}
+        kept = simplify(_live_items(bitems, wanted), wanted, info)
+        kept = _live_items(kept, wanted)
+        defs: set = set()
+        live: set = set()
+        for it in kept:
+            live |= item_uses(it) - defs
+            defs.update(item_defs(it))
+        live |= wanted - defs
+        seed_set = set(seeds)
+        reads = sorted(s for s in live if s not in seed_set)
+        self.bwd_reads = {s for s in reads if s < nfwd}
+        ns = Namespace()
+        lines = []
+        for s in reads:
+            if s < nfwd:
+                lines.append(f"    v{s} = E[{s}]")
+            else:  # a constant made while deriving the backward (ones, an identity)
+                lines.append(f"    v{s} = {ns.name(rec.value[s])}")
+        lines += codegen.body_lines(kept, ns, shapes=info)
+        outs = ", ".join("None" if s is None else f"v{s}" for s in results)
+        lines.append(f"    return ({outs},)")
+        params = "E, " + ", ".join(f"v{s}" for s in seeds)
+        self.bwd = codegen.build("backward", params, lines, ns)
+        # A gradient may be handed to .grad as it is only if it is a fresh array: made by
+        # an op of the backward program, not a view, not given to two parents.
+        made = {}
+        for it in kept:
+            if type(it) is Entry:
+                for o in it.outs:
+                    made[o] = it
+        copy = []
+        seen: set = set()
+        for s in results:
+            e = made.get(s)
+            fresh = (e is not None and s not in seen
+                     and getattr(rec.value[s], "base", None) is None
+                     and not any(rec.value[r.i] is rec.value[s] for r in e.args
+                                 if hasattr(r, "i")))
+            copy.append(not fresh)
+            if s is not None:
+                seen.add(s)
+        self.copy = tuple(copy)
+        if self.nout == 1 and self.out_dtypes[0].kind != "c":
+            one = np.ones(self.out_shapes[0], dtype=self.out_dtypes[0])
+            one.flags.writeable = False
+            self.one = one
+            self.fast = int(np.prod(self.out_shapes[0])) == 1
+            self.out_shape = self.out_shapes[0]
+            self.out_dtype = self.out_dtypes[0]
+
+    def eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
+        """The VJP by re-running the path on tensors (create_graph, or no backward
+        program): the parents' values are ``args`` (tensors linked to the graph)."""
+        from ..autograd import grad as _grad
+
+        if self.effects:
+            raise NotImplementedError(
+                f"{self.name}: differentiating through a compiled function that calls "
+                f"backward() inside is not supported; compile the outer computation.")
+        vals: dict[int, Any] = {}
+        for s, a in zip(self.parents, args):
+            if isinstance(a, Tensor):
+                vals[s] = a
+            else:
+                vals[s] = Tensor(a, requires_grad=True)
+        for s in range(self.nslots):
+            if s not in vals and s < len(E) and E[s] is not None and _is_input(self, s):
+                vals[s] = E[s]
+        for it in self.items:
+            t = type(it)
+            if t is Entry:
+                if any(o in vals for o in it.outs):
+                    continue
+                a = [_value(vals, r) for r in it.args]
+                kw = {k: _value(vals, v) for k, v in it.kw.items()} if it.kw else {}
+                out = it.op.fn(*a, **kw)
+                for o, v in zip(it.outs, out if it.op.nout != 1 else (out,)):
+                    vals[o] = v
+            elif t is Load:
+                if it.slot not in vals:
+                    vals[it.slot] = it.tensor
+            elif t is Alias:
+                v = vals[it.of]
+                vals[it.slot] = v.detach() if isinstance(v, Tensor) else v
+        outs = [vals[s] for s in self.node_outs]
+        gs = (g,) if self.nout == 1 else tuple(g)
+        pairs = [(o, x) for o, x in zip(outs, gs) if x is not None]
+        ins = [vals[s] for s in self.parents]
+        create = isinstance(g, Tensor) or any(isinstance(a, Tensor) for a in args)
+        with _enable_grad():
+            res = _grad([o for o, _ in pairs], ins, [x for _, x in pairs],
+                        create_graph=create, allow_unused=True)
+        return tuple(res)
+
+
+class _enable_grad:
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = True
+
+    def __exit__(self, *exc: object) -> None:
+        state.enabled = self.prev
+
+
+def _is_input(end: End, s: int) -> bool:
+    for it in end.items:
+        if type(it) is not Guard and s in item_defs(it):
+            return False
+    return True
+
+
+def _value(vals: dict, r: Any) -> Any:
+    from .tape import S, Tup
+
+    if type(r) is S:
+        v = vals[r.i]
+        if not r.tensor and isinstance(v, Tensor):
+            return v.data
+        return v
+    if type(r) is Tup:
+        items = [_value(vals, x) for x in r.items]
+        return items if r.is_list else tuple(items)
+    return r
+
+
+def _live_items(items: list, wanted: set) -> list:
+    """The items needed for the slots ``wanted`` (dead-code removal)."""
+    live = set(wanted)
+    kept = []
+    for it in reversed(items):
+        defs = item_defs(it)
+        if any(d in live for d in defs):
+            kept.append(it)
+            live.difference_update(defs)
+            live |= item_uses(it)
+    kept.reverse()
+    return kept
+
+
+def _accumulate(t: Tensor, g: Any) -> None:
+    """Add ``g`` to ``t.grad`` (a copy when it is the first gradient)."""
+    prev = getattr(t, "_grad", None)
+    t._grad = np.array(g) if prev is None else prev + g
+
+
+def _scalar(a: Any) -> Any:
+    return a[()] if isinstance(a, np.ndarray) else a
+
+
+def _plain_tensor(a: Any) -> Tensor:
+    t = _new(Tensor)
+    t.data = a
+    t._node = None
+    t.requires_grad = False
+    return t
+
+
+def _spec_src(spec: Any, ns: Namespace, names: dict) -> str:
+    kind = spec[0]
+    if kind == "T":
+        s = spec[1]
+        return names.get(s) or f"_plain(E[{s}])"
+    if kind == "A":
+        return f"_scalar(E[{spec[1]}])" if spec[2] else f"E[{spec[1]}]"
+    if kind == "IN":
+        return f"L[{spec[1]}]"
+    if kind == "OBJ":
+        return ns.name(spec[1], "x")
+    if kind == "C":
+        return ns.literal(spec[1])
+    items = [_spec_src(c, ns, names) for c in spec[-1]]
+    if kind == "dict":
+        keys = [ns.literal(k) for k in spec[1]]
+        return "{" + ", ".join(f"{k}: {v}" for k, v in zip(keys, items)) + "}"
+    t = spec[1]
+    if t is list:
+        return "[" + ", ".join(items) + "]"
+    if t is tuple:
+        return "(" + "".join(i + ", " for i in items) + ")"
+    return f"{ns.name(t, 'type')}(" + ", ".join(items) + ")"  # a namedtuple
+
+
+def _tensor_outputs(spec: Any, out: list) -> None:
+    kind = spec[0]
+    if kind == "T":
+        out.append(spec[1])
+    elif kind in ("tuple", "list", "dict"):
+        for c in spec[-1]:
+            _tensor_outputs(c, out)
+
+
+def _output_slots(spec: Any, out: set) -> None:
+    kind = spec[0]
+    if kind in ("T", "A"):
+        out.add(spec[1])
+    elif kind in ("tuple", "list", "dict"):
+        for c in spec[-1]:
+            _output_slots(c, out)
+
+
+# ---- the tree of paths for one signature -------------------------------------------------
+
+class Segment:
+    """Items up to a guard (or to the end of a path), then the branches."""
+
+    __slots__ = ("items", "guard", "children", "end", "fn", "table")
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+        self.guard = None
+        self.children: dict = {}
+        self.end: End | None = None
+        self.fn = None
+        self.table: dict = {}  # outcome -> the child's generated function
+
+
+def _chain(items: list, end: End) -> Segment:
+    """Segments for a path's items, split at its branching guards."""
+    cut = [k for k, it in enumerate(items) if type(it) is Guard and it.kind != "meta"]
+    start = 0
+    first = seg = None
+    for k in [*cut, len(items)]:
+        new = Segment(items[start:k])
+        if seg is None:
+            first = new
+        else:
+            seg.children[_outcome(seg.guard)] = new
+        seg = new
+        if k < len(items):
+            seg.guard = items[k]
+        start = k + 1
+    seg.end = end
+    return first
+
+
+def _outcome(g: Guard) -> Any:
+    return g.value
+
+
+class Tree:
+    """The recorded paths of one input signature, and their generated code."""
+
+    def __init__(self, tensors: list[bool], verify: int) -> None:
+        self.tensors = tensors  # which inputs are tensors (the others are arrays)
+        self.verify = verify  # recordings of a path needed before it is replayed
+        self.root: Segment | None = None
+        self.nslots = len(tensors)
+        self.call = None  # call(L) -> outputs, or MISS: generated by generate()
+        self.records = 0
+
+    def insert(self, items: list, end: End) -> str:
+        """Add a recording: ``new`` path, ``same`` as a recorded one, ``changed`` (an
+        outside tensor changed shape, dtype or requires_grad: the tree is reset) or
+        ``conflict`` (the function did something else for the same guard outcomes)."""
+        self.nslots = max(self.nslots, end.nslots)
+        if self.root is None:
+            self.root = _chain(items, end)
+            return "new"
+        seg = self.root
+        pos = 0
+        while True:
+            n = len(seg.items)
+            for k in range(n):
+                if pos + k >= len(items) or not same_item(seg.items[k], items[pos + k]):
+                    other = items[pos + k] if pos + k < len(items) else None
+                    mine = seg.items[k]
+                    if (type(other) is Guard and type(mine) is Guard
+                            and other.kind == mine.kind == "meta" and other.slot == mine.slot):
+                        self.root = _chain(items, end)
+                        return "changed"
+                    return "conflict"
+            pos += n
+            if seg.guard is None:
+                if pos == len(items):
+                    seg.end.seen += 1
+                    return "same"
+                return "conflict"
+            nxt = items[pos] if pos < len(items) else None
+            if (type(nxt) is not Guard or nxt.slot != seg.guard.slot
+                    or nxt.kind != seg.guard.kind):
+                return "conflict"
+            pos += 1
+            child = seg.children.get(_outcome(nxt))
+            if child is None:
+                seg.children[_outcome(nxt)] = _chain(items[pos:], end)
+                return "new"
+            seg = child
+
+    def paths(self) -> list[list[Segment]]:
+        out = []
+        stack = [[self.root]]
+        while stack:
+            path = stack.pop()
+            seg = path[-1]
+            if seg.guard is None:
+                out.append(path)
+            else:
+                for child in seg.children.values():
+                    stack.append([*path, child])
+        return out
+
+    def generate(self) -> None:
+        """(Re)generate the code of every segment."""
+        paths = self.paths()
+        # Dead-code removal: an item is kept if some path needs what it makes.
+        keep: set = set()
+        for path in paths:
+            live = set(path[-1].end.needs)
+            for seg in reversed(path):
+                if seg.guard is not None:
+                    live.add(seg.guard.slot)
+                for k in range(len(seg.items) - 1, -1, -1):
+                    it = seg.items[k]
+                    defs = item_defs(it)
+                    if type(it) is Guard:  # an assertion (an outside tensor's metadata)
+                        keep.add((id(seg), k))
+                        live |= item_uses(it)
+                    elif any(d in live for d in defs):
+                        keep.add((id(seg), k))
+                        live.difference_update(defs)
+                        live |= item_uses(it)
+        segs: dict[int, Segment] = {}
+        for path in paths:
+            for seg in path:
+                segs[id(seg)] = seg
+        kept = {i: [it for k, it in enumerate(seg.items) if (i, k) in keep]
+                for i, seg in segs.items()}
+        across: set = set()
+        info = {}
+        slot_info = {}
+        for path in paths:
+            for seg in path:
+                slot_info[id(seg)] = path[-1].end.info
+        outside: set = set()
+        for i, seg in segs.items():
+            defs = set()
+            for it in kept[i]:
+                outside |= item_uses(it) - defs
+                defs.update(item_defs(it))
+            if seg.guard is not None:
+                outside.add(seg.guard.slot)
+            if seg.end is not None:
+                outside |= seg.end.needs
+        for i in segs:
+            kept[i] = simplify(kept[i], outside, slot_info[i])
+        for i, seg in segs.items():
+            defs: set = set()
+            uses: set = set()
+            for it in kept[i]:
+                uses |= item_uses(it) - defs
+                defs.update(item_defs(it))
+            if seg.guard is not None:
+                uses |= {seg.guard.slot} - defs
+            info[i] = (defs, uses, slot_info[i])
+            across |= uses
+            if seg.end is not None:
+                across |= seg.end.needs
+        ns = Namespace()
+        loads = {it.slot: it.tensor for it in _all_items(segs) if type(it) is Load}
+        for seg in segs.values():
+            seg.table = {}
+        for i, seg in segs.items():
+            defs, uses, _ = info[i]
+            lines = [f"    v{s} = E[{s}]" for s in sorted(uses)]
+            for it in kept[i]:
+                if type(it) is Guard:  # an outside tensor's shape, dtype, requires_grad
+                    want = ns.name(it.value)
+                    lines.append(f"    if {codegen.guard_src(it, ns, loads[it.slot])} != "
+                                 f"{want}:")
+                    lines.append("        return None")
+                else:
+                    lines += codegen.body_lines([it], ns, shapes=info[i][2])
+            lines += [f"    E[{s}] = v{s}" for s in sorted(defs & across)]
+            if seg.guard is None:
+                lines.append(f"    return {ns.name(seg.end, 'end')}")
+            else:
+                src = codegen.guard_src(seg.guard, ns, None)
+                lines.append(f"    return {ns.name(seg.table, 'branch')}.get({src})")
+            seg.fn = codegen.build(f"segment{i}", "E", lines, ns)
+        for seg in segs.values():
+            seg.table.update({k: c.fn for k, c in seg.children.items()})
+        self.call = self._driver(ns)
+
+    def _driver(self, ns: Namespace) -> Any:
+        """``call(L)``: put the inputs in the slot list, run the segments along the
+        outcomes to the end of a path, build the outputs (or return ``MISS``)."""
+        ns.env["MISS"] = MISS
+        ns.env["End"] = End
+        lines = [f"    E = [None] * {self.nslots}"]
+        lines += [f"    E[{k}] = L[{k}]" + (".data" if t else "")
+                  for k, t in enumerate(self.tensors)]
+        root = self.root
+        if root.guard is None:  # one path
+            if root.end.seen < self.verify:
+                return None
+            lines.append(f"    {ns.name(root.fn, 'seg')}(E)")
+            lines.append(f"    return {ns.name(root.end.finish, 'finish')}(E, L)")
+        else:
+            lines += [f"    r = {ns.name(root.fn, 'seg')}(E)",
+                      "    while r.__class__ is not End:",
+                      "        if r is None:",
+                      "            return MISS",
+                      "        r = r(E)",
+                      f"    if r.seen < {self.verify}:",
+                      "        return MISS",
+                      "    return r.finish(E, L)"]
+        return codegen.build("call", "L", lines, ns)
+
+
+class _Miss:
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS = _Miss()  # a call that the recorded paths do not cover
+
+
+def _all_items(segs: dict) -> list:
+    out = []
+    for seg in segs.values():
+        out.extend(seg.items)
+    return out

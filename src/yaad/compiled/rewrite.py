@@ -1,0 +1,281 @@
+"""Rewrites of a recording before its backward pass is derived, and dead-code removal.
+
+A rewrite replaces an op call by an equivalent one whose rules are cheaper. The one that
+matters is the trace (or diagonal) of a matrix product: ``trace(a @ b)`` is
+``sum(a * b.mT)``, whose gradients ``g * b.mT`` and ``g * a.mT`` need no matrix product,
+where differentiating ``trace`` and ``matmul`` one after the other multiplies by a dense
+identity matrix twice (workload W1). The product itself is left on the tape; if nothing
+else uses it, dead-code removal drops it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..op import Op
+from ..op import apply as _apply
+from ..tensor import Tensor
+from .tape import Alias, Entry, Recorder, S, Tup
+
+
+def private_op(forward: Callable, name: str, vjps: tuple, save_args: bool = True,
+               save_ans: bool = False, linear: Any = True) -> Op:
+    """An op for compiled tapes only: not in ``yaad.registry``, callable on tensors."""
+    spec = Op(forward=forward, name=name, vjps=tuple(vjps), jvps=(), save_args=save_args,
+              save_ans=save_ans, nout=1, variadic=False, elementwise=False, selects=False,
+              linear=linear)
+
+    def fn(*args: Any, **kw: Any) -> Any:
+        if any(isinstance(a, Tensor) for a in args):
+            return _apply(spec, args, kw)
+        return forward(*args, **kw)
+
+    fn.op = spec
+    spec.fn = fn
+    return spec
+
+
+def _c(x: Any) -> Any:
+    from .. import conj
+
+    return conj(x) if x.dtype.kind == "c" else x
+
+
+def _mT(x: Any) -> Any:
+    from .. import swapaxes
+
+    return swapaxes(x, -1, -2)
+
+
+# ---- trace(a @ b) and diagonal(a @ b) ---------------------------------------------------
+
+def _trace_mm(a: Any, b: Any) -> Any:
+    if a.ndim == 2 and b.ndim == 2 and a.dtype.kind != "c" and b.dtype.kind != "c":
+        return np.vdot(a, b.T)
+    return np.einsum("...ij,...ji->...", a, b)
+
+
+def _trace_mm_vjp(k: int) -> Callable:
+    def vjp(g: Any, ans: Any, a: Any, b: Any) -> Any:
+        from .. import expand_dims
+
+        other = _c(_mT(b if k == 0 else a))
+        if g.ndim:
+            g = expand_dims(g, (-2, -1))
+        return g * other
+
+    return vjp
+
+
+TRACE_MM = private_op(_trace_mm, "trace_of_product", (_trace_mm_vjp(0), _trace_mm_vjp(1)))
+
+
+def _diag_mm(a: Any, b: Any) -> Any:
+    return np.einsum("...ij,...ji->...i", a, b)
+
+
+def _diag_mm_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    from .. import expand_dims
+
+    return expand_dims(g, -1) * _c(_mT(b))
+
+
+def _diag_mm_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    from .. import expand_dims
+
+    return expand_dims(g, -2) * _c(_mT(a))
+
+
+DIAG_MM = private_op(_diag_mm, "diagonal_of_product", (_diag_mm_vjp_a, _diag_mm_vjp_b))
+
+
+# ---- strong zeros ------------------------------------------------------------------------
+
+def _strong_zero(g: Any, gi: Any) -> Any:
+    # A VJP is linear in g, and an elementwise op's is elementwise: where g is 0, gi is 0
+    # unless the rule met an inf or a nan there. One sum tells whether there is any.
+    if np.isfinite(gi.sum()):
+        return gi
+    with np.errstate(all="ignore"):
+        return np.where(g == 0, 0, gi)
+
+
+def _strong_zero_vjp(G: Any, ans: Any, g: Any, gi: Any) -> Any:
+    from .. import where
+
+    return where(g == 0, 0, G)
+
+
+STRONG_ZERO = private_op(_strong_zero, "strong_zero", (None, _strong_zero_vjp))
+
+
+def _params(e: Entry, names: tuple, defaults: dict) -> dict | None:
+    """The arguments of ``e`` after the first, by name (None: one of them is a slot)."""
+    vals = dict(defaults)
+    vals.update(zip(names, e.args[1:]))
+    if e.kw:
+        vals.update(e.kw)
+    if any(type(v) is S for v in vals.values()):
+        return None
+    return vals
+
+
+def _ndim(rec: Recorder, r: Any) -> int:
+    return np.ndim(rec.value[r.i]) if type(r) is S else np.ndim(r)
+
+
+def _last_two(axis1: Any, axis2: Any, nd: int) -> bool:
+    try:
+        return {int(axis1) % nd, int(axis2) % nd} == {nd - 2, nd - 1}
+    except (TypeError, ValueError):
+        return False
+
+
+def _product_diagonal(rec: Recorder, e: Entry, producers: dict) -> Entry | None:
+    """``e`` rewritten when it takes the trace or diagonal of a matrix product."""
+    name = e.op.name
+    if name not in ("trace", "diagonal") or not e.args or type(e.args[0]) is not S:
+        return None
+    p = producers.get(e.args[0].i)
+    if p is None or p.op.name != "matmul" or len(p.args) != 2 or p.kw:
+        return None
+    a, b = p.args
+    nd = _ndim(rec, e.args[0])
+    if _ndim(rec, a) < 2 or _ndim(rec, b) < 2 or nd < 2:
+        return None
+    if name == "trace":
+        v = _params(e, ("offset", "axis1", "axis2", "dtype", "out"),
+                    {"offset": 0, "axis1": 0, "axis2": 1, "dtype": None, "out": None})
+        new = TRACE_MM
+        if v is None or v["dtype"] is not None or v["out"] is not None:
+            return None
+    else:
+        v = _params(e, ("offset", "axis1", "axis2"), {"offset": 0, "axis1": 0, "axis2": 1})
+        new = DIAG_MM
+        if v is None:
+            return None
+    if v["offset"] != 0 or not _last_two(v["axis1"], v["axis2"], nd):
+        return None
+    return Entry(new, (a, b), None, e.outs, p.grad_in, e.diff_out, e.err, e.dtypes)
+
+
+_RULES = (_product_diagonal,)
+
+
+def rewrite(rec: Recorder) -> None:
+    """Apply the rewrites to the op calls recorded so far (in place)."""
+    items = rec.items
+    producers: dict[int, Entry] = {}
+    for k, it in enumerate(items):
+        if type(it) is not Entry:
+            continue
+        for rule in _RULES:
+            new = rule(rec, it, producers)
+            if new is not None:
+                items[k] = it = new
+                break
+        for o in it.outs:
+            producers[o] = it
+
+
+# ---- clean-ups on a list of items, before code generation ----------------------------------
+
+def _subst(r: Any, m: dict) -> Any:
+    if type(r) is S:
+        t = m.get(r.i)
+        return r if t is None else S(t, r.tensor)
+    if type(r) is Tup:
+        return Tup([_subst(x, m) for x in r.items], r.is_list)
+    return r
+
+
+def _key(r: Any) -> Any:
+    if type(r) is S:
+        return ("s", r.i)
+    if type(r) is Tup:
+        return ("t", r.is_list, tuple(_key(x) for x in r.items))
+    if type(r) in (int, float, bool, str, type(None)):
+        return (type(r), r)
+    if type(r) is tuple:
+        return ("tuple", tuple(_key(x) for x in r))
+    return ("id", id(r))
+
+
+def simplify(items: list, keep: set, shape: Callable) -> list:
+    """``items`` with common subexpressions merged and broadcasts that the consuming
+    elementwise op does anyway removed. ``keep``: slots whose definitions must stay (read
+    later); ``shape(s)``: a slot's recorded shape."""
+    m: dict[int, int] = {}  # slot -> the slot that replaces it
+    seen: dict = {}
+    out = []
+    for it in items:
+        if type(it) is not Entry:
+            if type(it) is Alias and it.of in m:
+                it = Alias(it.slot, m[it.of])
+            out.append(it)
+            continue
+        if m:
+            it = Entry(it.op, tuple(_subst(r, m) for r in it.args),
+                       {k: _subst(v, m) for k, v in it.kw.items()} if it.kw else it.kw,
+                       it.outs, it.grad_in, it.diff_out, it.err, it.dtypes)
+        key = (id(it.op), tuple(_key(r) for r in it.args),
+               tuple(sorted((k, _key(v)) for k, v in it.kw.items())) if it.kw else (), it.err
+               is None)
+        prev = seen.get(key)
+        if prev is not None and len(prev.outs) == len(it.outs) and not any(
+                o in keep for o in it.outs):
+            for o, p in zip(it.outs, prev.outs):
+                m[o] = p
+            continue
+        seen[key] = it
+        out.append(it)
+    return _drop_broadcasts(out, keep, shape)
+
+
+def _drop_broadcasts(items: list, keep: set, shape: Callable) -> list:
+    from .. import broadcast_to
+
+    bop = getattr(broadcast_to, "op", None)
+    users: dict[int, list] = {}
+    for it in items:
+        if type(it) is Entry:
+            for r in (*it.args, *(it.kw or {}).values()):
+                if type(r) is S:
+                    users.setdefault(r.i, []).append(it)
+                elif type(r) is Tup:
+                    users.setdefault(-1, []).append(it)
+        elif type(it) is Alias:
+            users.setdefault(it.of, []).append(it)
+    m: dict[int, int] = {}
+    for it in items:
+        if type(it) is not Entry or it.op is not bop or type(it.args[0]) is not S:
+            continue
+        o = it.outs[0]
+        if o in keep:
+            continue
+        target = shape(o)
+        ok = True
+        for u in users.get(o, ()):
+            if (type(u) is not Entry or not u.op.elementwise or u.kw or len(u.args) != 2
+                    or shape(u.outs[0]) != target):
+                ok = False
+                break
+            other = u.args[1] if (type(u.args[0]) is S and u.args[0].i == o) else u.args[0]
+            if not (type(other) is S and other.i != o and shape(other.i) == target):
+                ok = False
+                break
+        if ok:
+            m[o] = it.args[0].i
+    if not m:
+        return items
+    out = []
+    for it in items:
+        if type(it) is Entry:
+            if it.outs[0] in m and it.op is bop:
+                continue
+            it = Entry(it.op, tuple(_subst(r, m) for r in it.args), it.kw, it.outs,
+                       it.grad_in, it.diff_out, it.err, it.dtypes)
+        out.append(it)
+    return out

@@ -1,0 +1,609 @@
+"""yaad.compile: replayed results equal eager ones, and never a wrong replay.
+
+Every test compares a compiled function with the same function run eagerly, over several
+calls (the first records, the second verifies, later ones replay), and checks through
+``stats`` that the replay really happened where it should.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import yaad
+from yaad import CompileWarning
+
+RNG = np.random.default_rng(0)
+
+
+def leaf(a, dtype=None):
+    return yaad.tensor(np.asarray(a, dtype=dtype), requires_grad=True)
+
+
+def run(fn, *arrays, dtype=None):
+    """Call ``fn`` on fresh leaves made from ``arrays``; backward; the value and grads."""
+    xs = [leaf(a, dtype) for a in arrays]
+    out = fn(*xs)
+    out.backward()
+    return out.data, [x.grad for x in xs]
+
+
+def assert_same(fn, compiled, arrays_list, dtype=None, rtol=1e-12):
+    for arrays in arrays_list:
+        v0, g0 = run(fn, *arrays, dtype=dtype)
+        v1, g1 = run(compiled, *arrays, dtype=dtype)
+        np.testing.assert_allclose(v1, v0, rtol=rtol, atol=0)
+        assert np.asarray(v1).dtype == np.asarray(v0).dtype
+        for a, b in zip(g1, g0):
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-300)
+            assert a.dtype == b.dtype
+
+
+def new_inputs(*shapes, n=4):
+    return [[RNG.standard_normal(s) for s in shapes] for _ in range(n)]
+
+
+# ---- replaying: values and gradients equal eager mode ------------------------------------
+
+def w1(x1, x2):
+    return yaad.trace(x1 @ x2)
+
+
+def mlp(w1_, b1, w2, b2):
+    x = np.linspace(-1, 1, 15).reshape(5, 3)
+    h = yaad.tanh(x @ w1_ + b1)
+    logp = yaad.log_softmax(h @ w2 + b2, axis=-1)
+    return -yaad.mean(logp[np.arange(5), np.array([0, 1, 2, 1, 0])])
+
+
+def chain(a, b):
+    y = np.linspace(0.1, 0.4, 4)
+    for _ in range(5):
+        y = yaad.sin(y) * a + yaad.cos(y) * b
+    return yaad.sum(y)
+
+
+def batched_trace(a, b):
+    return yaad.sum(yaad.diagonal(a @ b, axis1=1, axis2=2))
+
+
+def elementwise(x):
+    return yaad.sum(yaad.exp(yaad.sin(x)) * x ** 2 / (1 + x ** 2))
+
+
+CASES = [
+    (w1, [(3, 3), (3, 3)]),
+    (lambda x1, x2: yaad.trace(x1 @ x2, axis1=-2, axis2=-1).sum(), [(2, 3, 4), (2, 4, 3)]),
+    (mlp, [(3, 4), (4,), (4, 3), (3,)]),
+    (chain, [(4,), (4,)]),
+    (batched_trace, [(3, 2, 2), (3, 2, 2)]),
+    (elementwise, [(6,)]),
+    (lambda a, b: yaad.einsum("bij,bji->", a, b), [(3, 2, 2), (3, 2, 2)]),
+    (lambda x: (x * x.detach()).sum(), [(3,)]),
+    (lambda x, b: yaad.sum((x + b) ** 2), [(2, 3), (3,)]),
+]
+
+
+@pytest.mark.parametrize("fn,shapes", CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_replay_equals_eager(fn, shapes):
+    c = yaad.compile(fn)
+    assert_same(fn, c, new_inputs(*shapes), rtol=1e-10)
+    assert c.stats["replayed"] >= 2 and c.stats["eager"] == 0
+
+
+def test_w1_gradients_and_no_matrix_product_in_backward():
+    c = yaad.compile(w1)
+    a, b = RNG.standard_normal((2, 5, 5))
+    for _ in range(3):
+        x1, x2 = leaf(a), leaf(b)
+        loss = c(x1, x2)
+        loss.backward()
+        np.testing.assert_allclose(loss.data, np.trace(a @ b), rtol=1e-12)
+        np.testing.assert_allclose(x1.grad, b.T, rtol=1e-14)
+        np.testing.assert_allclose(x2.grad, a.T, rtol=1e-14)
+    end = next(iter(c._trees.values())).root.end
+    assert "@" not in end.bwd.__source__  # trace(a @ b) differentiated as a scaled identity
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float32_stays_float32(dtype):
+    fn = mlp
+    c = yaad.compile(fn)
+    assert_same(fn, c, new_inputs((3, 4), (4,), (4, 3), (3,)), dtype=dtype,
+                rtol=1e-6 if dtype == np.float32 else 1e-10)
+
+
+def test_complex_gradient_convention():
+    c = yaad.compile(lambda z: yaad.sum(yaad.abs(z) ** 2))
+    for _ in range(3):
+        z = yaad.tensor(np.array([3 + 4j]), requires_grad=True)
+        c(z).backward()
+        np.testing.assert_allclose(z.grad, [6 + 8j])
+    assert c.stats["replayed"] == 1
+
+
+def test_complex_expectation_value():
+    h = RNG.standard_normal((5, 5)) + 1j * RNG.standard_normal((5, 5))
+    h = h + h.conj().T
+
+    def energy(psi):
+        return yaad.real(yaad.vdot(psi, h @ psi)) / yaad.real(yaad.vdot(psi, psi))
+
+    c = yaad.compile(energy)
+    cases = [[RNG.standard_normal(5) + 1j * RNG.standard_normal(5)] for _ in range(4)]
+    assert_same(energy, c, cases, rtol=1e-10)
+    psi = cases[-1][0]
+    hpsi = h @ psi
+    den = np.vdot(psi, psi).real
+    e = np.vdot(psi, hpsi).real / den
+    x = leaf(psi)
+    c(x).backward()
+    np.testing.assert_allclose(x.grad, 2 * (hpsi - e * psi) / den, rtol=1e-10)
+
+
+def test_accumulates_like_eager():
+    c = yaad.compile(lambda x: (x ** 3).sum())
+    x = leaf([1.0, 2.0])
+    for k in range(1, 5):
+        c(x).backward()
+        np.testing.assert_allclose(x.grad, k * 3 * x.data ** 2)
+
+
+def test_gradients_are_fresh_arrays():
+    c = yaad.compile(lambda x, y: (x + y).sum())
+    for _ in range(3):
+        x, y = leaf(np.ones(3)), leaf(np.ones(3))
+        c(x, y).backward()
+        x.grad[0] = 5.0
+        assert y.grad[0] == 1.0 and x.grad.flags.writeable
+
+
+def test_second_backward_needs_retain_graph():
+    c = yaad.compile(lambda x: (x * x).sum())
+    x = leaf([1.0, 2.0])
+    for _ in range(2):
+        c(x)
+    loss = c(x)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    np.testing.assert_allclose(x.grad, 4 * x.data)
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        loss.backward()
+
+
+def test_backward_with_gradient_and_hooks():
+    c = yaad.compile(lambda x: x * 2)
+    seen = []
+    for _ in range(3):
+        x = leaf([1.0, 2.0])
+        x.register_hook(lambda g: seen.append(g.copy()))
+        c(x).backward(np.array([1.0, 10.0]))
+        np.testing.assert_allclose(x.grad, [2.0, 20.0])
+    assert len(seen) == 3
+
+
+def test_compiled_output_inside_a_larger_graph():
+    c = yaad.compile(lambda x: yaad.sin(x) * x)
+    for _ in range(3):
+        x = leaf([0.5, 1.5])
+        y = yaad.exp(c(x * 2)).sum()
+        y.backward()
+        u = 2 * x.data
+        np.testing.assert_allclose(x.grad, 2 * np.exp(np.sin(u) * u) * (np.cos(u) * u
+                                                                       + np.sin(u)))
+
+
+def test_several_outputs():
+    c = yaad.compile(lambda x: (x.sum(), (x * x).sum(), x.shape))
+    for _ in range(3):
+        x = leaf([1.0, 2.0, 3.0])
+        a, b, shape = c(x)
+        (a + 2 * b).backward()
+        np.testing.assert_allclose(x.grad, 1 + 4 * x.data)
+        assert shape == (3,)
+
+
+def test_closed_over_tensor_updated_in_place():
+    w = leaf([1.0, -1.0])
+    c = yaad.compile(lambda x: yaad.sum(yaad.tanh(x * w)))
+    x = yaad.tensor([0.3, 0.7])
+    for _ in range(5):
+        w.grad = None
+        loss = c(x)
+        loss.backward()
+        expect = np.tanh(x.data * w.data)
+        np.testing.assert_allclose(loss.data, expect.sum(), rtol=1e-14)
+        np.testing.assert_allclose(w.grad, (1 - expect ** 2) * x.data, rtol=1e-14)
+        with yaad.no_grad():
+            w -= 0.5 * w.grad
+    assert c.stats["replayed"] == 3
+
+
+def test_no_grad_call():
+    c = yaad.compile(lambda x: (x * x).sum())
+    x = leaf([1.0, 2.0])
+    with yaad.no_grad():
+        for _ in range(3):
+            out = c(x)
+            assert not out.requires_grad and out.grad_fn is None
+            assert float(out.data) == 5.0
+    out = c(x)
+    assert out.requires_grad
+
+
+def test_duplicate_inputs_are_not_confused():
+    c = yaad.compile(lambda x, y: (x * y).sum())
+    x = leaf([1.0, 2.0])
+    for _ in range(3):
+        assert float(c(x, x).data) == 5.0
+    y = leaf([3.0, 4.0])
+    for _ in range(3):
+        assert float(c(x, y).data) == 11.0
+
+
+def test_arrays_and_python_values_as_arguments():
+    c = yaad.compile(lambda x, a, scale, flags: (x * a * scale).sum() if flags["on"] else x)
+    x = leaf([1.0, 2.0])
+    for scale in (1.0, 2.0, 1.0, 2.0, 2.0, 2.0):
+        a = RNG.standard_normal(2)
+        out = c(x, a, scale, {"on": True})
+        np.testing.assert_allclose(out.data, (x.data * a * scale).sum(), rtol=1e-14)
+    assert c(x, a, 1.0, {"on": False}) is x
+
+
+def test_decorator_with_options():
+    @yaad.compile(verify=False)
+    def f(x):
+        return (x * x).sum()
+
+    x = leaf([1.0, 2.0])
+    f(x)
+    f(x)
+    assert f.stats == {"replayed": 1, "recorded": 1, "eager": 0}
+
+
+# ---- gradients computed inside the function -------------------------------------------------
+
+def test_value_and_grad_compiled():
+    def loss(w, x):
+        return yaad.sum(yaad.tanh(x @ w) ** 2)
+
+    vg = yaad.func.value_and_grad(loss)
+    c = yaad.compile(vg)
+    x = RNG.standard_normal((4, 3))
+    for _ in range(4):
+        w = RNG.standard_normal((3, 2))
+        v, g = c(w, x)
+        v0, g0 = vg(w, x)
+        assert type(v) is type(v0) and type(g) is type(g0)
+        np.testing.assert_allclose(v, v0, rtol=1e-14)
+        np.testing.assert_allclose(g, g0, rtol=1e-14)
+    assert c.stats["replayed"] == 2
+
+
+def test_value_and_grad_several_arguments_and_tensors():
+    def loss(a, b):
+        return yaad.sum(yaad.sin(a) * b)
+
+    vg = yaad.func.value_and_grad(loss, argnums=(0, 1))
+    c = yaad.compile(vg)
+    for _ in range(4):
+        a, b = RNG.standard_normal((2, 3))
+        v, (ga, gb) = c(yaad.tensor(a), yaad.tensor(b))
+        np.testing.assert_allclose(v.data, np.sum(np.sin(a) * b), rtol=1e-14)
+        np.testing.assert_allclose(ga.data, np.cos(a) * b, rtol=1e-14)
+        np.testing.assert_allclose(gb.data, np.sin(a), rtol=1e-14)
+    assert c.stats["replayed"] == 2
+
+
+def test_autograd_grad_inside():
+    def f(x):
+        y = (x ** 3).sum()
+        (g,) = yaad.autograd.grad(y, x)
+        return g
+
+    c = yaad.compile(f)
+    for _ in range(4):
+        x = leaf(RNG.standard_normal(3))
+        np.testing.assert_allclose(c(x), 3 * x.data ** 2, rtol=1e-14)
+    assert c.stats["replayed"] == 2
+
+
+def test_backward_inside_accumulates_into_inputs():
+    def step(w, x):
+        loss = yaad.sum((x @ w) ** 2)
+        loss.backward()
+        return loss
+
+    c = yaad.compile(step)
+    x = RNG.standard_normal((4, 3))
+    w = leaf(RNG.standard_normal(3))
+    for k in range(1, 5):
+        c(w, x)
+        np.testing.assert_allclose(w.grad, k * 2 * x.T @ (x @ w.data), rtol=1e-12)
+    assert c.stats["replayed"] == 2
+
+
+def test_second_derivatives_through_compiled_function():
+    c = yaad.compile(lambda x: (x ** 3).sum())
+    for _ in range(3):
+        x = leaf([1.0, 2.0])
+        (g,) = yaad.autograd.grad(c(x), x, create_graph=True)
+        (h,) = yaad.autograd.grad(g.sum(), x)
+        np.testing.assert_allclose(h, 6 * x.data)
+
+
+def test_gradcheck_and_gradgradcheck_on_compiled():
+    c = yaad.compile(lambda x, y: yaad.sin(x) * yaad.exp(y))
+    x, y = RNG.standard_normal((2, 3))
+    with warnings.catch_warnings():
+        # Finite differences call it with arrays: yaad functions on arrays only are NumPy,
+        # which a recording cannot see, so those calls run eagerly (with a warning).
+        warnings.simplefilter("ignore", CompileWarning)
+        for _ in range(3):
+            assert yaad.testing.gradcheck(c, (x, y))
+        assert yaad.testing.gradgradcheck(c, (x, y))
+    assert c.stats["replayed"] >= 1
+
+
+def test_strong_zeros_where_a_branch_is_nan():
+    def f(x):
+        return yaad.where(x > 0, yaad.sqrt(x), 0.0).sum()
+
+    c = yaad.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_same(f, c, [[np.array([4.0, -1.0, 0.25])] for _ in range(4)])
+        _, (g,) = run(c, np.array([4.0, -1.0, 0.25]))
+    np.testing.assert_allclose(g, [0.25, 0.0, 1.0])
+
+
+# ---- guards: branches, loops, shapes, dtypes ------------------------------------------------
+
+def test_branch_on_a_comparison_alternating():
+    c = yaad.compile(lambda x: x if x.sum() > 0 else -x)
+    for k in range(8):
+        sign = 1 if k % 2 == 0 else -1
+        x = leaf(RNG.random(3) * sign)
+        y = c(x)
+        (y * y * y).sum().backward()
+        np.testing.assert_allclose(y.data, sign * x.data)
+        np.testing.assert_allclose(x.grad, 3 * sign * x.data ** 2)
+    assert c.stats["recorded"] == 4 and c.stats["replayed"] == 4
+
+
+def test_loop_with_value_dependent_trip_count():
+    def f(x):
+        y = x
+        while y.sum() < 10:
+            y = y * 2
+        return y.sum()
+
+    c = yaad.compile(f)
+    for start in (1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 0.6, 0.6, 0.6):
+        x = leaf([start, start])
+        loss = c(x)
+        loss.backward()
+        k = 0
+        while 2 * start * 2 ** k < 10:
+            k += 1
+        np.testing.assert_allclose(loss.data, 2 * start * 2 ** k)
+        np.testing.assert_allclose(x.grad, [2.0 ** k, 2.0 ** k])
+    assert c.stats["replayed"] >= 3
+
+
+def test_int_and_index_guards():
+    def f(x, n):
+        return x[int(n)] * x.sum()
+
+    c = yaad.compile(f)
+    x = leaf([1.0, 2.0, 3.0])
+    for k in (0, 2, 0, 2, 0, 2):
+        n = yaad.tensor(k)
+        np.testing.assert_allclose(c(x, n).data, x.data[k] * 6.0)
+
+
+def test_shape_and_dtype_changes():
+    c = yaad.compile(lambda x: (x * x).sum())
+    for n, dt in [(2, np.float64), (3, np.float64), (2, np.float32)] * 3:
+        x = leaf(np.arange(n), dt)
+        loss = c(x)
+        loss.backward()
+        assert loss.dtype == dt and x.grad.dtype == dt
+        np.testing.assert_allclose(x.grad, 2 * x.data)
+    assert c.stats["replayed"] >= 3
+
+
+def test_rebinding_a_global_number_re_records():
+    c = yaad.compile(_scaled)
+    x = leaf([1.0, 2.0])
+    global SCALE
+    for s in (1.0, 2.0, 3.0, 2.0):
+        SCALE = s
+        for _ in range(3):
+            np.testing.assert_allclose(c(x).data, 3.0 * s)
+
+
+SCALE = 1.0
+
+
+def _scaled(x):
+    return x.sum() * SCALE
+
+
+def test_module_train_eval_mode_is_part_of_the_signature():
+    class Twice(yaad.nn.Module):
+        def forward(self, x):
+            return x * 2 if self.training else x
+
+    m = Twice()
+    c = yaad.compile(m)
+    x = leaf([1.0])
+    for mode in (True, False, True, False):
+        m.train(mode)
+        for _ in range(3):
+            assert c(x).data[0] == (2.0 if mode else 1.0)
+
+
+def test_float_guard_falls_back_after_max_recordings():
+    c = yaad.compile(lambda x: x * (1.0 if float(x.sum()) > 0 else -1.0), max_recordings=3)
+    with pytest.warns(CompileWarning, match="recorded 4 times"):
+        for k in range(8):
+            x = leaf([k + 0.5])
+            np.testing.assert_allclose(c(x).data, x.data)
+    assert c.stats["eager"] >= 3
+
+
+# ---- what cannot be replayed: eager mode, with a warning ---------------------------------
+
+def _escapes(fn, *arrays):
+    c = yaad.compile(fn)
+    with pytest.warns(CompileWarning):
+        outs = [c(*[leaf(a * (k + 1)) for a in arrays]) for k in range(3)]
+    assert c.stats["replayed"] == 0
+    return c, outs
+
+
+def test_numpy_on_data_runs_eagerly():
+    c, outs = _escapes(lambda x: x * float(np.sum(x.data)), np.ones(2))
+    for k, out in enumerate(outs):
+        np.testing.assert_allclose(out.data, (k + 1) * 2 * (k + 1) * np.ones(2))
+    assert "numpy.sum" in c.explain()[0]
+
+
+@pytest.mark.parametrize("convert", [
+    lambda x: x.numpy() * 2,
+    lambda x: np.asarray(x.detach()) * 2,
+    lambda x: np.array(x.tolist()) * 2,
+    lambda x: yaad.tensor(x).data * 2,
+])
+def test_conversions_to_numpy_run_eagerly(convert):
+    def f(x):
+        return x * yaad.tensor(convert(x)).sum()
+
+    _, outs = _escapes(f, np.ones(2))
+    for k, out in enumerate(outs):
+        np.testing.assert_allclose(out.data, (k + 1) * np.ones(2) * 4 * (k + 1))
+
+
+def test_random_numbers_run_eagerly():
+    def f(x):
+        return x * np.random.rand()
+
+    def g(x):
+        return x * random.random()
+
+    def h(x):
+        return x * yaad.randn(2)
+
+    for fn in (f, g, h):
+        c = yaad.compile(fn)
+        with pytest.warns(CompileWarning, match="random"):
+            values = [c(leaf([1.0, 1.0])).data for _ in range(4)]
+        assert len({float(v[0]) for v in values}) == 4
+
+
+def test_random_generator_caught_by_the_second_recording():
+    gen = np.random.default_rng(1)
+    c = yaad.compile(lambda x: x * gen.standard_normal())
+    with pytest.warns(CompileWarning, match="different operations"):
+        values = [float(c(leaf([1.0])).data[0]) for _ in range(4)]
+    assert len(set(values)) == 4
+
+
+def test_in_place_on_inputs_runs_eagerly():
+    def f(x):
+        x += 1
+        return x * 2
+
+    c = yaad.compile(f)
+    x = yaad.tensor([1.0, 2.0])
+    with pytest.warns(CompileWarning, match="in-place"):
+        for k in range(1, 4):
+            out = c(x)
+            np.testing.assert_allclose(x.data, [1.0 + k, 2.0 + k])
+            np.testing.assert_allclose(out.data, 2 * x.data)
+
+
+def test_in_place_on_intermediate_runs_eagerly():
+    def f(x):
+        y = x * 2
+        y[0] = 0.0
+        return y.sum()
+
+    c = yaad.compile(f)
+    with pytest.warns(CompileWarning):
+        for _ in range(3):
+            x = leaf([1.0, 2.0, 3.0])
+            c(x).backward()
+            np.testing.assert_allclose(x.grad, [0.0, 2.0, 2.0])
+
+
+def test_errors_propagate_and_nothing_is_cached():
+    c = yaad.compile(lambda x, y: x @ y)
+    with pytest.raises(ValueError):
+        c(leaf(np.ones((2, 3))), leaf(np.ones((2, 3))))
+    assert c.stats["replayed"] == 0
+    out = c(leaf(np.ones((2, 3))), leaf(np.ones((3, 2))))
+    np.testing.assert_allclose(out.data, 3 * np.ones((2, 2)))
+
+
+def test_value_dependent_error_at_replay_raises_like_eager():
+    c = yaad.compile(lambda a: yaad.sum(1 / a))
+    for _ in range(3):
+        c(leaf([1.0, 2.0]))
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            c(leaf([1.0, 0.0]))
+
+
+def test_unhashable_argument_runs_eagerly():
+    c = yaad.compile(lambda x, opts: x * opts.k)
+
+    class Opts:
+        __hash__ = None
+        k = 2.0
+
+    with pytest.warns(CompileWarning, match="hashable"):
+        assert float(c(leaf([1.0]), Opts()).data[0]) == 2.0
+
+
+# ---- against PyTorch, and random programs ----------------------------------------------------
+
+def test_mlp_gradients_match_torch():
+    torch = pytest.importorskip("torch")
+    params = [RNG.standard_normal(s) for s in [(3, 4), (4,), (4, 3), (3,)]]
+    c = yaad.compile(mlp)
+    for _ in range(3):
+        _, grads = run(c, *params)
+    tp = [torch.tensor(p, requires_grad=True) for p in params]
+    x = torch.tensor(np.linspace(-1, 1, 15).reshape(5, 3))
+    h = torch.tanh(x @ tp[0] + tp[1])
+    logp = torch.log_softmax(h @ tp[2] + tp[3], dim=-1)
+    (-logp[torch.arange(5), torch.tensor([0, 1, 2, 1, 0])].mean()).backward()
+    for g, t in zip(grads, tp):
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10)
+
+
+UNARY = [yaad.sin, yaad.cos, yaad.tanh, yaad.exp, lambda x: x * x, lambda x: -x,
+         lambda x: x / (1 + x * x), yaad.abs, lambda x: yaad.maximum(x, 0.1)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.integers(0, len(UNARY) - 1), min_size=1, max_size=6),
+       n=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_random_elementwise_programs(ops, n, seed):
+    def f(x, y):
+        for k in ops:
+            x = UNARY[k](x) + y
+        return x.sum()
+
+    c = yaad.compile(f)
+    r = np.random.default_rng(seed)
+    assert_same(f, c, [[r.standard_normal(n), r.standard_normal(n)] for _ in range(3)],
+                rtol=1e-12)
