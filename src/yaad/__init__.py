@@ -29,6 +29,7 @@ from .anomaly import detect_anomaly
 from .checkpoint import checkpoint
 from . import nn, optim, optimize
 from .serialization import load, save
+from .compile import CompileWarning, compile  # noqa: A004
 from . import methods as _methods
 
 __version__ = "0.1.0"

@@ -215,6 +215,9 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
     With ``capture`` (``autograd.grad``), return the gradients for ``inputs`` instead of
     accumulating into any ``.grad``.
     """
+    if state.tracer is not None:  # yaad.compile is recording: record the backward pass too
+        return state.tracer.backward(outputs, grad_outputs, retain_graph, create_graph,
+                                     inputs, capture, allow_unused)
     if retain_graph is None:
         retain_graph = create_graph
     roots = []
