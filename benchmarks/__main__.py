@@ -34,6 +34,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    "times mean nothing)")
     p.add_argument("--target", type=float, help="seconds of timed calls per "
                    "implementation (overrides --quick)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="time on the process's CPU time (default: robust on a shared, "
+                        "loaded machine) or on elapsed time; both go to bench.json")
     p.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"),
                    help="directory for bench.json, bench.md and bench.png "
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = workloads.select(args.workloads)
     impls = libraries.select(args.impls)
     opts = runner.QUICK if args.quick else runner.Options()
-    opts = replace(opts, slow=args.slow, tiny=args.tiny)
+    opts = replace(opts, slow=args.slow, tiny=args.tiny, clock=args.clock)
     if args.target:
         opts = replace(opts, target_s=args.target)
 
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t0
 
     print()
-    print(report.table(results))
+    print(report.table(results, opts.clock))
     t = machine["threads"]
     print(f"\n{machine['cpu']} ({machine['logical_cpus']} logical CPUs), Python "
           f"{machine['python']}, NumPy {machine['versions']['numpy']} "
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     report.write_json(out / "bench.json", results, machine,
                       {**asdict(opts), "workloads": [w.id for w in chosen],
                        "impls": [i.name for i in impls]})
-    (out / "bench.md").write_text(report.markdown(results, machine))
+    (out / "bench.md").write_text(report.markdown(results, machine, opts.clock))
     try:
         report.chart(out / "bench.png", results)
     except ImportError:

@@ -32,9 +32,12 @@ def _short(r: Result) -> str:
     return note.split(":")[0][:24]
 
 
-def table(results: list[Result]) -> str:
+CLOCKS = {"cpu": "CPU time (the process's, all threads)", "wall": "elapsed time"}
+
+
+def table(results: list[Result], clock: str = "cpu") -> str:
     """The long table for the terminal: one line per (workload, implementation)."""
-    head = (f"{'workload':<10} {'implementation':<13} {'median us':>10} {'x floor':>8} "
+    head = (f"{'workload':<10} {'implementation':<13} {clock + ' us':>10} {'x floor':>8} "
             f"{'x torch':>8} {'1st call ms':>11}  note")
     lines = [head, "-" * len(head)]
     last = None
@@ -58,12 +61,12 @@ def _by_cell(results: list[Result]) -> tuple[list[str], list[str], dict]:
     return workloads, impls, {(r.workload, r.impl): r for r in results}
 
 
-def markdown(results: list[Result], machine: dict) -> str:
+def markdown(results: list[Result], machine: dict, clock: str = "cpu") -> str:
     """Markdown tables: all medians with ratios to the floor, yaad's ratios, compile
     times, peak memory, notes, and the machine."""
     workloads, impls, cell = _by_cell(results)
-    out = ["Median microseconds per call (loss + all gradients), and the ratio to the "
-           "NumPy floor:", "",
+    out = [f"Median microseconds of {CLOCKS[clock]} per call (loss + all gradients), and "
+           f"the ratio to the NumPy floor:", "",
            "| workload | " + " | ".join(impls) + " |",
            "|---|" + "---:|" * len(impls)]
     for w in workloads:

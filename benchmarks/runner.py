@@ -23,7 +23,9 @@ class Result:
     impl: str
     status: str  # ok | skipped | mismatch | error
     note: str = ""
-    median_us: float | None = None
+    median_us: float | None = None  # on the clock of the options (cpu or wall)
+    cpu_us: float | None = None
+    wall_us: float | None = None
     repeats: int = 0
     number: int = 0  # calls per timed repetition
     first_call_ms: float | None = None
@@ -47,6 +49,9 @@ class Options:
     tiny: bool = False       # small sizes (smoke tests)
     time: bool = True        # False: check only
     rounds: int = 10         # the repetitions of all implementations are interleaved
+    # "cpu": the process's CPU time, which other processes on a shared machine inflate
+    # far less than elapsed time ("wall"); both are recorded
+    clock: str = "cpu"
 
 
 QUICK = Options(target_s=0.05, min_repeats=3, rounds=3)
@@ -96,24 +101,29 @@ def calibrate(call: Callable, opts: Options) -> tuple[int, int]:
     return number, repeats
 
 
-def measure(calls: list[Callable], opts: Options) -> list[tuple[float, int, int]]:
-    """Median seconds per call of each of ``calls``, with ``(repeats, number)``.
+def measure(calls: list[Callable], opts: Options) -> list[dict]:
+    """Median seconds per call of each of ``calls``, on both clocks.
 
-    The repetitions are interleaved in ``opts.rounds`` rounds (each call in turn), so
-    that a change in the machine's load while they run affects all of them alike and
-    their ratios stay meaningful.
+    Returns one dict per call: ``cpu`` (the process's CPU time, all its threads), ``wall``
+    (elapsed time), ``repeats`` and ``number``. The repetitions are interleaved in
+    ``opts.rounds`` rounds (each call in turn), so that a change in the machine's load
+    while they run affects all of them alike.
     """
     plans = [calibrate(call, opts) for call in calls]
-    times: list[list[float]] = [[] for _ in calls]
+    samples: list[list[tuple[float, float]]] = [[] for _ in calls]
     rounds = opts.rounds
     for j in range(rounds):
-        for call, (number, repeats), ts in zip(calls, plans, times):
+        for call, (number, repeats), ts in zip(calls, plans, samples):
             for _ in range(repeats // rounds + (j < repeats % rounds)):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 for _ in range(number):
                     call()
-                ts.append((time.perf_counter() - t0) / number)
-    return [(statistics.median(ts), len(ts), number) for ts, (number, _) in zip(times, plans)]
+                ts.append(((time.process_time() - c0) / number,
+                           (time.perf_counter() - t0) / number))
+    return [{"cpu": statistics.median(c for c, _ in ts),
+             "wall": statistics.median(w for _, w in ts),
+             "repeats": len(ts), "number": number}
+            for ts, (number, _) in zip(samples, plans)]
 
 
 def peak_numpy_mb(step: Step) -> float:
@@ -180,9 +190,10 @@ def run(workloads: list[Workload], impls: list[Impl], opts: Options,
         row = [check(w, impl, params, consts, ref, opts) for impl in impls]
         timed = [(r, step) for r, step in row if step is not None]
         if opts.time and timed:
-            for (r, _), (median, r.repeats, r.number) in zip(
-                    timed, measure([step.call for _, step in timed], opts)):
-                r.median_us = median * 1e6
+            for (r, _), m in zip(timed, measure([step.call for _, step in timed], opts)):
+                r.cpu_us, r.wall_us = m["cpu"] * 1e6, m["wall"] * 1e6
+                r.median_us = r.cpu_us if opts.clock == "cpu" else r.wall_us
+                r.repeats, r.number = m["repeats"], m["number"]
         if w.memory:
             for (r, step), impl in zip(row, impls):
                 if step is not None and impl.numpy_memory:

@@ -191,10 +191,18 @@ def test_measure_interleaves_and_counts():
     calls = []
     opts = runner.Options(target_s=0.0, min_repeats=4, batch_s=0.0, rounds=2)
     out = runner.measure([lambda: calls.append("a"), lambda: calls.append("b")], opts)
-    assert [(repeats, number) for _, repeats, number in out] == [(4, 1), (4, 1)]
+    assert [(m["repeats"], m["number"]) for m in out] == [(4, 1), (4, 1)]
     # one calibrating call each (no warm-up with target_s=0), then two rounds of 2 + 2
     assert "".join(calls) == "ab" + "aabb" * 2
-    assert all(median >= 0 for median, _, _ in out)
+    assert all(m["cpu"] >= 0 and m["wall"] >= 0 for m in out)
+
+
+def test_cpu_clock_ignores_sleeping():
+    import time
+
+    opts = runner.Options(target_s=0.0, min_repeats=3, batch_s=0.0, rounds=1)
+    (m,) = runner.measure([lambda: time.sleep(0.005)], opts)
+    assert m["wall"] >= 0.005 and m["cpu"] < 0.0025
 
 
 def test_peak_memory_sees_numpy_buffers():
