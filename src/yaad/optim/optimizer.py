@@ -171,15 +171,14 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}.load_state_dict: the state dict has "
                              f"groups of sizes {[len(g['params']) for g in groups]}, this "
                              f"optimizer {[len(g['params']) for g in self.param_groups]}")
-        by_index = {}
+        by_index = {i: p for saved, group in zip(groups, self.param_groups)
+                    for i, p in zip(saved["params"], group["params"])}
+        # Convert (and check) everything before changing anything.
+        state = {by_index[int(i)]: {k: _state_value(v, by_index[int(i)]) for k, v in s.items()}
+                 for i, s in state_dict["state"].items()}
         for saved, group in zip(groups, self.param_groups):
-            for i, p in zip(saved["params"], group["params"]):
-                by_index[i] = p
             group.update({k: v for k, v in saved.items() if k != "params"})
-        self.state = {}
-        for i, s in state_dict["state"].items():
-            p = by_index[int(i)]
-            self.state[p] = {k: _state_value(v, p) for k, v in s.items()}
+        self.state = state
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
