@@ -339,7 +339,7 @@ def plot(results: dict, path: str) -> str:
             err = np.abs(r["energies"] - r["exact"]) / abs(r["exact"])
             ax.semilogy(np.arange(1, len(err) + 1), np.maximum(err, 1e-16), color="#1f77b4",
                         label="yaad + Adam, complex psi")
-            ax.axhline(1e-6, color="gray", ls="--", lw=1, label="1e-6")
+            ax.axhline(1e-6, color="gray", ls="--", lw=1, label="target 1e-6")
             ax.set_xlabel("Adam step")
             ax.set_ylabel("relative energy error |E - E0| / |E0|")
             ax.set_title(f"Transverse-field Ising chain, L={r['L']}, h={r['h']:g}\n"
