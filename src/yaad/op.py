@@ -534,22 +534,38 @@ def with_tangent(x: Tensor, level: int, tangent: Any) -> Tensor:
 def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
     """Apply ``spec`` to dual numbers: the primal (handling lower levels recursively),
     then the output's tangent at ``level`` as the sum of the inputs' JVP rules."""
-    for k, v in kw.items():
-        if tangent_of(v, level) is not None:
-            raise TypeError(f"{spec.name}: keyword argument {k}= carries a forward-mode "
-                            "tangent; keyword arguments are not differentiated. Pass it "
-                            "positionally.")
+    if kw:
+        for k, v in kw.items():
+            if tangent_of(v, level) is not None:
+                raise TypeError(f"{spec.name}: keyword argument {k}= carries a forward-mode "
+                                "tangent; keyword arguments are not differentiated. Pass "
+                                "it positionally.")
+        base_kw = {k: strip_level(v, level) for k, v in kw.items()}
+    else:
+        base_kw = kw
     base_args = tuple([strip_level(a, level) for a in args])
-    base_kw = {k: strip_level(v, level) for k, v in kw.items()} if kw else kw
     out = apply(spec, base_args, base_kw)
     vjps = spec.vjps
-    multi = spec.nout != 1
-    total = None
+    tangents = []
     for i, a in enumerate(args):
         t = tangent_of(a, level)
-        if t is None or not (spec.variadic or (i < len(vjps) and vjps[i] is not None)):
-            continue
-        contrib = _jvp_rule(spec, i, t, out, base_args, base_kw)
+        if t is not None and (spec.variadic or (i < len(vjps) and vjps[i] is not None)):
+            tangents.append((i, t))
+    if not tangents:
+        return out
+    multi = spec.nout != 1
+    if _plain(base_args, out, tangents, multi):
+        # Nothing else differentiates the tangent (no lower level, no reverse recording):
+        # run the rules on the arrays, without the cost of tensors.
+        rule_out = tuple(o.data for o in out) if multi else out.data
+        rule_args = tuple([a.data if isinstance(a, Tensor) else a for a in base_args])
+        rule_kw = {k: v.data if isinstance(v, Tensor) else v for k, v in base_kw.items()}
+        tangents = [(i, t.data if isinstance(t, Tensor) else t) for i, t in tangents]
+    else:
+        rule_out, rule_args, rule_kw = out, base_args, base_kw
+    total = None
+    for i, t in tangents:
+        contrib = _jvp_rule(spec, i, t, rule_out, rule_args, rule_kw)
         if contrib is None:
             continue
         if total is None:
@@ -565,31 +581,49 @@ def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
         if out.dtype.kind not in "fc":
             return out
         out = with_tangent(out, level, _fit_tangent(total, out))
-        node, tangents = out._node, out._tangents
+        node, out_tangents = out._node, out._tangents
     else:
         out = tuple(o if tt is None or o.dtype.kind not in "fc"
                     else with_tangent(o, level, _fit_tangent(tt, o))
                     for o, tt in zip(out, total))
         node = next((o._node[0] for o in out if o._node is not None), None)
-        tangents = tuple(getattr(o, "_tangents", None) for o in out)
+        out_tangents = tuple(getattr(o, "_tangents", None) for o in out)
     if node is not None:
         # A backward pass through this node while the level is active (hvp, jacfwd of
         # jacrev) must see the saved values with their tangents: keep the dual inputs.
-        extra_of(node).duals = (args, tangents)
+        extra_of(node).duals = (args, out_tangents)
     return out
+
+
+def _plain(base_args: tuple, out: Any, tangents: list, multi: bool) -> bool:
+    """Whether the JVP rules may run on plain arrays: no argument, output or tangent
+    carries a tangent of another level, and nothing is recorded for reverse mode."""
+    rec = state.enabled
+    for o in out if multi else (out,):
+        if getattr(o, "_tangents", None) or (rec and o.requires_grad):
+            return False
+    for a in base_args:
+        if isinstance(a, Tensor) and getattr(a, "_tangents", None):
+            return False
+    for _, t in tangents:
+        if isinstance(t, Tensor) and (getattr(t, "_tangents", None) or
+                                      (rec and t.requires_grad)):
+            return False
+    return True
 
 
 def _fit_tangent(t: Any, out: Tensor) -> Any:
     """The tangent ``t`` with the shape and dtype of ``out`` (real part for a real output)."""
     shape = out.shape
-    if np.shape(t) != shape:
+    tdt = getattr(t, "dtype", None)
+    if tdt is None:  # a Python number
+        t = np.asarray(t)
+        tdt = t.dtype
+    if t.shape != shape:
         from . import broadcast_to
 
         t = broadcast_to(t, shape)
     dt = out.dtype
-    tdt = getattr(t, "dtype", None)
-    if tdt is None:
-        return np.asarray(t, dtype=dt)
     if tdt != dt:
         from .engine import cast_gradient
 
