@@ -460,6 +460,12 @@ def test_other_layers_match_torch():
                                                        pos_weight=torch.tensor(pw)),
          lambda a: F.binary_cross_entropy_with_logits(a, t, pos_weight=pw), x),
         (lambda a: tF.layer_norm(a, (6,)), lambda a: F.layer_norm(a, (6,)), x),
+        (tF.relu, F.relu, x), (torch.tanh, F.tanh, x), (torch.sigmoid, F.sigmoid, x),
+        (lambda a: tF.softmax(a, dim=0), lambda a: F.softmax(a, dim=0), x),
+        (lambda a: tF.log_softmax(a, dim=1), lambda a: F.log_softmax(a, dim=1), x),
+        (lambda a: tF.mse_loss(a, torch.tensor(p)), lambda a: F.mse_loss(a, p), x),
+        (lambda a: tF.l1_loss(a, torch.tensor(p), reduction="sum"),
+         lambda a: F.l1_loss(a, p, reduction="sum"), x),
         (lambda a: tF.embedding(torch.tensor([[1, 0], [3, 1]]), a, padding_idx=1),
          lambda a: F.embedding(np.array([[1, 0], [3, 1]]), a, padding_idx=1), x),
     ]
