@@ -59,7 +59,25 @@ def _call(f: Callable, values: list, diff: list, wrap: bool) -> tuple:
 def numerical_gradient(f: Callable, inputs: Sequence[Any], ws: Sequence[np.ndarray],
                        eps: float = 1e-6) -> list:
     """Central differences of ``L = sum Re(conj(w) * f(inputs))``, per input, in yaad's
-    convention (``dL/dRe + 1j dL/dIm`` for complex inputs)."""
+    convention (``dL/dRe + 1j dL/dIm`` for complex inputs).
+
+    Parameters
+    ----------
+    f : callable
+        Called with plain arrays; returns an array or a tuple of arrays (or tensors).
+    inputs : sequence
+        The point. Floating point and complex arrays are perturbed (in float64 /
+        complex128); other arguments are passed through.
+    ws : sequence of ndarray
+        One cotangent per output of ``f``.
+    eps : float
+        The step.
+
+    Returns
+    -------
+    list
+        One gradient per input (None for an input that is not perturbed).
+    """
     values = [_wide(x.data if isinstance(x, Tensor) else x) if _differentiable(x) else
               (x.data if isinstance(x, Tensor) else x) for x in inputs]
     diff = [_differentiable(x) for x in inputs]
