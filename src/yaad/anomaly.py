@@ -148,7 +148,9 @@ def _checked(spec: Op, node: Node) -> Op:
         vjps = tuple(None if r is None else
                      (lambda *a, _r=r, _i=i, **kw: check(_r(*a, **kw), _i))
                      for i, r in enumerate(spec.vjps))
-    copy = Op(spec.forward, spec.name, vjps, spec.jvps, spec.save_args, spec.save_ans,
-              spec.nout, spec.variadic, spec.elementwise, spec.selects, spec.linear)
-    copy.fn = spec.fn
+    copy = object.__new__(Op)
+    for slot in Op.__slots__:
+        if slot != "__weakref__" and hasattr(spec, slot):
+            setattr(copy, slot, getattr(spec, slot))
+    copy.vjps = vjps
     return copy

@@ -243,6 +243,7 @@ def _function_op(cls: type) -> Op:
         finally:
             ctx._view = None
 
-    spec = Op(forward, name, (vjp,), (jvp,), True, cls._save_outputs, 1, True, False,
-              False, False)
+    spec = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
+              save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
+              selects=False, linear=False)
     return spec
