@@ -194,8 +194,11 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
             spec = it.op
             args = [ref_src(r, ns) for r in it.args]
             kwsrc = {k: ref_src(v, ns) for k, v in it.kw.items()} if it.kw else {}
-            tmpl = _template(spec) if shapes is not None and it.err is None else None
-            src = tmpl(it, args, kwsrc, shapes) if tmpl is not None else None
+            if it.spell is not None:
+                src = it.spell.format(*args)
+            else:
+                tmpl = _template(spec) if shapes is not None and it.err is None else None
+                src = tmpl(it, args, kwsrc, shapes) if tmpl is not None else None
             if src is not None:
                 lines.append(f"{indent}v{it.outs[0]} = {src}")
                 continue
@@ -257,3 +260,94 @@ def build(name: str, params: str, lines: list[str], ns: Namespace) -> Any:
     fn = ns.env[name]
     fn.__source__ = src
     return fn
+
+
+# ---- specialised spellings, checked on the recorded values ----------------------------------
+
+def _mat(x: str, shape: tuple, perm: Any, new_shape: tuple, swap: bool) -> tuple[str, tuple]:
+    if perm is not None:
+        x = f"{x}.transpose({perm!r})"
+        shape = tuple(shape[p] for p in perm)
+    if tuple(new_shape) != tuple(shape):
+        x = f"{x}.reshape({tuple(new_shape)!r})"
+        shape = tuple(new_shape)
+    if swap:
+        x = f"{x}.swapaxes(-1, -2)"
+    return x, shape
+
+
+def _einsum_spell(it: Entry, value: list) -> str | None:
+    """The contraction of two operands as the NumPy calls the einsum op would make for
+    these shapes, without its per-call planning."""
+    from ..ops import products
+
+    plan_of = getattr(products, "_pair_plan", None)
+    sub = it.args[0]
+    if plan_of is None or len(it.args) != 3 or not isinstance(sub, str) or it.kw:
+        return None
+    refs = it.args[1:]
+    if not all(type(r) is S for r in refs):
+        return None
+    sa, sb = (np.shape(value[r.i]) for r in refs)
+    plan = plan_of(sub, sa, sb)
+    if plan[0] == "einsum":
+        return f"np.einsum({sub!r}, {{0}}, {{1}})"
+    if plan[0] == "mul":
+        (pa, sha), (pb, shb) = plan[1], plan[2]
+        a, _ = _mat("{0}", sa, pa, sha, False)
+        b, _ = _mat("{1}", sb, pb, shb, False)
+        return f"np.multiply({a}, {b})"
+    if plan[0] == "matmul":
+        _, a_left, vl, vr, shape, perm = plan
+        (x, sx), (y, sy) = (("{0}", sa), ("{1}", sb)) if a_left else (("{1}", sb), ("{0}", sa))
+        left, _ = _mat(x, sx, *vl)
+        right, _ = _mat(y, sy, *vr)
+        src = f"np.matmul({left}, {right}).reshape({tuple(shape)!r})"
+        if perm is not None:
+            src += f".transpose({perm!r})"
+        return src
+    return None
+
+
+def _trace_mm_spell(it: Entry, value: list) -> str | None:
+    a, b = (value[r.i] if type(r) is S else r for r in it.args)
+    if a.ndim == 2 and b.ndim == 2 and a.dtype.kind != "c" and b.dtype.kind != "c":
+        return "np.vdot({0}, {1}.T)"
+    return "np.einsum('...ij,...ji->...', {0}, {1})"
+
+
+def specialize(items: list, value: list) -> None:
+    """Give entries a cheaper spelling where one applies, kept only if it computes exactly
+    what the op computed on the recorded values."""
+    import yaad
+
+    from .rewrite import TRACE_MM
+
+    contract = getattr(getattr(yaad, "ops", None), "products", None)
+    contract = getattr(getattr(contract, "_contract", None), "op", None)
+    for it in items:
+        if type(it) is not Entry or it.spell is not None:
+            continue
+        if it.op is contract:
+            make, first = _einsum_spell, 1
+        elif it.op is TRACE_MM:
+            make, first = _trace_mm_spell, 0
+        else:
+            continue
+        try:
+            spell = make(it, value)
+            if spell is None:
+                continue
+            args = [value[r.i] if type(r) is S else r for r in it.args]
+            got = eval(spell.format("a0", "a1"), {"np": np, "a0": args[first],
+                                                 "a1": args[first + 1]})
+            want = it.op.forward(*args)  # (a rewritten entry's value was computed otherwise)
+            if np.shape(got) == np.shape(want) and np.array_equal(got, want):
+                it.spell = _shift(spell) if first else spell
+        except Exception:  # a plan this code does not know: call the op as it is
+            continue
+
+
+def _shift(spell: str) -> str:
+    """Operand placeholders {0}, {1} -> {1}, {2} (argument 0 is the subscripts)."""
+    return spell.replace("{1}", "{2}").replace("{0}", "{1}")

@@ -44,48 +44,26 @@ class CompiledTensor(Tensor):
         """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see
         :meth:`Tensor.backward`)."""
         node = self._node
-        if (inputs is None and not create_graph and type(node) is Node and node.extra is None
-                and node.kw is not None and not state.special):
-            ctx = node.kw["_c"]
-            end = ctx[0]
-            if end.fast:
-                if gradient is None:
-                    seed = end.one
-                else:
-                    seed = gradient.data if isinstance(gradient, Tensor) else gradient
-                    if np.shape(seed) != end.out_shape:
-                        seed = None
-                    elif not isinstance(seed, np.ndarray):
-                        seed = np.asarray(seed, dtype=end.out_dtype)
-                if seed is not None and _run_fast(node, ctx, end, seed, retain_graph):
-                    return
+        if inputs is None and not create_graph and type(node) is Node and node.extra is None:
+            kw = node.kw
+            if kw is not None:
+                ctx = kw["_c"]
+                end = ctx[0]
+                fast = end.fast
+                if fast is not None and not state.special:
+                    if gradient is None:
+                        seed = end.one
+                        if seed is None:  # the engine explains why a gradient is needed
+                            fast = None
+                    else:
+                        seed = gradient.data if isinstance(gradient, Tensor) else gradient
+                        if np.shape(seed) != end.out_shape:
+                            fast = None
+                        elif not isinstance(seed, np.ndarray):
+                            seed = np.asarray(seed, dtype=end.out_dtype)
+                    if fast is not None and fast(node, ctx[1], seed, retain_graph):
+                        return
         Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
-
-
-def _run_fast(node: Node, ctx: list, end: End, seed: Any, retain_graph: Any) -> bool:
-    parents = node.parents
-    for p in parents:
-        if p is not None and (type(p) is Node or type(p) is tuple
-                              or getattr(p, "_hooks", None)):
-            return False
-    if node.epoch < _clock[0]:
-        check_saved(node)
-    grads = end.bwd(ctx[1], seed)
-    for p, g, copy in zip(parents, grads, end.copy):
-        if p is None or g is None:
-            continue
-        prev = getattr(p, "_grad", None)
-        if prev is None:
-            if type(g) is not np.ndarray:
-                g = np.array(g)
-            elif copy or g.base is not None:
-                g = g.copy()
-            p._grad = g
-        else:
-            p._grad = prev + g
-    if not retain_graph:
-        node.args = node.ans = node.kw = None
-    return True
 
 
 def _compiled_vjp(i: int, g: Any, ans: Any, *args: Any, _c: list) -> Any:
@@ -138,7 +116,7 @@ class End:
         self.effects = [(src, s) for src, s in rec.effects]
         self.seen = 1
         self.name = name
-        self.shapes = [np.shape(v) for v in rec.value]
+        codegen.specialize(rec.items, rec.value)
         tensor_slots: list[int] = []
         _tensor_outputs(spec, tensor_slots)
         self.node_outs = [s for s in dict.fromkeys(tensor_slots) if rec.diff[s]]
@@ -148,6 +126,8 @@ class End:
         self.out_shapes = [np.shape(rec.value[s]) for s in self.node_outs]
         self.out_dtypes = [rec.value[s].dtype for s in self.node_outs]
         self.parents: list = []
+        self.parent_src: list = []
+        self.parent_shapes: list = []
         self.bwd = None
         self.bwd_reads: set = set()
         self.copy: tuple = ()
@@ -160,22 +140,24 @@ class End:
             needed = reachable(entries, set(self.node_outs))
             self.parents = [s for s in sorted(needed)
                             if rec.diff[s] and rec.src[s][0] in ("in", "ext")]
+            self.parent_src = [rec.src[s] for s in self.parents]
+            self.parent_shapes = [np.shape(rec.value[s]) for s in self.parents]
             self._build_backward(rec)
         self.needs = self._needs()
         self.info = codegen.SlotInfo(rec.value)
-        self.finish = self._generate_finish(rec)
-
-    def _generate_finish(self, rec: Recorder) -> Any:
-        """``finish(E, L)``: the outputs of a call from its slots ``E`` and inputs ``L``."""
         ns = Namespace()
+        self.finish = codegen.build("finish", "E, L", self.finish_lines(ns), ns)
+        self.fast = self._generate_fast() if self.fast else None
+
+    def finish_lines(self, ns: Namespace) -> list[str]:
+        """Statements building the outputs from the slots ``E`` and inputs ``L``."""
         ns.env.update(_new=_new, Node=Node, CT=CompiledTensor, T=Tensor, _clock=_clock,
                       _accumulate=_accumulate, _plain=_plain_tensor, _scalar=_scalar)
         lines = []
         names: dict[int, str] = {}
         if self.nout:
             edges = []
-            for j, s in enumerate(self.parents):
-                src = rec.src[s]
+            for j, src in enumerate(self.parent_src):
                 p = f"L[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
                 lines.append(f"    p{j} = {p}")
                 edges.append(f"p{j}._node or p{j}")
@@ -201,7 +183,47 @@ class End:
             t = f"L[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
             lines.append(f"    _accumulate({t}, E[{s}])")
         lines.append(f"    return {_spec_src(self.spec, ns, names)}")
-        return codegen.build("finish", "E, L", lines, ns)
+        return lines
+
+    def _generate_fast(self) -> Any:
+        """``fast(node, E, seed, retain)``: backward straight into the leaves' ``.grad``
+        (False: the ordinary engine must do it: a parent is not a leaf, or has hooks)."""
+        ns = Namespace()
+        ns.env.update(Node=Node, _clock=_clock, check_saved=check_saved,
+                      bwd=self.bwd, np=np)
+        n = len(self.parents)
+        ps = ", ".join(f"p{j}" for j in range(n)) + ","
+        gs = ", ".join(f"g{j}" for j in range(n)) + ","
+        lines = [f"    {ps} = node.parents"]
+        for j in range(n):
+            # (A tensor's _hooks is unset until a hook is registered; reading an unset slot
+            # costs an exception, so it is set to None, which means the same, once.)
+            lines += [f"    if p{j}.__class__ is Node or p{j}.__class__ is tuple:",
+                      "        return False",
+                      "    try:",
+                      f"        if p{j}._hooks:",
+                      "            return False",
+                      "    except AttributeError:",
+                      f"        p{j}._hooks = None"]
+        lines += ["    if node.epoch < _clock[0]:",
+                  "        check_saved(node)",
+                  f"    {gs} = bwd(E, seed)"]
+        for j, copy in enumerate(self.copy):
+            if self.parent_shapes[j] == ():
+                own = f"np.array(g{j})"
+            elif copy:
+                own = f"g{j}.copy()"
+            else:
+                own = f"g{j}.copy() if g{j}.base is not None else g{j}"
+            ind = "    "
+            if self.results[j] is None:
+                continue  # no gradient reaches this parent
+            lines += [f"{ind}q = getattr(p{j}, '_grad', None)",
+                      f"{ind}p{j}._grad = ({own}) if q is None else q + g{j}"]
+        lines += ["    if not retain:",
+                  "        node.args = node.ans = node.kw = None",
+                  "    return True"]
+        return codegen.build("fast_backward", "node, E, seed, retain", lines, ns)
 
     def _needs(self) -> set:
         needs = set(self.bwd_reads) | set(self.parents) | set(self.node_outs)
@@ -242,11 +264,13 @@ class End:
         if problems:
             self.problems = problems
             return
+        self.results = results
         self._generate_backward(rec, bitems, nfwd, seed_slots, results)
 
     def _generate_backward(self, rec: Recorder, bitems: list, nfwd: int, seeds: list,
                            results: list) -> None:
         info = codegen.SlotInfo(rec.value)
+        codegen.specialize(bitems, rec.value)
         wanted = {s for s in results if s is not None}
         kept = simplify(_live_items(bitems, wanted), wanted, info)
         kept = _live_items(kept, wanted)
@@ -290,13 +314,14 @@ class End:
             if s is not None:
                 seen.add(s)
         self.copy = tuple(copy)
-        if self.nout == 1 and self.out_dtypes[0].kind != "c":
-            one = np.ones(self.out_shapes[0], dtype=self.out_dtypes[0])
-            one.flags.writeable = False
-            self.one = one
-            self.fast = int(np.prod(self.out_shapes[0])) == 1
+        if self.nout == 1:
+            self.fast = True
             self.out_shape = self.out_shapes[0]
             self.out_dtype = self.out_dtypes[0]
+            if int(np.prod(self.out_shape)) == 1 and self.out_dtype.kind != "c":
+                one = np.ones(self.out_shape, dtype=self.out_dtype)
+                one.flags.writeable = False
+                self.one = one  # the implicit gradient of a real scalar
 
     def eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
         """The VJP by re-running the path on tensors (create_graph, or no backward
@@ -609,18 +634,35 @@ class Tree:
         loads = {it.slot: it.tensor for it in _all_items(segs) if type(it) is Load}
         for seg in segs.values():
             seg.table = {}
+        ns.env["MISS"] = MISS
+        root = self.root
         for i, seg in segs.items():
             defs, uses, _ = info[i]
-            lines = [f"    v{s} = E[{s}]" for s in sorted(uses)]
+            single = seg is root and seg.guard is None
+            if single:  # one path: the whole call in one function, inputs straight from L
+                if seg.end.seen < self.verify:
+                    self.call = None
+                    return
+                lines = [f"    E = [None] * {self.nslots}"]
+                lines += [f"    v{s} = L[{s}]" + (".data" if self.tensors[s] else "")
+                          for s in sorted(uses)]
+                lines += [f"    E[{s}] = v{s}" for s in sorted(uses & across)]
+            else:
+                lines = [f"    v{s} = E[{s}]" for s in sorted(uses)]
+            miss = "MISS" if single else "None"
             for it in kept[i]:
                 if type(it) is Guard:  # an outside tensor's shape, dtype, requires_grad
                     want = ns.name(it.value)
                     lines.append(f"    if {codegen.guard_src(it, ns, loads[it.slot])} != "
                                  f"{want}:")
-                    lines.append("        return None")
+                    lines.append(f"        return {miss}")
                 else:
                     lines += codegen.body_lines([it], ns, shapes=info[i][2])
             lines += [f"    E[{s}] = v{s}" for s in sorted(defs & across)]
+            if single:
+                lines += seg.end.finish_lines(ns)
+                self.call = codegen.build("call", "L", lines, ns)
+                return
             if seg.guard is None:
                 lines.append(f"    return {ns.name(seg.end, 'end')}")
             else:
@@ -634,26 +676,18 @@ class Tree:
     def _driver(self, ns: Namespace) -> Any:
         """``call(L)``: put the inputs in the slot list, run the segments along the
         outcomes to the end of a path, build the outputs (or return ``MISS``)."""
-        ns.env["MISS"] = MISS
         ns.env["End"] = End
         lines = [f"    E = [None] * {self.nslots}"]
         lines += [f"    E[{k}] = L[{k}]" + (".data" if t else "")
                   for k, t in enumerate(self.tensors)]
-        root = self.root
-        if root.guard is None:  # one path
-            if root.end.seen < self.verify:
-                return None
-            lines.append(f"    {ns.name(root.fn, 'seg')}(E)")
-            lines.append(f"    return {ns.name(root.end.finish, 'finish')}(E, L)")
-        else:
-            lines += [f"    r = {ns.name(root.fn, 'seg')}(E)",
-                      "    while r.__class__ is not End:",
-                      "        if r is None:",
-                      "            return MISS",
-                      "        r = r(E)",
-                      f"    if r.seen < {self.verify}:",
-                      "        return MISS",
-                      "    return r.finish(E, L)"]
+        lines += [f"    r = {ns.name(self.root.fn, 'seg')}(E)",
+                  "    while r.__class__ is not End:",
+                  "        if r is None:",
+                  "            return MISS",
+                  "        r = r(E)",
+                  f"    if r.seen < {self.verify}:",
+                  "        return MISS",
+                  "    return r.finish(E, L)"]
         return codegen.build("call", "L", lines, ns)
 
 

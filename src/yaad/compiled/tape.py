@@ -74,7 +74,7 @@ class Entry:
     NumPy error state when it ran, if it was not the state at the start.
     """
 
-    __slots__ = ("op", "args", "kw", "outs", "grad_in", "diff_out", "err", "dtypes")
+    __slots__ = ("op", "args", "kw", "outs", "grad_in", "diff_out", "err", "dtypes", "spell")
 
     def __init__(self, op: Op, args: tuple, kw: dict | None, outs: tuple, grad_in: tuple,
                  diff_out: tuple, err: dict | None = None, dtypes: tuple = ()) -> None:
@@ -86,6 +86,7 @@ class Entry:
         self.diff_out = diff_out
         self.err = err
         self.dtypes = dtypes  # of the outputs
+        self.spell = None  # cheaper source for the call, checked on the recorded values
 
     def __repr__(self) -> str:
         outs = ", ".join(f"v{s}" for s in self.outs)
