@@ -190,7 +190,7 @@ def _node_hooks(node: Node, g: Any) -> Any:
             gk = (g[k] if g is not None else None) if multi else g
             if t is not None and gk is not None:
                 prev = getattr(t, "_grad", None)
-                t._grad = _own(gk) if prev is None else prev + gk
+                t._grad = gk.copy() if prev is None else prev + gk
     return g
 
 
@@ -200,9 +200,9 @@ def _own(g: Any) -> Any:
         return g
     if not isinstance(g, np.ndarray):
         return np.asarray(g).copy()
-    # References: the caller's variable and getrefcount's argument, plus the pending dict
-    # entry the caller is iterating over. More means something else holds it.
-    if _getrefcount(g) > 4 or g.base is not None:
+    # References: the caller's one variable, this parameter and getrefcount's argument.
+    # More means something else holds it (another leaf, a hook, the user's gradient=).
+    if _getrefcount(g) > 3 or g.base is not None:
         return g.copy()
     return g
 
@@ -382,8 +382,10 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
         if release:
             node.args = node.ans = node.kw = None
 
-    # 3. Leaves: hooks, then accumulate (or capture).
-    for leaf, g in pending.items():
+    # 3. Leaves: hooks, then accumulate (or capture). Entries are popped so that _own can
+    # tell from the reference count whether a gradient is held elsewhere.
+    while pending:
+        leaf, g = pending.popitem()
         if not isinstance(leaf, Tensor):
             continue  # a node that no path reached with a gradient
         hooks = getattr(leaf, "_hooks", None)
@@ -466,7 +468,8 @@ class _NodeRun:
                         grads[i] = (vjps[0](i, g, ans, *rule_args, **kw) if spec.variadic
                                     else vjps[i](g, ans, *rule_args, **kw))
         args = node.args
-        mask = strong or spec.selects
+        # Exact zeros keep their positions through elementwise ops only.
+        mask = (strong and spec.elementwise) or spec.selects
         for i, p in enumerate(node.parents):
             if p is None:
                 continue
