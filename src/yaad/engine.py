@@ -382,8 +382,10 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
         if release:
             node.args = node.ans = node.kw = None
 
-    # 3. Leaves: hooks, then accumulate (or capture). Entries are popped so that _own can
-    # tell from the reference count whether a gradient is held elsewhere.
+    # 3. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's
+    # variables dropped) so that _own can tell from the reference count whether a gradient
+    # is held elsewhere.
+    g = gi = prev = None
     while pending:
         leaf, g = pending.popitem()
         if not isinstance(leaf, Tensor):

@@ -1,0 +1,44 @@
+"""Engine bookkeeping: gradient ownership at the leaves."""
+
+import numpy as np
+
+import yaad
+
+
+def test_leaf_gradients_never_alias_each_other_or_the_given_gradient():
+    x = yaad.tensor(np.ones(3), requires_grad=True)
+    y = yaad.tensor(np.ones(3), requires_grad=True)
+    (x + y).sum().backward()
+    assert not np.shares_memory(x.grad, y.grad)
+    x.grad[0] = 5.0
+    np.testing.assert_array_equal(y.grad, [1.0, 1.0, 1.0])
+
+    given = np.arange(3.0)
+    z = yaad.tensor(np.ones(3), requires_grad=True)
+    (z + 0.0).backward(given)
+    assert not np.shares_memory(z.grad, given)
+    z.grad *= 0
+    np.testing.assert_array_equal(given, [0.0, 1.0, 2.0])
+
+
+def test_a_fresh_leaf_gradient_is_used_without_a_copy_and_a_held_one_is_copied():
+    ids, held = [], []
+
+    def vjp(g, ans, x):
+        r = g * 3.0
+        ids.append(id(r))
+        if hold:
+            held.append(r)
+        return r
+
+    triple = yaad.op(lambda x: x * 3.0, vjp=vjp, name="triple_for_engine_test")
+    hold = False
+    x = yaad.tensor(np.ones(4), requires_grad=True)
+    triple(x).backward(np.ones(4))
+    assert id(x.grad) == ids[0]  # the same object: no copy
+
+    hold = True
+    y = yaad.tensor(np.ones(4), requires_grad=True)
+    triple(y).backward(np.ones(4))
+    assert not np.shares_memory(y.grad, held[0])
+    np.testing.assert_array_equal(y.grad, held[0])
