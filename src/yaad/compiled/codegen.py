@@ -22,7 +22,8 @@ class Namespace:
     """Names for the objects generated code refers to."""
 
     def __init__(self) -> None:
-        self.env: dict[str, Any] = {"np": np}
+        self.env: dict[str, Any] = {"np": np, "_bcast": broadcast_copy,
+                                    "_scatter": scatter_at}
         self._ids: dict[int, str] = {}
 
     def name(self, obj: Any, prefix: str = "c") -> str:
@@ -119,10 +120,46 @@ def _method(name: str, nargs: tuple):
 
 
 def _to_shape(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
-    # expand_dims, squeeze, reshape: a view of the known output shape.
-    if kw or not _is_array(it.args[0], shapes):
+    # expand_dims, squeeze, reshape: a view of the known output shape (NumPy scalars have
+    # the method too).
+    r = it.args[0]
+    if kw or not (_is_array(r, shapes) or (type(r) is S and shapes(r.i, "generic"))):
         return None
     return f"{a[0]}.reshape({shapes(it.outs[0])!r})"
+
+
+def broadcast_copy(x: Any, shape: tuple) -> np.ndarray:
+    """``np.broadcast_to(x, shape)`` as a new array: for small shapes, cheaper than the
+    view NumPy builds in Python."""
+    out = np.empty(shape, np.result_type(x))
+    out[...] = x
+    return out
+
+
+def _broadcast(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    shape = shapes(it.outs[0])
+    if kw or len(a) != 2 or int(np.prod(shape)) > 4096:
+        return None
+    return f"_bcast({a[0]}, {shape!r})"
+
+
+def scatter_at(values: Any, idx: tuple, shape: tuple) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at the integer index arrays ``idx``."""
+    out = np.zeros(shape, np.result_type(values))
+    np.add.at(out, idx, values)
+    return out
+
+
+def _scatter(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    # One integer array per axis (an element scatter): np.add.at, as the op does, without
+    # its checks.
+    if kw or len(a) != 3:
+        return None
+    idx, shape = it.args[1], it.args[2]
+    if not (type(idx) is tuple and type(shape) is tuple and len(idx) == len(shape)
+            and all(isinstance(i, np.ndarray) and i.dtype.kind in "iu" for i in idx)):
+        return None
+    return f"_scatter({a[0]}, {a[1]}, {a[2]})"
 
 
 def _sum(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
@@ -157,7 +194,8 @@ _TEMPLATES = {
     "divide": _binary("/"), "matmul": _binary("@"), "negative": _negative,
     "swapaxes": _method("swapaxes", (2,)), "transpose": _method("transpose", (0, 1)),
     "reshape": _to_shape, "expand_dims": _to_shape, "squeeze": _to_shape,
-    "sum": _sum, "getitem": _getitem, "conjugate": _conj,
+    "sum": _sum, "getitem": _getitem, "conjugate": _conj, "broadcast_to": _broadcast,
+    "scatter_add": _scatter,
 }
 _BY_OP: dict[int, Any] = {}
 
@@ -231,9 +269,12 @@ class SlotInfo:
     def __init__(self, values: list) -> None:
         self.shape = [np.shape(v) for v in values]
         self.array = [isinstance(v, np.ndarray) for v in values]
+        self.generic = [isinstance(v, np.generic) for v in values]
 
-    def __call__(self, s: int, is_array: bool = False) -> Any:
-        return self.array[s] if is_array else self.shape[s]
+    def __call__(self, s: int, kind: Any = False) -> Any:
+        if kind == "generic":
+            return self.generic[s]
+        return self.array[s] if kind else self.shape[s]
 
 
 GUARD_SRC = {
