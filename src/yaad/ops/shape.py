@@ -1222,9 +1222,4 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
     return getitem(arr, fancy)
 
 
-def zeros_like_any(x):
-    """Zeros with the shape and dtype of ``x`` (a plain array, never recorded)."""
-    return np.zeros(x.shape, dtype=x.dtype)
-
-
 __all__ = exported(globals())
