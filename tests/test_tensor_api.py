@@ -333,8 +333,14 @@ def test_tensor_constructor():
     assert yaad.as_tensor(t) is t
     with pytest.raises(TypeError, match="ndarray"):
         yaad.from_numpy([1.0])
-    with pytest.raises(TypeError, match="requires grad"):
+    with pytest.raises(TypeError, match="yaad.stack"):
         yaad.tensor([src, src])
+    leaf = yaad.tensor([1.0, 2.0], requires_grad=True)
+    cast = yaad.as_tensor(leaf, dtype=F32)
+    assert cast.dtype == F32 and cast.grad_fn.name == "astype"
+    cast.sum().backward()
+    assert leaf.grad.dtype == np.float64
+    np.testing.assert_array_equal(leaf.grad, [1.0, 1.0])
 
 
 @pytest.mark.parametrize("make,expected", [

@@ -32,20 +32,52 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """
     if isinstance(data, Tensor):
         data = data.data
-    return Tensor(np.array(data, dtype=dtype, copy=True), requires_grad=requires_grad)
+    try:
+        array = np.array(data, dtype=dtype, copy=True)
+    except TypeError as e:
+        if "requires grad" not in str(e):
+            raise
+        raise TypeError(f"tensor: {e} To build a tensor from tensors and keep the gradient, "
+                        f"use yaad.stack or yaad.concatenate.") from None
+    return Tensor(array, requires_grad=requires_grad)
 
 
 def as_tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Make a tensor sharing memory with ``data`` where possible (no copy)."""
+    """Make a tensor sharing memory with ``data`` where possible (no copy).
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+        A tensor is returned as is, or cast (recorded, like ``astype``) to ``dtype``.
+    dtype : data-type, optional
+    requires_grad : bool, optional
+        For new tensors (not for a tensor passed in).
+
+    Returns
+    -------
+    Tensor
+    """
     if isinstance(data, Tensor):
         if dtype is None or data.dtype == dtype:
             return data
-        data = data.data
+        from .ops.shape import astype
+
+        return astype(data, dtype)
     return Tensor(np.asarray(data, dtype=dtype), requires_grad=requires_grad)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """Make a tensor that shares memory with a NumPy array."""
+    """Make a tensor that shares memory with a NumPy array.
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+
+    Returns
+    -------
+    Tensor
+        A leaf that does not require grad; changes to either show in both.
+    """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     return Tensor(array)
