@@ -140,6 +140,11 @@ def test_repeat_classification():
     assert _repeats(np.array([0, -4]), shape) is True  # -4 is 0
     assert _repeats((np.array([0, 1]), np.array([2, 2])), shape) is None  # every axis
     assert _repeats((slice(None), np.array([1, 1])), shape) is True
+    # few indices into a long axis (checked by sorting rather than by marking)
+    assert _repeats(np.array([5, -995]), (1000, 3)) is True
+    assert _repeats(np.array([5, 6, -1]), (1000, 3)) is False
+    assert _repeats((np.array([[1], [-999]]), slice(None), np.array([2, 2])),
+                    (1000, 2, 1000)) is True
 
 
 @st.composite

@@ -9,6 +9,7 @@ ones (``hstack``, ``rot90``, ``take``) are built the same way here.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -995,16 +996,20 @@ def _index_parts(idx, ndim: int):
 
 def _has_repeats(arrays: list, axes: list, shape: tuple) -> bool:
     """Whether an advanced index addresses some element more than once."""
-    arrays = np.broadcast_arrays(*arrays)
-    if arrays[0].size < 2:
-        return False
-    dims = [shape[a] for a in axes]
+    dims = tuple(shape[a] for a in axes)
     if len(arrays) == 1:
-        flat = arrays[0].ravel() % dims[0]
+        flat = arrays[0].ravel()
     else:
-        flat = np.ravel_multi_index(tuple(a % d for a, d in zip(arrays, dims)), dims)
-        flat = flat.ravel()
-    flat = np.sort(flat)
+        flat = np.ravel_multi_index(np.broadcast_arrays(*arrays), dims, mode="wrap").ravel()
+    k = flat.size
+    if k < 2:
+        return False
+    n = math.prod(dims)
+    if n <= 16 * k:  # mark the addressed elements (negative indices wrap as in indexing)
+        seen = np.zeros(n, dtype=bool)
+        seen[flat] = True
+        return int(np.count_nonzero(seen)) < k
+    flat = np.sort(flat % n)
     return bool((flat[1:] == flat[:-1]).any())
 
 
