@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..op import exported, op
+from ..op import exported, mark_modified, op
 from ..tensor import Tensor
 
 ndarray = np.ndarray
@@ -1087,8 +1087,6 @@ def _index_put(a, values, idx):
 
 
 def _index_put_(a, values, idx):
-    from ..op import mark_modified
-
     a[idx] = values
     mark_modified(a)
     return a
