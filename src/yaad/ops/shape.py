@@ -265,7 +265,12 @@ atleast_3d = _atleast(3, "atleast_3d")
 
 
 def _astype(a, dtype, copy=True):
-    return a.astype(dtype, copy=copy) if hasattr(a, "astype") else np.asarray(a, dtype)
+    if not hasattr(a, "astype"):
+        return np.asarray(a, dtype)
+    out = a.astype(dtype, copy=copy)
+    # copy=False may hand back the input itself: make it a view, so that the result is
+    # a new array object that in-place checks see as sharing memory.
+    return out.view() if out is a else out
 
 
 # The engine casts the gradient back to the input's dtype (the real part for a real one).
