@@ -225,6 +225,8 @@ def test_augmented_assignment_through_an_index():
         h[1:3] += 5 * a[0]
         h[:, 0] *= 3  # a view of a column
         h[0][1:] -= a[2, 1:]  # a view of a view
+        row = h[3]
+        row[1:] = a[0, :2] * 2  # setitem on a view
         return h
 
     x = rand((4, 3))
