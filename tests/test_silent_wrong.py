@@ -94,6 +94,17 @@ def test_in_place_change_of_a_value_nobody_saved_is_fine():
     np.testing.assert_array_equal(x.grad, [4.0, 4.0, 4.0])
 
 
+def test_in_place_change_through_a_view_reaches_the_base():
+    x, y = leaf([0.5, 1.0, 2.0]), leaf([1.0, 2.0])
+    h = x * 1.0
+    v = h[0:2]
+    v += y  # writes into h's memory, recorded
+    np.testing.assert_array_equal(h.data, [1.5, 3.0, 2.0])
+    (h * h).sum().backward()
+    np.testing.assert_allclose(x.grad, 2 * np.array([1.5, 3.0, 2.0]))
+    np.testing.assert_allclose(y.grad, 2 * np.array([1.5, 3.0]))
+
+
 def test_in_place_change_is_detected_through_retain_graph():
     x = leaf([0.5, 1.0])
     y = x * 1.0
