@@ -266,6 +266,17 @@ def test_other_views_of_recorded_tensors_are_refused():
     np.testing.assert_allclose(h.data, x.data + 1)
 
 
+def test_views_of_memory_nothing_else_holds_can_change():
+    x = yaad.tensor(rand((3, 4)), requires_grad=True)
+    h = x * 1
+    cols = h[:, [0, 1]]  # NumPy returns a view of a fresh buffer
+    cols += 1
+    r = (x * 2).reshape(4, 3)  # a view of a temporary
+    r *= 3
+    (cols.sum() + r.sum() + h.sum()).backward()
+    np.testing.assert_array_equal(x.grad, np.array([[8, 8, 7, 7]] * 3))
+
+
 def test_view_inplace_without_recording_changes_the_base():
     t = yaad.tensor(np.zeros((2, 3)))
     t[0][1:] += 1

@@ -23,6 +23,7 @@ autograd rules:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from .ops.shape import getitem, index_put, index_put_, unwrap_index
 from .tensor import Tensor
 
 _new = object.__new__
+_getrefcount = sys.getrefcount
 ndarray = np.ndarray
 
 # NumPy method names (and a few PyTorch ones) that call the yaad function of that name
@@ -122,15 +124,30 @@ def _check_leaf(self: Tensor, name: str) -> None:
             f"(as optimizers do), or work on a .copy().")
 
 
-def _check_not_view(self: Tensor, name: str) -> None:
-    data = self.data
-    if self._node is not None and isinstance(data, ndarray) and data.base is not None:
+def _check_own_memory(self: Tensor, name: str) -> None:
+    """Refuse an in-place change of a recorded tensor whose memory something else also
+    holds (a view made by reshape, transpose...). A view of memory nothing else holds
+    (of a temporary, or NumPy's buffer behind an advanced-indexing result) is the
+    tensor's own."""
+    base = getattr(self.data, "base", None)
+    if self._node is None or not isinstance(base, ndarray):
+        return
+    # References to base: the view's, the local variable's and getrefcount's argument.
+    if _getrefcount(base) > 3:
         raise RuntimeError(
             f"{name}: this tensor (shape {self.shape}) shares its memory with another "
             f"tensor: it is a view made by an op such as reshape, transpose or diagonal. "
             f"Changing it in place while recording would change the other tensor behind "
             f"the graph's back. Use .copy() first, or index the other tensor "
             f"(basic-indexing views such as x[1:3] can be changed in place).")
+
+
+def _forget_view(node: Any) -> None:
+    """Stop ``node`` from watching the memory of its output once the tensor that held
+    the output stands for a new value (with a new node): no later use reaches ``node``."""
+    node = node[0] if isinstance(node, tuple) else node
+    if node is not None and node.extra is not None:
+        node.extra.view_of = None
 
 
 def _saves_input(fn: Any) -> bool:
@@ -167,16 +184,18 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
     view = _live_view(self)
     if view is not None:
         return _through_base(self, view, fn, others, after)
-    _check_not_view(self, name)
+    _check_own_memory(self, name)
+    old = self._node
     if fn is index_put:
         # The setitem writes straight into the memory, recorded by the in-place op.
         _adopt(self, index_put_(_snapshot(self, copy=False), *others, *after))
-        return self
-    src = _snapshot(self, copy=_saves_input(fn))
-    # x *= x: the other operand is the old value too
-    result = fn(src, *[src if o is self else o for o in others], *after)
-    _write(self, result.data, name)
-    _adopt(self, result)
+    else:
+        src = _snapshot(self, copy=_saves_input(fn))
+        # x *= x: the other operand is the old value too
+        result = fn(src, *[src if o is self else o for o in others], *after)
+        _write(self, result.data, name)
+        _adopt(self, result)
+    _forget_view(old)
     return self
 
 
@@ -189,10 +208,7 @@ def _through_base(self: Tensor, view: tuple, fn: Any, others: tuple, after: tupl
     result = fn(src, *[src if o is self else o for o in others], *after)
     _setitem(base, idx, result, "__setitem__")
     _adopt(self, getitem(base, idx))
-    if old is not None and not isinstance(old, tuple) and old.extra is not None:
-        # The old value of the view was read (by fn) before the write: its node's check
-        # for later changes of its memory no longer applies, the view has a new node.
-        old.extra.view_of = None
+    _forget_view(old)  # its old value was read (by fn) before the write
     return self
 
 
