@@ -15,8 +15,8 @@ autograd rules:
   under ``no_grad()``);
 - a view made by basic indexing (``v = x[1:3]``) writes through to its base, which
   records the change (``x[1:3] = f(v)``), so ``x[1:3] += y`` and ``v *= 2`` are
-  differentiable; other views (``reshape``, ``transpose``... of a recorded tensor)
-  cannot be changed in place while recording;
+  differentiable; other views (``reshape``, ``transpose``...) of memory that another
+  tensor also holds cannot be changed in place while recording;
 - every write bumps the version of the memory: a value saved for backward and changed
   afterwards makes backward raise, naming the op and the version.
 """
