@@ -1,9 +1,9 @@
 """Shape, joining, dtype and indexing operations (NumPy names and semantics).
 
-Every op here is linear in its array input, so each VJP is another op of this module
-(``flip`` undoes ``flip``, slicing undoes ``concatenate``, scattering undoes indexing) and
-forward mode needs no rules of its own. Functions that NumPy itself builds from simpler
-ones (``hstack``, ``rot90``, ``take``) are built the same way here.
+Every op here is linear (or affine) in its array inputs, so each VJP is another op of this
+module (``flip`` undoes ``flip``, slicing undoes ``concatenate``, scattering undoes
+indexing), and most need no JVP rule of their own (``linear=``). Functions that NumPy
+itself builds from simpler ones (``hstack``, ``rot90``, ``take``) are built the same way.
 """
 
 from __future__ import annotations
