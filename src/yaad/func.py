@@ -610,8 +610,7 @@ def _complex_pair_error(fname: str) -> ValueError:
         f"or split the output into real and imaginary parts.")
 
 
-def _jac_structure(out_leaves: list, out_tree: Any, in_tree: Any, nums: tuple,
-                   single: bool, blocks: list) -> Any:
+def _jac_structure(out_tree: Any, in_tree: Any, single: bool, blocks: list) -> Any:
     """Nest ``blocks[j][i]`` (output leaf j, input leaf i) as output tree of input trees."""
     per_out = []
     for row in blocks:
@@ -642,7 +641,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         ``(*args) -> jacobian``. For an output of shape ``S`` and an input of shape ``T``
         the block has shape ``S + T``; a pytree output gives the same tree of blocks, each
         a tuple over ``argnums`` when it is a tuple. For a real-valued output of complex
-        inputs, rows are gradients (``dy/dx + 1j dy/dy``), as :func:`grad` gives.
+        inputs, rows are gradients (``dy/dRe + 1j dy/dIm``), as :func:`grad` gives.
     """
     def wrapper(*args: Any) -> Any:
         nums, single = _argnums(argnums, len(args), "jacrev")
@@ -672,7 +671,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                     r.append(g)
             blocks.append([rev.export(_assemble(r, o_shape, x.shape, True))
                            for r, x in zip(rows, rev.inputs)])
-        jac = _jac_structure(outs, rev.out_tree, rev.in_tree, nums, single, blocks)
+        jac = _jac_structure(rev.out_tree, rev.in_tree, single, blocks)
         return (jac, rev.aux_output()) if has_aux else jac
 
     wrapper.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
@@ -739,7 +738,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             blocks.append([_export(_assemble([c[j] for c in cols[i]], o_shape, x.shape,
                                              False), array_mode)
                            for i, x in enumerate(xs)])
-        jac = _jac_structure(o_leaves, o_tree, in_tree, nums, single, blocks)
+        jac = _jac_structure(o_tree, in_tree, single, blocks)
         return (jac, aux) if has_aux else jac
 
     wrapper.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
