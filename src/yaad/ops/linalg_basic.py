@@ -135,8 +135,15 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite
                       check_finite=True):
     a = square("solve_triangular", a)
     b = as_array(b)
-    return sla.solve_triangular(a, b, trans=_trans_code(trans), lower=lower,
-                                unit_diagonal=unit_diagonal, check_finite=check_finite)
+    code = _trans_code(trans)
+    if a.ndim == 2 and b.ndim <= 2:
+        return sla.solve_triangular(a, b, trans=code, lower=lower,
+                                    unit_diagonal=unit_diagonal, check_finite=check_finite)
+    # A batch: one LAPACK call for all matrices (SciPy loops over them in Python).
+    t = np.tril(a, -1 if unit_diagonal else 0) if lower else np.triu(a, 1 if unit_diagonal else 0)
+    if unit_diagonal:
+        t = t + np.eye(a.shape[-1], dtype=a.dtype)
+    return np.linalg.solve(_op_of(t, code), b)
 
 
 def _op_of(x, code: int):

@@ -47,17 +47,15 @@ def frechet(f, a, e):
     return f(block_upper(a, e))[..., :n, n:]
 
 
-def _same_precision(result, a):
-    """SciPy may widen single precision to double: keep the input's precision."""
-    if a.dtype in (np.float32, np.complex64) and result.dtype in (np.float64, np.complex128):
-        return result.astype(np.complex64 if result.dtype.kind == "c" else np.float32)
-    return result
-
-
 def _matrix_function(name: str, forward):
     def fwd(A):
         A = square(name, A)
-        return _same_precision(forward(A), A)
+        # Computed in double precision (SciPy's single-precision logm is inaccurate), then
+        # returned in the input's precision; always an array that owns its memory.
+        out = forward(A.astype(np.promote_types(A.dtype, np.float64), copy=False))
+        if A.dtype in (np.float32, np.complex64):
+            return out.astype(np.complex64 if out.dtype.kind == "c" else np.float32)
+        return out if out.base is None else out.copy()
 
     fn = op(fwd, name=f"linalg.{name}", save_ans=False,
             vjp=lambda g, ans, A: frechet(fn, mH(A), g),
@@ -100,8 +98,9 @@ Tensor
 sqrtm = _matrix_function("sqrtm", sla.sqrtm)
 sqrtm.__doc__ = """Principal matrix square root, batched (scipy.linalg.sqrtm).
 
-The gradient is ``L_sqrt(A^H, g)`` (it solves ``X^H L + L X^H = g`` with ``X = sqrtm(A)``);
-not differentiable at a singular matrix.
+Complex for a real matrix with negative eigenvalues (SciPy's rule); the gradient is
+``L_sqrt(A^H, g)`` (it solves ``X^H L + L X^H = g`` with ``X = sqrtm(A)``). Not
+differentiable at a matrix with an eigenvalue on the closed negative real axis.
 
 Parameters
 ----------

@@ -62,6 +62,10 @@ _PHASE = ("{name}: the loss depends on the phases of the complex {what}, which a
 _FREE = ("{name}: the loss depends on the {what}, an arbitrary orthonormal basis of the "
          "orthogonal complement, so its gradient is not defined. Use the reduced "
          "decomposition, or make the loss depend on that subspace only (a projector).")
+_COUPLED = ("{name}: at equal {what}, the loss depends both on those values and on the "
+            "basis of their subspace{example}: that part of the derivative is a 0/0 limit which "
+            "the gradients reaching {name} do not determine. {advice}Pass eps= to accept "
+            "a gradient without that term.")
 _DEGENERATE = ("{name}: the loss depends on the basis chosen inside a degenerate subspace "
                "(equal {what}), where the derivative does not exist. Make the loss depend on "
                "the whole subspace (a projector, a sum over the block), or pass eps= (for "
@@ -81,6 +85,23 @@ def _check(num, mask, scale: float, message: str) -> None:
     limit = np.sqrt(np.finfo(num.dtype).eps) * max(scale, 1.0)
     if np.any(np.where(mask, num, 0) > limit):
         raise GaugeError(message)
+
+
+def _negligible(x, scale: float):
+    """Where ``x`` is negligible, in the sense of :func:`_check` (x may be the number 0)."""
+    x = np.abs(data_of(x))
+    return x <= np.sqrt(np.finfo(x.dtype if x.dtype.kind in "fc" else float).eps) * max(scale,
+                                                                                     1.0)
+
+
+def degenerate_pairs(values, tol):
+    """``(i, j)``, ``i != j``, with ``|values_i - values_j| <= tol`` and ``values_i`` not
+    zero: a mask of shape ``(..., k, k)``."""
+    v = data_of(values)
+    k = v.shape[-1]
+    t = tol[..., None]
+    return ((np.abs(v[..., None, :] - v[..., :, None]) <= t) & ~np.eye(k, dtype=bool)
+            & (np.abs(v[..., :, None]) > t))
 
 
 def _scale(*xs) -> float:
@@ -173,12 +194,31 @@ def _eigh_vjp(g, ans, a, UPLO="L", eps=None):
             _check(imag(diag(j)), True, scale, _PHASE.format(name="linalg.eigh",
                                                              what="eigenvectors"))
         skew = (j - mH(j)) * 0.5
-        f = inverse_gaps(row(w) - col(w), degeneracy_tol(w, w.shape[-1]), eps, skew, scale,
+        tol = degeneracy_tol(w, w.shape[-1])
+        f = inverse_gaps(row(w) - col(w), tol, eps, skew, scale,
                          _DEGENERATE.format(name="linalg.eigh", what="eigenvalues"))
+        if eps is None:
+            _eigh_coupling_check(w, tol, j, gw, scale)
         inner = f * skew
     if gw is not None:
         inner = diag_matrix(gw) if inner is None else inner + diag_matrix(gw)
     return matmul(v, matmul(inner, vh))
+
+
+def _eigh_coupling_check(w, tol, j, gw, scale) -> None:
+    """At equal eigenvalues the term of the Hermitian part of ``V^H gV`` is a 0/0 limit (the
+    divided difference of ``f`` in ``V diag(f(w)) V^H``). It is 0 when the loss depends on the
+    degenerate eigenvectors only through their span (``gw`` zero there) or not at all."""
+    flat = degenerate_pairs(w, tol)
+    if gw is None or not flat.any():
+        return
+    quiet = _negligible(gw, scale)
+    ok = _negligible((j + mH(j)) * 0.5, scale) | (quiet[..., :, None] & quiet[..., None, :])
+    if np.any(flat & ~ok):
+        raise GaugeError(_COUPLED.format(
+            name="linalg.eigh", what="eigenvalues", example=" (as V diag(f(w)) V^H does)",
+            advice="For V f(w) V^H use a matrix function (yaad.linalg.expm, logm, sqrtm), or "
+                   "make the loss depend on the eigenvectors only through projectors. "))
 
 
 def _eigh_jvp(t, ans, a, UPLO="L", eps=None):
@@ -260,6 +300,8 @@ def _svd_core_vjp(u, s, v, gu, gs, gv, eps, scale):
         fp = inverse_gaps(row(s) + col(s), tol, eps, minus, scale,
                           _DEGENERATE.format(name=name, what="zero singular values"))
         inner = (fm * plus + fp * minus) * 0.5
+        if eps is None:
+            inner = inner + _svd_degenerate_term(s, tol, j, kk, gs, scale)
         if is_complex(inner):
             im_j = 0 if j is None else imag(diag(j))
             im_k = 0 if kk is None else imag(diag(kk))
@@ -282,6 +324,36 @@ def _svd_core_vjp(u, s, v, gu, gs, gv, eps, scale):
                               _DEGENERATE.format(name=name, what="zero singular values"))
         ga = ga + matmul(u, col(sinv) * mH(rest))
     return ga
+
+
+def _svd_degenerate_term(s, tol, j, kk, gs, scale):
+    """The Hermitian term of a pair of equal, non-zero singular values ``s_i = s_j``.
+
+    It is the 0/0 limit of ``(sj + sk)_ij / (2 (s_j - s_i))``, which first-order data
+    determine in two cases: the loss depends on U and V jointly, as through ``u diag(s) vh``
+    or a bond split ``(u, diag(s) vh)`` (then ``herm(U^H gU) = herm(V^H gV) = s P`` in the
+    block and the term is ``herm(P)``), or on one of them only through its span (then 0).
+    Otherwise :class:`GaugeError`.
+    """
+    flat = degenerate_pairs(s, tol)
+    if not flat.any():
+        return 0
+    hj = 0 if j is None else (j + mH(j)) * 0.5
+    hk = 0 if kk is None else (kk + mH(kk)) * 0.5
+    joint = _negligible(hj - hk, scale)
+    quiet = True
+    if gs is not None:
+        q = _negligible(gs, scale)
+        quiet = q[..., :, None] & q[..., None, :]
+    one_sided = (_negligible(hj, scale) | _negligible(hk, scale)) & quiet
+    if np.any(flat & ~(joint | one_sided)):
+        raise GaugeError(_COUPLED.format(
+            name="linalg.svd", what="singular values",
+            example=" through U and V separately (not only through U diag(s) Vh)", advice=""))
+    if j is None or kk is None:
+        return 0
+    use = flat & joint
+    return where(use, hj / col(where(data_of(s) <= tol, 1, s)), 0)
 
 
 def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False, eps=None):
