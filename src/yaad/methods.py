@@ -369,7 +369,7 @@ def install(ns: Any) -> None:
     T.reshape = _reshape_method(ns.reshape)
     T.view = T.reshape
     T.transpose = _transpose_method(ns.transpose)
-    T.conj = _conj_method(ns.conj)
+    T.conj = T.conjugate = _conj_method(ns.conj)
     T.T = property(lambda self: ns.transpose(self), doc="The transpose (all axes reversed).")
     T.mT = property(lambda self: ns.matrix_transpose(self),
                     doc="The last two axes swapped (a batch of transposed matrices).")
