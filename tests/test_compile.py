@@ -607,3 +607,76 @@ def test_random_elementwise_programs(ops, n, seed):
     r = np.random.default_rng(seed)
     assert_same(f, c, [[r.standard_normal(n), r.standard_normal(n)] for _ in range(3)],
                 rtol=1e-12)
+
+
+# ---- the fused backend (numba, optional) -------------------------------------------------
+
+@pytest.fixture
+def force_fusion(monkeypatch):
+    pytest.importorskip("numba")
+    from yaad.compiled import fused
+
+    monkeypatch.setattr(fused, "FORCE", [True])
+
+
+def _fused_end(c):
+    end = next(iter(c._trees.values())).root.end
+    return end
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fused_unrolled_loop_is_rolled_back(force_fusion, dtype):
+    c = yaad.compile(chain)
+    assert_same(chain, c, new_inputs((4,), (4,)), dtype=dtype,
+                rtol=1e-12 if dtype == np.float64 else 2e-5)
+    end = _fused_end(c)
+    assert end.fused_call and end.fused_bwd
+    assert "for t" in end.fused_call[0].__source__  # 5 steps, one loop
+    assert c.stats["replayed"] >= 2
+
+
+def test_fused_gradient_seeds_and_retained_graph(force_fusion):
+    def f(x):
+        return yaad.sum(yaad.exp(yaad.sin(x)) * x ** 2 / (1 + x ** 2))
+
+    c = yaad.compile(f)
+    a = RNG.standard_normal(50)
+    for _ in range(3):
+        x = leaf(a)
+        c(x).backward()
+    expect = x.grad.copy()
+    v0, (g0,) = run(f, a)
+    np.testing.assert_allclose(expect, g0, rtol=1e-12)
+    x = leaf(a)
+    loss = c(x)
+    loss.backward(retain_graph=True)          # the gradients the forward computed
+    loss.backward(np.float64(2.0), retain_graph=True)  # recomputed, for another seed
+    loss.backward()                            # recomputed again
+    np.testing.assert_allclose(x.grad, 4 * g0, rtol=1e-12)
+    assert _fused_end(c).fused_call
+
+
+def test_fused_strong_zeros_and_branches_not_taken(force_fusion):
+    def f(x):
+        return yaad.where(x > 0, yaad.sqrt(x), 0.0).sum()
+
+    c = yaad.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_same(f, c, [[np.array([4.0, -1.0, 0.25])] for _ in range(3)])
+
+
+def test_fused_falls_back_where_not_elementwise(force_fusion):
+    c = yaad.compile(w1)
+    assert_same(w1, c, new_inputs((3, 3), (3, 3)))
+    assert not _fused_end(c).fused_call
+
+
+def test_without_numba_everything_stays_python(monkeypatch):
+    from yaad.compiled import fused
+
+    monkeypatch.setattr(fused, "_numba", [None])
+    monkeypatch.setattr(fused, "FORCE", [True])
+    c = yaad.compile(chain)
+    assert_same(chain, c, new_inputs((4,), (4,)))
+    assert not _fused_end(c).fused_call

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
 from .compiled.rewrite import rewrite
 from .compiled.tape import Recorder, plain_outputs
@@ -121,12 +122,13 @@ class Compiled:
     """
 
     def __init__(self, fn: Callable, verify: bool = True, max_recordings: int = 32,
-                 warn: bool = True) -> None:
+                 warn: bool = True, fused: bool | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"yaad.compile: expected a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.verify = verify
+        self.fused = fused_backend.available() if fused is None else bool(fused)
         self.max_recordings = max_recordings
         self.warn = warn
         self._trees: dict = {}
@@ -267,7 +269,7 @@ class Compiled:
             why = "it did something a recording cannot replay: " + rec.escapes[0]
         else:
             rewrite(rec)
-            end = End(rec, spec, f"compiled {self._name}", state.enabled)
+            end = End(rec, spec, f"compiled {self._name}", state.enabled, self.fused)
             status = tree.insert(rec.items, end)
             tree.records += 1
             if status == "conflict":
@@ -294,7 +296,7 @@ class Compiled:
 
 
 def compile(fn: Callable | None = None, *, verify: bool = True,  # noqa: A001
-            max_recordings: int = 32, warn: bool = True) -> Any:
+            max_recordings: int = 32, warn: bool = True, fused: bool | None = None) -> Any:
     """Compile a function of tensors: record its operations once, then replay them.
 
     The first call with given input shapes and dtypes runs ``fn`` eagerly and records
@@ -319,6 +321,9 @@ def compile(fn: Callable | None = None, *, verify: bool = True,  # noqa: A001
         After this many recordings for one input signature, run it eagerly.
     warn : bool
         Warn (:class:`CompileWarning`) when the function falls back to eager mode.
+    fused : bool, optional
+        Compile long elementwise programs (unrolled loops, large arrays) into one numba
+        kernel each. None (the default): when numba is installed; it is optional.
 
     Returns
     -------
@@ -334,6 +339,6 @@ def compile(fn: Callable | None = None, *, verify: bool = True,  # noqa: A001
     >>> loss = step(x1, x2); loss.backward()       # x1.grad == x2.T
     """
     if fn is None:
-        return lambda f: Compiled(f, verify, max_recordings, warn)
-    return Compiled(fn, verify, max_recordings, warn)
+        return lambda f: Compiled(f, verify, max_recordings, warn, fused)
+    return Compiled(fn, verify, max_recordings, warn, fused)
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..grad_mode import state
 from ..op import Node, Op, _clock, check_saved
 from ..tensor import Tensor
-from . import codegen
+from . import codegen, fused
 from .codegen import Namespace, item_defs, item_uses
 from .reverse import reachable, reverse
 from .rewrite import simplify
@@ -109,8 +109,15 @@ class End:
     """What a path returns: its outputs, the ``.grad`` accumulations it does, and the
     node (with a generated backward program) its differentiable outputs hang from."""
 
-    def __init__(self, rec: Recorder, spec: Any, name: str, grad_enabled: bool) -> None:
+    def __init__(self, rec: Recorder, spec: Any, name: str, grad_enabled: bool,
+                 fuse: bool = False) -> None:
         self.spec = spec
+        # What the fused backend needs, until it has been tried (see try_fuse).
+        self.to_fuse = (rec.value, len([s for s in rec.src if s[0] == "in"])) if fuse \
+            else None
+        self.fused_fwd = None
+        self.fused_bwd = None  # (kernel, input slots) once fused
+        self.fused_call = None  # (kernel, outputs, gradients, inputs) of a fused forward
         self.items = list(rec.items)  # the path, for the create_graph fallback
         self.nslots = len(rec.value)
         self.effects = [(src, s) for src, s in rec.effects]
@@ -265,6 +272,7 @@ class End:
             self.problems = problems
             return
         self.results = results
+        self.seed_slots = seed_slots
         self._generate_backward(rec, bitems, nfwd, seed_slots, results)
 
     def _generate_backward(self, rec: Recorder, bitems: list, nfwd: int, seeds: list,
@@ -290,6 +298,7 @@ class End:
                 lines.append(f"    v{s} = E[{s}]")
             else:  # a constant made while deriving the backward (ones, an identity)
                 lines.append(f"    v{s} = {ns.name(rec.value[s])}")
+        self.bkept = kept
         lines += codegen.body_lines(kept, ns, shapes=info)
         outs = ", ".join("None" if s is None else f"v{s}" for s in results)
         lines.append(f"    return ({outs},)")
@@ -322,6 +331,53 @@ class End:
                 one = np.ones(self.out_shape, dtype=self.out_dtype)
                 one.flags.writeable = False
                 self.one = one  # the implicit gradient of a real scalar
+
+    def try_fuse_backward(self) -> None:
+        """With the fused backend: the backward pass, with the forward recomputed in
+        front of it, as one kernel reading only the inputs (see ``fused``)."""
+        value, ninputs = self.to_fuse
+        if self.bwd is None or not fused.available():
+            return
+        fwd = [it for it in self.items if type(it) is not Guard]
+        program = _live_items(fwd + self.bkept, {s for s in self.results if s is not None})
+        if not fused.worthwhile(program, value):
+            return
+        defs: set = set()
+        uses: set = set()
+        for it in program:
+            uses |= item_uses(it) - defs
+            defs.update(item_defs(it))
+        inputs = sorted(s for s in uses if s < ninputs)
+        run = fused.fuse(program, inputs + self.seed_slots, self.results, value)
+        if run is None:
+            return
+        self.fused_bwd = (run, inputs)
+        self._set_backward(None)
+        self.bwd_reads = set(inputs)
+        self.needs = self._needs()
+        self.copy = tuple(s is not None and self.results.index(s) != k
+                          for k, s in enumerate(self.results))
+
+    def _set_backward(self, ready: int | None) -> None:
+        """The backward as the fused kernel recomputing from the inputs; with ``ready``,
+        the gradients for the implicit seed 1 are first taken from ``E[ready]``, where the
+        forward kernel left them (once: a second backward recomputes)."""
+        run, inputs = self.fused_bwd
+        ns = Namespace()
+        seeds = ", ".join(f"v{s}" for s in self.seed_slots)
+        args = ", ".join([f"E[{s}]" for s in inputs] + [f"v{s}" for s in self.seed_slots])
+        lines = []
+        if ready is not None:
+            one = ns.name(self.one, "one")
+            lines += [f"    if {seeds} is {one}:",
+                      f"        g = E[{ready}]",
+                      "        if g is not None:",
+                      f"            E[{ready}] = None",
+                      "            return g"]
+        lines.append(f"    return {ns.name(run, 'fused')}({args})")
+        self.bwd = codegen.build("backward", "E, " + seeds, lines, ns)
+        if self.fast is not None:
+            self.fast = self._generate_fast()
 
     def eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
         """The VJP by re-running the path on tensors (create_graph, or no backward
@@ -576,7 +632,15 @@ class Tree:
 
     def generate(self) -> None:
         """(Re)generate the code of every segment."""
+        root = self.root
+        single_end = root.end if root.guard is None else None
+        if (single_end is not None and single_end.to_fuse is not None
+                and single_end.seen >= self.verify):
+            single_end.try_fuse_backward()
         paths = self.paths()
+        if single_end is None:  # the fused backend takes one-path functions only
+            for path in paths:
+                path[-1].end.to_fuse = None
         # Dead-code removal: an item is kept if some path needs what it makes.
         keep: set = set()
         for path in paths:
@@ -643,14 +707,17 @@ class Tree:
                 if seg.end.seen < self.verify:
                     self.call = None
                     return
-                lines = [f"    E = [None] * {self.nslots}"]
+                # (one more slot: where a fused forward leaves the gradients)
+                lines = [f"    E = [None] * {self.nslots + 1}"]
                 lines += [f"    v{s} = L[{s}]" + (".data" if self.tensors[s] else "")
                           for s in sorted(uses)]
                 lines += [f"    E[{s}] = v{s}" for s in sorted(uses & across)]
             else:
                 lines = [f"    v{s} = E[{s}]" for s in sorted(uses)]
             miss = "MISS" if single else "None"
-            for it in kept[i]:
+            if single and (seg.end.to_fuse is not None or seg.end.fused_call is not None):
+                lines += self._fused_forward(seg, kept[i], uses, defs & across, ns)
+            for it in (kept[i] if not (single and seg.end.fused_call) else ()):
                 if type(it) is Guard:  # an outside tensor's shape, dtype, requires_grad
                     want = ns.name(it.value)
                     lines.append(f"    if {codegen.guard_src(it, ns, loads[it.slot])} != "
@@ -672,6 +739,47 @@ class Tree:
         for seg in segs.values():
             seg.table.update({k: c.fn for k, c in seg.children.items()})
         self.call = self._driver(ns)
+
+    def _fused_forward(self, seg: Segment, items: list, uses: set, outs: set,
+                       ns: Namespace) -> list[str]:
+        """The statements of a one-path forward as a fused kernel's call (or, where it
+        cannot be fused, nothing: the caller writes them as usual)."""
+        end = seg.end
+        if end.to_fuse is not None:
+            value = end.to_fuse[0]
+            end.to_fuse = None  # tried once
+            end.fused_call = self._fuse_forward(end, items, uses, outs, value) or False
+        if not end.fused_call:
+            return []
+        run, outs, grads, uses = end.fused_call
+        lhs = "".join(f"v{s}, " for s in outs)
+        got = "".join(f"g{k}, " for k in range(len(grads)))
+        args = ", ".join(f"v{s}" for s in uses)
+        lines = [f"    {lhs}{got}= {ns.name(run, 'fused')}({args})"]
+        if grads:
+            gmap = {s: f"g{k}" for k, s in enumerate(grads)}
+            tup = "".join(("None" if s is None else gmap[s]) + ", " for s in end.results)
+            lines.append(f"    E[{self.nslots}] = ({tup})")
+        return lines
+
+    def _fuse_forward(self, end: End, items: list, uses: set, outs: set, value: list
+                      ) -> tuple | None:
+        if (not fused.available() or not fused.worthwhile(items, value)
+                or any(type(it) is Guard for it in items)):
+            return None
+        outs = sorted(outs - uses)
+        uses = sorted(uses)
+        grads = [s for s in end.results if s is not None] if end.fused_bwd else []
+        if grads and end.one is not None:
+            # One pass computes the loss and its gradients for the seed 1 (what
+            # .backward() asks for): the forward and backward share their work.
+            program = _live_items(items + end.bkept, set(outs) | set(grads))
+            run = fused.fuse(program, uses, outs + grads, value)
+            if run is not None:
+                end._set_backward(self.nslots)
+                return run, outs, grads, uses
+        run = fused.fuse(items, uses, outs, value)
+        return None if run is None else (run, outs, [], uses)
 
     def _driver(self, ns: Namespace) -> Any:
         """``call(L)``: put the inputs in the slot list, run the segments along the
