@@ -42,3 +42,23 @@ def test_a_fresh_leaf_gradient_is_used_without_a_copy_and_a_held_one_is_copied()
     triple(y).backward(np.ones(4))
     assert not np.shares_memory(y.grad, held[0])
     np.testing.assert_array_equal(y.grad, held[0])
+
+
+def test_autograd_grad_runs_only_the_nodes_that_lead_to_its_inputs():
+    calls = []
+
+    def vjp(g, ans, x):
+        calls.append(1)
+        return g * 2.0
+
+    double = yaad.op(lambda x: x * 2.0, vjp=vjp, name="double_for_pruning_test")
+    a = yaad.tensor(np.ones(3), requires_grad=True)
+    b = yaad.tensor(np.ones(3), requires_grad=True)
+    loss = (double(double(a)) * b).sum()
+    (gb,) = yaad.autograd.grad(loss, [b], retain_graph=True)
+    np.testing.assert_array_equal(gb, [4.0, 4.0, 4.0])
+    assert calls == []  # the branch through `a` was not run
+    (ga,) = yaad.autograd.grad(loss, [a])
+    np.testing.assert_array_equal(ga, [4.0, 4.0, 4.0])
+    assert len(calls) == 2
+    assert a.grad is None and b.grad is None

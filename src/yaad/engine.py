@@ -294,13 +294,49 @@ def _root_gradient(t: Tensor, g: Any, k: int, create_graph: bool) -> Any:
     return g
 
 
+def _parent_nodes(node: Node):
+    for p in node.parents:
+        tp = type(p)
+        if tp is Node:
+            yield p
+        elif tp is tuple:
+            yield p[0]
+
+
+def _leading_to(start: list, targets: dict) -> set:
+    """The nodes on some path from ``start`` to a target (autograd.grad runs only these)."""
+    seen: set = set()
+    order = []
+    stack = [(n, False) for n in start]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((p, False) for p in _parent_nodes(node) if p not in seen)
+    needed: set = set()
+    for node in order:  # every node after the nodes it depends on
+        if node in targets or any(
+                p in targets if isinstance(p, Tensor) else
+                (p[0] if type(p) is tuple else p) in needed
+                for p in node.parents if p is not None):
+            needed.add(node)
+    return needed
+
+
 def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> list | None:
-    # 1. Dependency counts over the graph reachable from the roots.
+    # 1. Dependency counts over the graph reachable from the roots; with targets
+    # (autograd.grad), over the part that leads to them.
+    start = [n for n in (_node_of(e) for e, _ in roots) if n is not None]
+    needed = _leading_to(start, targets) if targets else None
     deps: dict[Node, int] = {}
     stack = []
-    for edge, _ in roots:
-        node = _node_of(edge)
-        if node is not None and node not in deps:
+    for node in start:
+        if node not in deps and (needed is None or node in needed):
             deps[node] = 0
             stack.append(node)
     while stack:
@@ -312,6 +348,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
             if tp is tuple:
                 p = p[0]
             elif tp is not Node:
+                continue
+            if needed is not None and p not in needed:
                 continue
             c = deps.get(p)
             if c is None:
@@ -368,12 +406,15 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 except AttributeError:
                     gi = _fit(gi, ref, node)
             if type(p) is Node:
+                try:
+                    c = deps[p] - 1
+                except KeyError:
+                    continue  # not on a path to the inputs of autograd.grad
                 if gi is not None:
                     prev = pending_get(p)
                     pending[p] = gi if prev is None else prev + gi
                     if selects:
                         masked.add(p)
-                c = deps[p] - 1
                 deps[p] = c
                 if not c:
                     ready_append(p)
@@ -434,6 +475,8 @@ class _NodeRun:
         tp = type(p)
         if tp is Node or tp is tuple:
             node = p if tp is Node else p[0]
+            if node not in self.deps:
+                return  # not on a path to the inputs of autograd.grad
             if gi is not None:
                 _accumulate(self.pending, p, gi)
                 if mask:
