@@ -14,13 +14,18 @@ Optimisers: ``"lbfgs"`` (default: SciPy's L-BFGS, a quasi-Newton gradient descen
 ``yaad.optimize.minimize``) or ``"gd"`` (plain gradient descent with momentum, written out
 below in a few lines).
 
-Run: ``python examples/mps.py --L 10 --D 8``.
+Run: ``python examples/mps.py --L 10 --D 8 --steps 1000``. The arrays are small: one BLAS
+thread is fastest (``OMP_NUM_THREADS=1``, set below when run as a script).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 from scipy.sparse.linalg import eigsh
@@ -63,6 +68,15 @@ def tfim_mpo(L: int, h: float, J: float = 1.0) -> list[np.ndarray]:
     W[2, :, :, 1] = Z  # open a Z Z term
     W[2, :, :, 2] = I2  # nothing yet
     return [W[2:3]] + [W] * (L - 2) + [W[:, :, :, 0:1]] if L > 1 else [W[2:3, :, :, 0:1]]
+
+
+def to_state(tensors) -> np.ndarray:
+    """The 2^L amplitudes of the MPS (site 0 the most significant bit), for checks."""
+    psi = np.ones((1, 1))
+    for a in tensors:
+        a = a.data if isinstance(a, yaad.Tensor) else a
+        psi = np.einsum("pa,asb->psb", psi, a).reshape(-1, a.shape[-1])
+    return psi[:, 0]
 
 
 def norm_squared(tensors) -> yaad.Tensor:
