@@ -192,8 +192,8 @@ solve_triangular = op(_solve_triangular, name="linalg.solve_triangular", linear=
 solve_triangular.__doc__ = """Solve ``op(a) x = b`` for a triangular ``a``.
 
 SciPy's ``scipy.linalg.solve_triangular``, batched. Only the triangle selected by
-``lower`` is read (and not the diagonal when
-``unit_diagonal``); the gradient for ``a`` lives in that triangle too.
+``lower`` is read (and not the diagonal when ``unit_diagonal``); the gradient for ``a``
+lives in that triangle too.
 
 Parameters
 ----------
@@ -498,7 +498,7 @@ def _cholesky_jvp(t, ans, a, upper=False):
 
 cholesky = op(_cholesky, name="linalg.cholesky", save_args=False,
               vjp=_cholesky_vjp, jvp=_cholesky_jvp)
-cholesky.__doc__ = """Cholesky factor of Hermitian positive-definite a (numpy.linalg.cholesky).
+cholesky.__doc__ = """Cholesky factorisation ``a = L L^H`` (numpy.linalg.cholesky).
 
 Only the lower triangle of ``a`` is read, as in NumPy. The gradient is the one for
 Hermitian perturbations, i.e. that of ``cholesky((a + a^H) / 2)``: it is Hermitian, as in
