@@ -355,3 +355,33 @@ def test_results_are_named_tuples():
     assert L.qr(a)._fields == ("Q", "R")
     assert L.eig(a)._fields == ("eigenvalues", "eigenvectors")
     assert L.slogdet(a + 10 * np.eye(3))._fields == ("sign", "logabsdet")
+
+
+@pytest.mark.parametrize("c", COMPLEX)
+def test_coupled_losses_at_equal_eigenvalues_raise_and_their_remedies_work(c):
+    h = _with_spectrum([1.0, 1.0, 2.0, 3.0], c)
+    obs = rand(np.random.default_rng(8), (4, 4), c)
+
+    def thermal(x):  # V diag(exp(-w)) V^H: f'(1) is needed inside the degenerate block
+        w, v = L.eigh(x)
+        return (v * yaad.expand_dims(yaad.exp(-w), -2)) @ mH(v) * obs
+
+    with pytest.raises(L.GaugeError, match="linalg.eigh: at equal eigenvalues.*0/0 limit"):
+        _grad_of(thermal, h)
+    # the matrix function is exact at any spectrum
+    gradcheck(lambda x: L.expm(-herm(x)) * obs, h)
+    # an eigenvalue term and a projector term from separate calls pass separately
+    def separate(x):
+        x = herm(x)
+        return (L.eigvalsh(x)[..., :2].sum()
+                + yaad.real(yaad.sum(_projector(L.eigh(x).eigenvectors[..., :2]) * obs)))
+
+    gradcheck(separate, h)
+    v = np.linalg.eigh(h)[1]
+    q = np.conj(v.T) @ _grad_of(separate, h) @ v
+    np.testing.assert_allclose(q[:2, :2], np.eye(2), atol=1e-12)  # the block: d(w_0 + w_1)
+    a = _with_spectrum([3.0, 3.0, 1.0], c, cols=4)
+    with pytest.raises(L.GaugeError, match="linalg.svd: at equal singular values"):
+        _grad_of(lambda x: (lambda r: yaad.sum(_svd_reconstruct(r.U, r.S, r.Vh, 3) * obs[:3])
+                            + yaad.sum(_projector(r.U[..., :2]) * obs[:3, :3]))(
+            L.svd(x, full_matrices=False)), a)
