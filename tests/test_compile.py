@@ -8,6 +8,7 @@ calls (the first records, the second verifies, later ones replay), and checks th
 from __future__ import annotations
 
 import random
+import sys
 import warnings
 
 import numpy as np
@@ -680,3 +681,23 @@ def test_without_numba_everything_stays_python(monkeypatch):
     c = yaad.compile(chain)
     assert_same(chain, c, new_inputs((4,), (4,)))
     assert not _fused_end(c).fused_call
+
+
+def test_module_argument_mode_and_many_signatures(monkeypatch):
+    class Half(yaad.nn.Module):
+        def forward(self, x):
+            return x * 0.5 if self.training else x
+
+    c = yaad.compile(lambda m, x: m(x).sum())
+    m = Half()
+    x = leaf([2.0])
+    for mode in (True, False, True):
+        m.train(mode)
+        for _ in range(3):
+            assert float(c(m, x).data) == (1.0 if mode else 2.0)
+    monkeypatch.setattr(sys.modules["yaad.compile"], "MAX_SIGNATURES", 4)
+    c = yaad.compile(lambda x, k: x * k)
+    with pytest.warns(CompileWarning, match="signatures"):
+        for k in range(10):
+            assert float(c(x, k).data[0]) == 2.0 * k
+    assert len(c._trees) + len(c._eager) <= 4

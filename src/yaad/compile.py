@@ -21,6 +21,9 @@ from .tensor import Tensor
 __all__ = ["compile", "Compiled", "CompileWarning"]
 
 
+MAX_SIGNATURES = 64  # recorded signatures kept per compiled function
+
+
 class CompileWarning(UserWarning):
     """A compiled function runs eagerly for some inputs, and why."""
 
@@ -51,7 +54,15 @@ def _flat(x: Any, leaves: list) -> Any:
     except TypeError:
         raise _Eager(f"an argument of type {t.__name__} is neither a tensor, an array, a "
                      f"tuple, list or dict of them, nor hashable") from None
+    if isinstance(x, _module_type()):  # a model passed in: its train/eval mode matters
+        return (t, x, tuple([m.training for m in x.modules()]))
     return (t, x)
+
+
+def _module_type() -> type:
+    from .nn import Module
+
+    return Module
 
 
 def _swap(x: Any, views: dict) -> Any:
@@ -134,6 +145,7 @@ class Compiled:
         self._trees: dict = {}
         self._eager: dict = {}  # signature -> why this signature runs eagerly
         self.stats = {"replayed": 0, "recorded": 0, "eager": 0}
+        self._warned_many = False
         cells, self._glob, self._names, self._self = _outside(fn)
         self._cells = cells
         self._modules = _modules_of(fn, cells, self._glob, self._names)
@@ -231,10 +243,26 @@ class Compiled:
             self.stats["eager"] += 1
             return self.fn(*args, **kw)
         else:
+            self._make_room()
             tree = self._trees[key] = Tree([isinstance(x, Tensor) for x in leaves],
                                            2 if self.verify else 1)
             tree.pins = outside  # keeps the ids in the signature unique
         return self._record(key, tree, args, kw, leaves)
+
+    def _make_room(self) -> None:
+        """Keep at most ``MAX_SIGNATURES`` recorded signatures (the oldest go)."""
+        if len(self._trees) + len(self._eager) < MAX_SIGNATURES:
+            return
+        if self.warn and not self._warned_many:
+            self._warned_many = True
+            warnings.warn(f"yaad.compile({self._name}): {MAX_SIGNATURES} different input "
+                          f"signatures so far (shapes, dtypes, Python values among the "
+                          f"arguments, rebound globals); each is recorded anew. Pass values "
+                          f"that change from call to call as tensors or arrays.",
+                          CompileWarning, stacklevel=4)
+        for cache in (self._trees, self._eager):
+            while cache and len(self._trees) + len(self._eager) >= MAX_SIGNATURES:
+                cache.pop(next(iter(cache)))
 
     def _run_eager(self, key: Any, why: str, args: tuple | None, kw: Any) -> Any:
         """Run eagerly from now on for this signature (``args`` None: ``kw`` is the result
