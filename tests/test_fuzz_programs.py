@@ -30,12 +30,19 @@ try:
     import torch
 except ImportError:  # the suite passes without PyTorch
     torch = None
+try:
+    import jax
+    import jax.numpy as jnp
+    import jax.scipy.special as jsp
+except ImportError:  # nor JAX
+    jax = None
 
 NORMAL_PROGRAMS = 300
 N_PROGRAMS = FUZZ_PROGRAMS or NORMAL_PROGRAMS
 FIRST_SEED = int(os.environ.get("YAAD_FUZZ_SEED", "0"))
 SECOND_ORDER_EVERY = 7  # programs whose second derivatives are checked too
 SINGLE_EVERY = 3  # programs also run in float32 / complex64
+JAX_EVERY = 10 if FUZZ_PROGRAMS else 25  # programs also compared with JAX (slow in eager)
 BOUND = 30.0  # intermediates stay below this magnitude (finite differences stay accurate)
 
 
@@ -823,6 +830,76 @@ def check_program(prog: Program, seed: int, second_order: bool) -> None:
         compare_with_torch(prog, where)
 
 
+def _jax_overrides() -> dict:
+    """JAX spellings of the entries whose NumPy side is not one NumPy function."""
+    if jax is None:
+        return {}
+
+    def herm(x):
+        return (x + jnp.conj(jnp.swapaxes(x, -1, -2))) / 2
+
+    def setitem(x, y, idx):
+        return x.at[idx].set(jnp.sum(y).astype(x.dtype))
+
+    return {
+        "getitem": lambda x, idx: x[idx], "matmul_const": lambda x, w: x @ w,
+        "gram": lambda x: x @ jnp.swapaxes(x, -1, -2),
+        "matmul_xyT": lambda x, y: x @ jnp.swapaxes(y, -1, -2),
+        "inplace_add": lambda x, y: x + y, "setitem": setitem,
+        "where": lambda c, x, y: jnp.where(c > 0, x, y),
+        "expit": jax.nn.sigmoid, "softplus": jax.nn.softplus, "relu": jax.nn.relu,
+        "erf": jsp.erf, "stack": lambda x, y, axis: jnp.stack([x, y], axis=axis),
+        "concatenate": lambda x, y, axis: jnp.concatenate([x, y], axis=axis),
+        "einsum_vdot": lambda x, y: jnp.einsum("...i,...i->...", x, y),
+        "einsum_trace": lambda x: jnp.einsum("...ii->...", x),
+        "eigvalsh": lambda x: jnp.linalg.eigvalsh(herm(x)),
+    }
+
+
+JAX_OVERRIDES = _jax_overrides()
+
+
+def _jax_of(e: Entry):
+    """JAX's function for the entry (of the same name as its NumPy one), or None."""
+    if e.name in JAX_OVERRIDES:
+        return JAX_OVERRIDES[e.name]
+    f = e.numpy
+    name = getattr(f, "__name__", "<lambda>")
+    if name == "<lambda>" or e.name == "take":  # jnp.take does not wrap negative indices
+        return None
+    module = getattr(f, "__module__", None) or ""
+    if module.startswith("numpy.linalg"):
+        return getattr(jnp.linalg, name, None)
+    return getattr(jnp, name, None) or getattr(jsp, name, None)
+
+
+def compare_with_jax(prog: Program, where: str) -> None:
+    """yaad's gradient equals JAX's, conjugated (JAX's convention is dL/dx - i dL/dy)."""
+    fns = [_jax_of(s.entry) for s in prog.steps]
+    if any(f is None for f in fns):
+        return
+    out = np.asarray(prog.run(list(prog.leaves), "numpy"))
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal(out.shape) + (1j * rng.standard_normal(out.shape)
+                                          if out.dtype.kind == "c" else 0)
+
+    def loss(*xs):
+        vals = list(xs)
+        for s, f in zip(prog.steps, fns):
+            vals.append(f(*[vals[i] for i in s.inputs], **s.params))
+        return jnp.sum(jnp.real(vals[-1] * np.conj(w)))
+
+    xs = [yaad.tensor(x, requires_grad=True) for x in prog.leaves]
+    yaad.real(prog.run(xs, "yaad") * np.conj(w)).sum().backward()
+    with jax.enable_x64(True):
+        grads = jax.grad(loss, argnums=tuple(range(len(xs))))(*[jnp.asarray(x) for x in
+                                                                 prog.leaves])
+    for k, (x, g) in enumerate(zip(xs, grads)):
+        ours = x.grad if x.grad is not None else np.zeros_like(x.data)
+        np.testing.assert_allclose(ours, np.conj(np.asarray(g)), rtol=1e-9, atol=1e-10,
+                                   err_msg=f"input x{k} against JAX, {where}")
+
+
 def compare_with_torch(prog: Program, where: str) -> None:
     out = np.asarray(prog.run(list(prog.leaves), "numpy"))
     rng = np.random.default_rng(1)
@@ -855,6 +932,8 @@ def test_fuzz_program(seed):
     check_program(prog, seed, second_order=seed % SECOND_ORDER_EVERY == 0)
     if seed % SINGLE_EVERY == 0:
         check_single_precision(prog, seed)
+    if jax is not None and seed % JAX_EVERY == 0:
+        compare_with_jax(prog, f"program {seed}:\n{prog.source()}")
 
 
 def test_fuzz_generator_is_varied():
@@ -864,6 +943,14 @@ def test_fuzz_generator_is_varied():
     assert len(used) >= 0.9 * len(VOCAB), sorted({e.name for e in VOCAB} - used)
     assert sum(any(x.dtype.kind == "c" for x in p.leaves) for p in progs) > 30
     assert np.mean([len(p.steps) for p in progs]) > 4
+
+
+def test_fuzz_most_programs_are_compared_with_jax():
+    if jax is None:
+        pytest.skip("JAX is not installed")
+    progs = [generate(s) for s in range(0, 2000, 10)]
+    compared = [p for p in progs if all(_jax_of(s.entry) is not None for s in p.steps)]
+    assert len(compared) >= 0.7 * len(progs)
 
 
 def test_fuzz_check_catches_a_wrong_rule():
