@@ -517,6 +517,32 @@ def test_random_generator_caught_by_the_second_recording():
     assert len(set(values)) == 4
 
 
+def test_hooks_and_retain_grad_inside_run_eagerly():
+    def hooked(x):
+        y = x * 2
+        y.register_hook(lambda g: g * 10)
+        return y.sum()
+
+    def retained(x):
+        y = x * 2
+        y.retain_grad()
+        return (y * y).sum(), y
+
+    c = yaad.compile(hooked)
+    with pytest.warns(CompileWarning, match="hook"):
+        for _ in range(3):
+            x = leaf([1.0, 2.0])
+            c(x).backward()
+            np.testing.assert_allclose(x.grad, [20.0, 20.0])
+    c = yaad.compile(retained)
+    with pytest.warns(CompileWarning, match="retain_grad"):
+        for _ in range(3):
+            x = leaf([1.0, 2.0])
+            loss, y = c(x)
+            loss.backward()
+            np.testing.assert_allclose(y.grad, 2 * y.data)
+
+
 def test_in_place_on_inputs_runs_eagerly():
     def f(x):
         x += 1

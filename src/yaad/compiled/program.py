@@ -180,6 +180,7 @@ class End:
                 "    node.parents = (" + "".join(e + ", " for e in edges) + ")",
                 "    node.epoch = _clock[0]",
                 "    node.extra = None",
+                "    node.visit = 0",
             ]
             for k, o in enumerate(self.node_outs):
                 edge = "node" if self.nout == 1 else f"(node, {k})"

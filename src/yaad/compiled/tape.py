@@ -326,6 +326,8 @@ _NUMPY = Tensor.__dict__["numpy"]
 _TOLIST = Tensor.__dict__["tolist"]
 _ARRAY = Tensor.__dict__["__array__"]
 _DEFAULT_RNG = np.random.default_rng
+_REGISTER_HOOK = Tensor.__dict__["register_hook"]
+_RETAIN_GRAD = Tensor.__dict__["retain_grad"]
 
 
 def _watched_get_data(self: Tensor) -> Any:
@@ -385,6 +387,18 @@ def _watched_array(self: Tensor, dtype: Any = None, copy: Any = None) -> Any:
     return _ARRAY(self, dtype, copy)
 
 
+def _watched_register_hook(self: Tensor, fn: Any) -> Any:
+    _computed_on("a hook registered inside the function (the replayed backward would not "
+                 "call it)", sys._getframe(1))
+    return _REGISTER_HOOK(self, fn)
+
+
+def _watched_retain_grad(self: Tensor) -> None:
+    _computed_on("retain_grad() inside the function (the replayed backward fills only the "
+                 "inputs' .grad)", sys._getframe(1))
+    return _RETAIN_GRAD(self)
+
+
 def _watched_default_rng(seed: Any = None) -> Any:
     if seed is None:
         _escape_here("random numbers drawn with numpy.random.default_rng()", sys._getframe(1))
@@ -427,6 +441,8 @@ def _patch() -> None:
         Tensor.numpy = _watched_numpy
         Tensor.tolist = _watched_tolist
         Tensor.__array__ = _watched_array
+        Tensor.register_hook = _watched_register_hook
+        Tensor.retain_grad = _watched_retain_grad
         np.random.default_rng = _watched_default_rng
         func = sys.modules.get("yaad.func")
         export = getattr(func, "_export", None)
@@ -444,6 +460,8 @@ def _unpatch() -> None:
         Tensor.numpy = _NUMPY
         Tensor.tolist = _TOLIST
         Tensor.__array__ = _ARRAY
+        Tensor.register_hook = _REGISTER_HOOK
+        Tensor.retain_grad = _RETAIN_GRAD
         np.random.default_rng = _DEFAULT_RNG
         func = sys.modules.get("yaad.func")
         export = getattr(func, "_export", None)
@@ -685,8 +703,12 @@ class Recorder:
                  create_graph: bool, inputs: Any = None, capture: bool = False,
                  allow_unused: bool = False) -> Any:
         """``run_backward`` while recording: the backward pass is recorded too."""
-        from .reverse import record_backward
+        from .reverse import _escape_to_engine, record_backward
 
+        if self.suspended:  # inside an op: not the function's own backward
+            return _escape_to_engine(self, "a backward pass inside an operation", outputs,
+                                     grad_outputs, create_graph, inputs, capture,
+                                     allow_unused)
         return record_backward(self, outputs, grad_outputs, create_graph, inputs, capture,
                                allow_unused)
 
