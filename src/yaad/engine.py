@@ -8,6 +8,7 @@ unless ``retain_graph``.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import Any, Sequence
 
@@ -154,16 +155,22 @@ def _add(a: Any, b: Any) -> Any:
     return a + b
 
 
-def _accumulate(pending: dict, edge: Any, g: Any) -> None:
-    if type(edge) is tuple:
+def _accumulate(leaves: dict, edge: Any, g: Any) -> None:
+    """Add ``g`` to what is pending along ``edge``: a node's ``acc`` (a list for a node with
+    several outputs), or a leaf's entry in ``leaves``."""
+    tp = type(edge)
+    if tp is Node:
+        prev = edge.acc
+        edge.acc = g if prev is None else prev + g
+    elif tp is tuple:
         node, k = edge
-        slots = pending.get(node)
+        slots = node.acc
         if slots is None:
-            slots = pending[node] = [None] * node.op.nout
+            slots = node.acc = [None] * node.op.nout
         slots[k] = _add(slots[k], g)
     else:
-        prev = pending.get(edge)
-        pending[edge] = g if prev is None else prev + g
+        prev = leaves.get(edge)
+        leaves[edge] = g if prev is None else prev + g
 
 
 def _run_hooks(hooks: list, g: Any) -> Any:
@@ -328,17 +335,32 @@ def _leading_to(start: list, targets: dict) -> set:
     return needed
 
 
+_pass_ids = itertools.count(1)
+
+_REENTRANT = (
+    "another backward pass went through '{name}' while this one was running (a backward "
+    "call inside a hook or rule, or from another thread, over the same graph). Run them "
+    "one after the other.")
+
+
 def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> list | None:
+    # Each node keeps its bookkeeping for the pass in slots (visit: the pass id, count:
+    # consumers still to deliver, acc: the gradient so far): no dict lookups keyed by
+    # thousands of scattered nodes.
+    pid = next(_pass_ids)
+
     # 1. Dependency counts over the graph reachable from the roots; with targets
     # (autograd.grad), over the part that leads to them.
     start = [n for n in (_node_of(e) for e, _ in roots) if n is not None]
     needed = _leading_to(start, targets) if targets else None
-    deps: dict[Node, int] = {}
     stack = []
     for node in start:
-        if node not in deps and (needed is None or node in needed):
-            deps[node] = 0
+        if node.visit != pid and (needed is None or node in needed):
+            node.visit = pid
+            node.count = 0
+            node.acc = None
             stack.append(node)
+    first = list(stack)
     while stack:
         node = stack.pop()
         for p in node.parents:
@@ -349,35 +371,37 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 p = p[0]
             elif tp is not Node:
                 continue
-            if needed is not None and p not in needed:
-                continue
-            c = deps.get(p)
-            if c is None:
-                deps[p] = 1
+            if p.visit == pid:
+                p.count += 1
+            elif needed is None or p in needed:
+                p.visit = pid
+                p.count = 1
+                p.acc = None
                 stack.append(p)
-            else:
-                deps[p] = c + 1
 
     # 2. Seed the roots, then run nodes as their counts reach zero.
-    pending: dict[Any, Any] = {}
+    leaves: dict[Any, Any] = {}
     for edge, g in roots:
-        _accumulate(pending, edge, g)
-    ready = [n for n, c in deps.items() if c == 0]
+        if _node_of(edge) is None or _node_of(edge).visit == pid:
+            _accumulate(leaves, edge, g)
+    ready = [n for n in first if n.count == 0]
     results = [None] * len(inputs) if inputs is not None else None
     masked: set = set()
     clock = _clock[0]
-    pending_get = pending.get
-    pending_pop = pending.pop
+    leaves_get = leaves.get
     ready_pop = ready.pop
     ready_append = ready.append
     captured = {n for n in targets if type(n) is Node} if targets else None
     slow = create_graph or bool(captured)
     release = not retain_graph
-    run = _NodeRun(pending, deps, ready, masked, create_graph, release)
+    run = _NodeRun(leaves, pid, ready, masked, create_graph, release)
 
     while ready:
         node = ready_pop()
-        g = pending_pop(node, None)
+        if node.visit != pid:
+            raise RuntimeError(_REENTRANT.format(name=node.op.name))
+        g = node.acc
+        node.acc = None
         args = node.args
         if args is None:
             raise RuntimeError(_FREED.format(name=node.op.name))
@@ -406,20 +430,24 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 except AttributeError:
                     gi = _fit(gi, ref, node)
             if type(p) is Node:
-                try:
-                    c = deps[p] - 1
-                except KeyError:
+                if p.visit != pid:
+                    if p.visit > pid:
+                        raise RuntimeError(_REENTRANT.format(name=p.op.name))
                     continue  # not on a path to the inputs of autograd.grad
                 if gi is not None:
-                    prev = pending_get(p)
-                    pending[p] = gi if prev is None else prev + gi
+                    prev = p.acc
+                    p.acc = gi if prev is None else prev + gi
                     if selects:
                         masked.add(p)
-                deps[p] = c
+                c = p.count - 1
+                p.count = c
                 if not c:
                     ready_append(p)
-            else:
+            elif type(p) is tuple:
                 run.deliver(p, gi, selects)
+            elif gi is not None:
+                prev = leaves_get(p)
+                leaves[p] = gi if prev is None else prev + gi
         if release:
             node.args = node.ans = node.kw = None
 
@@ -427,10 +455,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
     # variables dropped) so that _own can tell from the reference count whether a gradient
     # is held elsewhere.
     g = gi = prev = None
-    while pending:
-        leaf, g = pending.popitem()
-        if not isinstance(leaf, Tensor):
-            continue  # a node that no path reached with a gradient
+    while leaves:
+        leaf, g = leaves.popitem()
         hooks = getattr(leaf, "_hooks", None)
         if hooks:
             g = _run_hooks(hooks, g)
@@ -462,9 +488,9 @@ class _NodeRun:
     """Everything the specialised loop in ``_execute`` leaves out: several outputs, hooks,
     variadic ops, create_graph and forward mode, strong zeros, missing gradients."""
 
-    def __init__(self, pending, deps, ready, masked, create_graph, release):
-        self.pending = pending
-        self.deps = deps
+    def __init__(self, leaves, pid, ready, masked, create_graph, release):
+        self.leaves = leaves
+        self.pid = pid
         self.ready = ready
         self.masked = masked
         self.create_graph = create_graph
@@ -475,19 +501,20 @@ class _NodeRun:
         tp = type(p)
         if tp is Node or tp is tuple:
             node = p if tp is Node else p[0]
-            if node not in self.deps:
+            if node.visit != self.pid:
+                if node.visit > self.pid:
+                    raise RuntimeError(_REENTRANT.format(name=node.op.name))
                 return  # not on a path to the inputs of autograd.grad
             if gi is not None:
-                _accumulate(self.pending, p, gi)
+                _accumulate(self.leaves, p, gi)
                 if mask:
                     self.masked.add(node)
-            c = self.deps[node] - 1
-            self.deps[node] = c
-            if not c:
+            node.count -= 1
+            if not node.count:
                 self.ready.append(node)
         elif gi is not None:
-            prev = self.pending.get(p)
-            self.pending[p] = gi if prev is None else prev + gi
+            prev = self.leaves.get(p)
+            self.leaves[p] = gi if prev is None else prev + gi
 
     def general(self, node: Node, g: Any) -> None:
         extra = node.extra

@@ -65,7 +65,10 @@ class Node:
     # args: the saved inputs (arrays), or a Meta / None for inputs whose values the rules
     # do not read (None: same shape and dtype as the output). kw: None when empty.
     # extra: None, or a NodeExtra for the rarely used parts.
-    __slots__ = ("op", "args", "kw", "ans", "parents", "epoch", "extra", "__weakref__")
+    # visit, count and acc are the engine's bookkeeping during a backward pass (the pass
+    # id, the consumers still to deliver, the gradient so far).
+    __slots__ = ("op", "args", "kw", "ans", "parents", "epoch", "extra", "visit", "count",
+                 "acc", "__weakref__")
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name}>"
@@ -271,6 +274,7 @@ def _make_function(spec: Op) -> Callable:
                     node.parents = (px, py)
                     node.epoch = _clock[0]
                     node.extra = None
+                    node.visit = 0
                     out._node = node
                     out.requires_grad = True
                     return out
@@ -303,6 +307,7 @@ def _make_function(spec: Op) -> Callable:
             node.parents = (x._node or x,)
             node.epoch = _clock[0]
             node.extra = None
+            node.visit = 0
             if not save_args and getattr(ans, "base", None) is not None:
                 _note_view(node, ans)
             out._node = node
@@ -417,6 +422,7 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
     node.parents = parents
     node.epoch = _clock[0]
     node.extra = None
+    node.visit = 0
     if not spec.save_args and getattr(ans, "base", None) is not None:
         _note_view(node, ans)
     return node

@@ -300,7 +300,9 @@ class End:
             else:  # a constant made while deriving the backward (ones, an identity)
                 lines.append(f"    v{s} = {ns.name(rec.value[s])}")
         self.bkept = kept
-        lines += codegen.body_lines(kept, ns, shapes=info)
+        recycle = {s for s in wanted if isinstance(rec.value[s], np.ndarray)
+                   and rec.value[s].size >= codegen.POOL_MIN}
+        lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle)
         outs = ", ".join("None" if s is None else f"v{s}" for s in results)
         lines.append(f"    return ({outs},)")
         params = "E, " + ", ".join(f"v{s}" for s in seeds)
