@@ -727,3 +727,21 @@ def test_module_argument_mode_and_many_signatures(monkeypatch):
         for k in range(10):
             assert float(c(x, k).data[0]) == 2.0 * k
     assert len(c._trees) + len(c._eager) <= 4
+
+
+def test_recycled_gradient_arrays_never_overwrite_held_ones():
+    c = yaad.compile(lambda a, b: (a * b).sum())
+    n = 40_000  # large enough to be recycled
+    a0, b0 = RNG.standard_normal((2, n))
+    a, b = leaf(a0), leaf(b0)
+    held = []
+    for k in range(5):
+        a.grad = b.grad = None
+        with yaad.no_grad():
+            b.data[...] = b0 * (k + 1)
+        c(a, b).backward()
+        np.testing.assert_allclose(a.grad, b0 * (k + 1))
+        held.append(a.grad)
+    for k, g in enumerate(held):
+        np.testing.assert_allclose(g, b0 * (k + 1))
+    assert len({id(g) for g in held}) == 5

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -220,11 +220,37 @@ def _is_array(r: Any, shapes: Any) -> bool:
     return isinstance(r, np.ndarray)
 
 
+POOL_MIN = 1 << 15  # elements: arrays from here up are recycled (see pooled)
+
+
+def pooled(ufunc: Any, pool: list, *args: Any) -> Any:
+    """``ufunc(*args)``, written into the array it returned last time if nothing else
+    holds that array any more.
+
+    Large arrays handed out as gradients are freed by the caller between calls (``p.grad =
+    None``); allocating them anew makes glibc map and unmap the memory every time, a page
+    fault per 4 kB (W6: 218 of them, most of the call).
+    """
+    buf = pool[0]
+    if buf is not None and _refs(buf) == 3:  # the pool, ``buf`` and the argument
+        return ufunc(*args, out=buf)
+    out = ufunc(*args)
+    pool[0] = out
+    return out
+
+
+def _refs(x: Any) -> int:
+    import sys
+
+    return sys.getrefcount(x) - 1
+
+
 def body_lines(items: list, ns: Namespace, indent: str = "    ",
-               shapes: Any = None) -> list[str]:
+               shapes: Any = None, recycle: set = frozenset()) -> list[str]:
     """The statements of ``items`` (entries, loads, aliases). ``shapes(slot)`` gives a
     slot's recorded shape (``shapes(slot, True)``: whether it held an ndarray), for the
-    cheaper spellings; without it the forwards are called as they are."""
+    cheaper spellings; without it the forwards are called as they are. The slots in
+    ``recycle``, made by a ufunc, are written into recycled arrays (see :func:`pooled`)."""
     lines = []
     for it in items:
         t = type(it)
@@ -232,6 +258,13 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
             spec = it.op
             args = [ref_src(r, ns) for r in it.args]
             kwsrc = {k: ref_src(v, ns) for k, v in it.kw.items()} if it.kw else {}
+            if (it.outs[0] in recycle and isinstance(spec.forward, np.ufunc) and not kwsrc
+                    and it.err is None and spec.nout == 1):
+                ns.env["_pooled"] = pooled
+                pool = ns.name([None], "pool")
+                lines.append(f"{indent}v{it.outs[0]} = _pooled({ns.name(spec.forward, 'f')}, "
+                             f"{pool}, {', '.join(args)})")
+                continue
             if it.spell is not None:
                 src = it.spell.format(*args)
             else:
@@ -357,9 +390,26 @@ def _trace_mm_spell(it: Entry, value: list) -> str | None:
     return "np.einsum('...ij,...ji->...', {0}, {1})"
 
 
+def _clock_min(fn: Callable, budget: float = 2e-3) -> float:
+    """The fastest of a few runs of ``fn`` (seconds), within about ``budget``."""
+    import time
+
+    best = float("inf")
+    start = time.perf_counter()
+    for _ in range(7):
+        t0 = time.perf_counter()
+        fn()
+        t = time.perf_counter() - t0
+        best = min(best, t)
+        if t0 + t - start > budget:
+            break
+    return best
+
+
 def specialize(items: list, value: list) -> None:
-    """Give entries a cheaper spelling where one applies, kept only if it computes exactly
-    what the op computed on the recorded values."""
+    """Give entries a cheaper spelling where one applies, kept only if it computes what
+    the op computed on the recorded values (exactly, or to rounding for a contraction
+    in another order, which is then chosen by timing it on those values)."""
     import yaad
 
     from .rewrite import TRACE_MM
@@ -380,11 +430,22 @@ def specialize(items: list, value: list) -> None:
             if spell is None:
                 continue
             args = [value[r.i] if type(r) is S else r for r in it.args]
-            got = eval(spell.format("a0", "a1"), {"np": np, "a0": args[first],
-                                                 "a1": args[first + 1]})
+            env = {"np": np, "a0": args[first], "a1": args[first + 1]}
             want = it.op.forward(*args)  # (a rewritten entry's value was computed otherwise)
-            if np.shape(got) == np.shape(want) and np.array_equal(got, want):
-                it.spell = _shift(spell) if first else spell
+            got = eval(spell.format("a0", "a1"), env)
+            if not (np.shape(got) == np.shape(want) and np.array_equal(got, want)):
+                continue
+            if first and not spell.startswith("np.einsum("):
+                # NumPy's own einsum loop against the matrix-product plan, on these shapes.
+                alt = f"np.einsum({args[0]!r}, {{0}}, {{1}})"
+                code = [compile(x.format("a0", "a1"), "<spell>", "eval") for x in (spell, alt)]
+                other = eval(code[1], env)
+                if (np.shape(other) == np.shape(want)
+                        and np.allclose(other, want, rtol=1e-12, atol=0)
+                        and _clock_min(lambda c=code[1], e=env: eval(c, e))
+                        < 0.8 * _clock_min(lambda c=code[0], e=env: eval(c, e))):
+                    spell = alt
+            it.spell = _shift(spell) if first else spell
         except Exception:  # a plan this code does not know: call the op as it is
             continue
 

@@ -523,6 +523,19 @@ def _fuse(items: list, params: list, results: list, value: list) -> Callable:
     meta = [(shapes[s], dtype_of(s), isinstance(value[s], np.ndarray)) for s in want]
     getters = [extra[s] for s in every[len(params):]]
 
+    from .codegen import POOL_MIN, _refs
+
+    pools = [None] * sum(flags)  # output arrays, recycled when nothing else holds them
+
+    def buffer(k: int, shape: tuple, dtype: Any) -> np.ndarray:
+        buf = pools[k]
+        if buf is not None and _refs(buf) == 3:  # pools, buf, the argument
+            return buf
+        buf = np.empty(shape, dtype)
+        if buf.size >= POOL_MIN:
+            pools[k] = buf
+        return buf
+
     def run(*args: Any) -> tuple:
         call = []
         for s, a in zip(every, [*args, *[g() for g in getters]]):
@@ -530,7 +543,8 @@ def _fuse(items: list, params: list, results: list, value: list) -> Callable:
                 call.append(np.ascontiguousarray(a).reshape(n))
             else:
                 call.append(np.asarray(a).reshape(())[()])
-        bufs = [np.empty(m[0], m[1]) for m, f in zip(meta, flags) if f]
+        bufs = [buffer(k, m[0], m[1])
+                for k, m in enumerate(m for m, f in zip(meta, flags) if f)]
         rest = kernel(*call, *[b.reshape(n) for b in bufs])
         got = []
         kb = kr = 0
