@@ -1,6 +1,7 @@
 """Engine bookkeeping: gradient ownership at the leaves."""
 
 import numpy as np
+import pytest
 
 import yaad
 
@@ -62,3 +63,13 @@ def test_autograd_grad_runs_only_the_nodes_that_lead_to_its_inputs():
     np.testing.assert_array_equal(ga, [4.0, 4.0, 4.0])
     assert len(calls) == 2
     assert a.grad is None and b.grad is None
+
+
+def test_the_real_part_of_a_real_tensor_is_a_view_not_the_same_array():
+    x = yaad.tensor(np.ones(3), requires_grad=True)
+    h = x * 2.0
+    r = h.real
+    assert r.data is not h.data and np.shares_memory(r.data, h.data)
+    with pytest.raises(RuntimeError, match="shares its memory"):
+        r += 1.0
+    np.testing.assert_array_equal(h.data, [2.0, 2.0, 2.0])

@@ -324,9 +324,16 @@ def _real_vjp(g, ans, x):
     return g
 
 
-real = op(np.real, name="real", vjp=_real_vjp, linear=True, save_args=False,
+def _real(x):
+    r = np.real(x)
+    # NumPy returns a real array itself; a view keeps the output a distinct array, so an
+    # in-place change of it is seen as a change of shared memory.
+    return r.view() if r is x and isinstance(x, np.ndarray) else r
+
+
+real = op(_real, name="real", vjp=_real_vjp, linear=True, save_args=False,
           save_ans=False, elementwise=True)
-real.__doc__ = "The real part (differentiable; for a real input, the input itself)."
+real.__doc__ = "The real part (differentiable; for a real input, a view of the input)."
 
 
 def _imag_vjp(g, ans, x):
