@@ -239,6 +239,19 @@ def pooled(ufunc: Any, pool: list, *args: Any) -> Any:
     return out
 
 
+def _one_call(src: str) -> bool:
+    """Whether ``src`` is ``f(...)``: its first parenthesis closes at the end."""
+    depth = 0
+    for k, c in enumerate(src):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return k == len(src) - 1
+    return False
+
+
 def _refs(x: Any) -> int:
     import sys
 
@@ -267,6 +280,17 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
                 continue
             if it.spell is not None:
                 src = it.spell.format(*args)
+                while "__POOL__" in src:
+                    ns.env["_copy_into"] = copy_into
+                    src = src.replace("__POOL__", ns.name([None], "pool"), 1)
+                for fn in ("np.multiply(", "np.einsum("):
+                    # (a spelling that is one call, whose result is the whole value)
+                    if (it.outs[0] in recycle and src.startswith(fn) and src.endswith(")")
+                            and src.count("(") == src.count(")") and _one_call(src)):
+                        ns.env["_pooled"] = pooled
+                        src = (f"_pooled({fn[:-1]}, {ns.name([None], 'pool')}, "
+                               + src[len(fn):])
+                        break
             else:
                 tmpl = _template(spec) if shapes is not None and it.err is None else None
                 src = tmpl(it, args, kwsrc, shapes) if tmpl is not None else None
@@ -338,10 +362,24 @@ def build(name: str, params: str, lines: list[str], ns: Namespace) -> Any:
 
 # ---- specialised spellings, checked on the recorded values ----------------------------------
 
+def copy_into(pool: list, x: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``x``, in the array of the last call if it is free."""
+    buf = pool[0]
+    if buf is not None and _refs(buf) == 3:
+        np.copyto(buf, x)
+        return buf
+    buf = np.ascontiguousarray(x)
+    if buf.size >= POOL_MIN:
+        pool[0] = buf
+    return buf
+
+
 def _mat(x: str, shape: tuple, perm: Any, new_shape: tuple, swap: bool) -> tuple[str, tuple]:
     if perm is not None:
         x = f"{x}.transpose({perm!r})"
         shape = tuple(shape[p] for p in perm)
+        if int(np.prod(shape)) >= POOL_MIN and tuple(new_shape) != shape:
+            x = f"_copy_into(__POOL__, {x})"  # (the reshape below would copy anyway)
     if tuple(new_shape) != tuple(shape):
         x = f"{x}.reshape({tuple(new_shape)!r})"
         shape = tuple(new_shape)
@@ -430,15 +468,22 @@ def specialize(items: list, value: list) -> None:
             if spell is None:
                 continue
             args = [value[r.i] if type(r) is S else r for r in it.args]
-            env = {"np": np, "a0": args[first], "a1": args[first + 1]}
+            env = {"np": np, "a0": args[first], "a1": args[first + 1],
+                   "_copy_into": copy_into}
+            pools = [[None] for _ in range(spell.count("__POOL__"))]
+            spell_here = spell
+            for k in range(len(pools)):
+                env[f"pool{k}"] = pools[k]
+                spell_here = spell_here.replace("__POOL__", f"pool{k}", 1)
             want = it.op.forward(*args)  # (a rewritten entry's value was computed otherwise)
-            got = eval(spell.format("a0", "a1"), env)
+            got = eval(spell_here.format("a0", "a1"), env)
             if not (np.shape(got) == np.shape(want) and np.array_equal(got, want)):
                 continue
-            if first and not spell.startswith("np.einsum("):
+            if first and spell.startswith("np.matmul("):
                 # NumPy's own einsum loop against the matrix-product plan, on these shapes.
                 alt = f"np.einsum({args[0]!r}, {{0}}, {{1}})"
-                code = [compile(x.format("a0", "a1"), "<spell>", "eval") for x in (spell, alt)]
+                code = [compile(x.format("a0", "a1"), "<spell>", "eval")
+                        for x in (spell_here, alt)]
                 other = eval(code[1], env)
                 if (np.shape(other) == np.shape(want)
                         and np.allclose(other, want, rtol=1e-12, atol=0)
