@@ -134,7 +134,7 @@ def draw_call(case: Case, data, dtypes=None) -> Call:
 
 
 @pytest.mark.parametrize("key", _params(CASES))
-@fuzz_settings(10, 200)
+@fuzz_settings(10, 100)
 @given(data=st.data())
 def test_fuzz_forward_matches_numpy(key, data):
     case = CASES[key]
@@ -144,7 +144,7 @@ def test_fuzz_forward_matches_numpy(key, data):
 
 
 @pytest.mark.parametrize("key", _params(k for k, c in CASES.items() if c.grad != "none"))
-@fuzz_settings(6, 100)
+@fuzz_settings(6, 50)
 @given(data=st.data())
 def test_fuzz_gradient_matches_finite_differences(key, data):
     case = CASES[key]
