@@ -745,3 +745,40 @@ def test_recycled_gradient_arrays_never_overwrite_held_ones():
     for k, g in enumerate(held):
         np.testing.assert_allclose(g, b0 * (k + 1))
     assert len({id(g) for g in held}) == 5
+
+
+def test_training_loop_with_a_model_and_an_optimizer():
+    r = np.random.default_rng(3)
+    x, y = r.standard_normal((16, 5)), r.integers(0, 3, 16)
+    models = [yaad.nn.Sequential(yaad.nn.Linear(5, 8), yaad.nn.Tanh(), yaad.nn.Linear(8, 3))
+              for _ in range(2)]
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        with yaad.no_grad():
+            q.data[...] = p.data
+    opts = [yaad.optim.Adam(m.parameters(), lr=0.05) for m in models]
+    steps = [yaad.compile(lambda x, y: yaad.nn.functional.cross_entropy(models[0](x), y)),
+             lambda x, y: yaad.nn.functional.cross_entropy(models[1](x), y)]
+    for _ in range(6):
+        losses = []
+        for step, opt in zip(steps, opts):
+            opt.zero_grad()
+            loss = step(x, y)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.data))
+        assert losses[0] == losses[1]
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        np.testing.assert_array_equal(p.data, q.data)
+    assert steps[0].stats["replayed"] == 4
+
+
+def test_dropout_in_training_mode_runs_eagerly_and_eval_mode_replays():
+    model = yaad.nn.Sequential(yaad.nn.Linear(5, 8), yaad.nn.Dropout(0.5), yaad.nn.Linear(8, 3))
+    c = yaad.compile(lambda x: model(x).sum())
+    x = np.ones((4, 5))
+    with pytest.warns(CompileWarning):
+        values = {float(c(x).data) for _ in range(4)}
+    assert len(values) == 4
+    model.eval()
+    values = {float(c(x).data) for _ in range(4)}
+    assert len(values) == 1 and c.stats["replayed"] == 2

@@ -111,12 +111,13 @@ def _modules_of(fn: Callable, cells: tuple, glob: dict, names: tuple) -> list:
         return []
     found = []
     cands = [fn, getattr(fn, "__self__", None)]
-    for c in cells:
+    for c in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
         try:
             cands.append(c.cell_contents)
         except ValueError:
             pass
-    cands += [glob.get(n) for n in names]
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    cands += [glob.get(n) for n in (code.co_names if code is not None else ())]
     for c in cands:
         if isinstance(c, Module) and all(c is not m for m in found):
             found.append(c)
