@@ -98,17 +98,12 @@ def real_diag_matrix(x):
     return diag_matrix(real(d) if is_complex(d) else d)
 
 
-def eye_like(x):
-    """An identity matrix of the last axis' size with the dtype of ``x`` (a constant)."""
-    return np.eye(x.shape[-1], dtype=x.dtype)
-
-
 def as_array(x):
     """``x`` itself if it is an array (of any array library), else a NumPy array (lists)."""
     return x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
 
 
-def square(name: str, a):
+def square_matrices(name: str, a):
     """``a`` as an array, checked to be a (batch of) square matrices."""
     a = as_array(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -133,14 +128,14 @@ def _trans_code(trans) -> int:
 
 def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                       check_finite=True):
-    a = square("solve_triangular", a)
+    a = square_matrices("solve_triangular", a)
     b = as_array(b)
     code = _trans_code(trans)
     if a.ndim == 2 and b.ndim <= 2:
         return sla.solve_triangular(a, b, trans=code, lower=lower,
                                     unit_diagonal=unit_diagonal, check_finite=check_finite)
     # A batch: one LAPACK call for all matrices (SciPy loops over them in Python).
-    t = np.tril(a, -1 if unit_diagonal else 0) if lower else np.triu(a, 1 if unit_diagonal else 0)
+    t = tri(a, lower, unit_diagonal)
     if unit_diagonal:
         t = t + np.eye(a.shape[-1], dtype=a.dtype)
     return np.linalg.solve(_op_of(t, code), b)
@@ -221,7 +216,7 @@ Tensor
 
 
 def _inv(a):
-    a = square("inv", a)
+    a = square_matrices("inv", a)
     return np.linalg.inv(a)
 
 
@@ -247,7 +242,7 @@ numpy.linalg.LinAlgError
 
 
 def _solve(a, b):
-    a, b = square("solve", a), as_array(b)
+    a, b = square_matrices("solve", a), as_array(b)
     return np.linalg.solve(a, b)
 
 
@@ -291,7 +286,7 @@ numpy.linalg.LinAlgError
 
 
 def _det(a):
-    a = square("det", a)
+    a = square_matrices("det", a)
     return np.linalg.det(a)
 
 
@@ -333,7 +328,7 @@ Tensor
 
 
 def _slogdet(a):
-    a = square("slogdet", a)
+    a = square_matrices("slogdet", a)
     sign, logabsdet = np.linalg.slogdet(a)
     return sign, logabsdet
 
@@ -474,7 +469,7 @@ lstsq_solution.__doc__ = """The minimum-norm least-squares solution ``pinv(a) @ 
 
 
 def _cholesky(a, upper=False):
-    a = square("cholesky", a)
+    a = square_matrices("cholesky", a)
     return np.linalg.cholesky(a, upper=upper)
 
 

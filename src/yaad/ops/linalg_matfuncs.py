@@ -13,7 +13,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..op import exported, op
-from .linalg_basic import mH, square
+from .linalg_basic import mH, square_matrices
 
 
 def _block_upper(a, e):
@@ -49,7 +49,7 @@ def frechet(f, a, e):
 
 def _matrix_function(name: str, forward):
     def fwd(A):
-        A = square(name, A)
+        A = square_matrices(name, A)
         # Computed in double precision (SciPy's single-precision logm is inaccurate), then
         # returned in the input's precision; always an array that owns its memory.
         out = forward(A.astype(np.promote_types(A.dtype, np.float64), copy=False))

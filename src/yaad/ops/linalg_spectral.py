@@ -45,7 +45,7 @@ from .linalg_basic import (
     row,
     solve,
     solve_triangular,
-    square,
+    square_matrices,
 )
 from .products import matmul
 from .shape import tril, triu
@@ -177,7 +177,7 @@ def _extend_complement(q, dq1, k: int):
 
 
 def _eigh(a, UPLO="L", eps=None):
-    a = square("eigh", a)
+    a = square_matrices("eigh", a)
     w, v = np.linalg.eigh(a, UPLO)
     return w, v
 
@@ -236,7 +236,7 @@ eigh = op(_eigh, name="linalg.eigh", nout=2, save_args=False, vjp=_eigh_vjp, jvp
 
 
 def _eig(a, eps=None):
-    a = square("eig", a)
+    a = square_matrices("eig", a)
     w, v = np.linalg.eig(a)
     ctype = np.result_type(a.dtype, np.complex64)
     return w.astype(ctype, copy=False), v.astype(ctype, copy=False)
