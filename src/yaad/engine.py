@@ -8,6 +8,7 @@ unless ``retain_graph``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 from typing import Any, Sequence
@@ -173,7 +174,15 @@ def _accumulate(leaves: dict, edge: Any, g: Any) -> None:
         leaves[edge] = g if prev is None else prev + g
 
 
+def _dense(g: Any) -> Any:
+    """``g`` as users see it: a lazy structured gradient (ScaledIdentity) made an array."""
+    if g is None or isinstance(g, (np.ndarray, np.generic, Tensor)):
+        return g
+    return np.asarray(g)
+
+
 def _run_hooks(hooks: list, g: Any) -> Any:
+    g = _dense(g)
     for fn in hooks:
         r = fn(g)
         if r is not None:
@@ -194,7 +203,7 @@ def _node_hooks(node: Node, g: Any) -> Any:
     if extra.retained:
         for k, ref in extra.retained.items():
             t = ref()
-            gk = (g[k] if g is not None else None) if multi else g
+            gk = _dense((g[k] if g is not None else None) if multi else g)
             if t is not None and gk is not None:
                 prev = getattr(t, "_grad", None)
                 t._grad = gk.copy() if prev is None else prev + gk
@@ -283,7 +292,7 @@ def _root_gradient(t: Tensor, g: Any, k: int, create_graph: bool) -> Any:
                 f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
                 f"output is not defined without gradient=. Differentiate a real loss, such "
                 f"as .real or abs(...)**2.")
-        g = np.ones(t.shape, dtype=t.dtype)
+        g = _unit(t.data.dtype, t.data.shape)
     else:
         if isinstance(g, Tensor) and not create_graph:
             g = g.data
@@ -343,6 +352,15 @@ _REENTRANT = (
     "one after the other.")
 
 
+@functools.lru_cache(maxsize=64)
+def _unit(dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """The gradient of a one-element output with respect to itself: a read-only 1
+    (shared between calls; rules never write into their gradient)."""
+    one = np.ones(shape, dtype=dtype)
+    one.flags.writeable = False
+    return one
+
+
 def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> list | None:
     # Each node keeps its bookkeeping for the pass in slots (visit: the pass id, count:
     # consumers still to deliver, acc: the gradient so far): no dict lookups keyed by
@@ -351,7 +369,14 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
 
     # 1. Dependency counts over the graph reachable from the roots; with targets
     # (autograd.grad), over the part that leads to them.
-    start = [n for n in (_node_of(e) for e, _ in roots) if n is not None]
+    leaves: dict[Any, Any] = {}
+    start = []
+    for edge, g in roots:
+        node = _node_of(edge)
+        if node is None:
+            _accumulate(leaves, edge, g)  # a leaf as an output: its gradient is g
+        else:
+            start.append(node)
     needed = _leading_to(start, targets) if targets else None
     stack = []
     for node in start:
@@ -360,7 +385,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
             node.count = 0
             node.acc = None
             stack.append(node)
-    first = list(stack)
+    ready = list(stack)
     while stack:
         node = stack.pop()
         for p in node.parents:
@@ -380,11 +405,12 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 stack.append(p)
 
     # 2. Seed the roots, then run nodes as their counts reach zero.
-    leaves: dict[Any, Any] = {}
     for edge, g in roots:
-        if _node_of(edge) is None or _node_of(edge).visit == pid:
+        node = _node_of(edge)
+        if node is not None and node.visit == pid:
             _accumulate(leaves, edge, g)
-    ready = [n for n in first if n.count == 0]
+    if len(ready) > 1:
+        ready = [n for n in ready if n.count == 0]
     results = [None] * len(inputs) if inputs is not None else None
     masked: set = set()
     clock = _clock[0]
@@ -394,7 +420,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
     captured = {n for n in targets if type(n) is Node} if targets else None
     slow = create_graph or bool(captured)
     release = not retain_graph
-    run = _NodeRun(leaves, pid, ready, masked, create_graph, release)
+    run = None  # the _NodeRun for the cases the loop below leaves out, made when needed
 
     while ready:
         node = ready_pop()
@@ -412,6 +438,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 or (masked and node in masked)):
             if captured and node in captured:
                 g = _capture(node, g, targets[node], inputs, results)
+            if run is None:
+                run = _NodeRun(leaves, pid, ready, masked, create_graph, release)
             run.general(node, g)
             continue
         # The common case, specialised: one output, no hooks, first order.
@@ -444,6 +472,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 if not c:
                     ready_append(p)
             elif type(p) is tuple:
+                if run is None:
+                    run = _NodeRun(leaves, pid, ready, masked, create_graph, release)
                 run.deliver(p, gi, selects)
             elif gi is not None:
                 prev = leaves_get(p)
@@ -457,16 +487,22 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
     g = gi = prev = None
     while leaves:
         leaf, g = leaves.popitem()
-        hooks = getattr(leaf, "_hooks", None)
+        try:  # (an unset slot costs an exception; set it once)
+            hooks = leaf._hooks
+        except AttributeError:
+            hooks = leaf._hooks = None
         if hooks:
             g = _run_hooks(hooks, g)
         if targets is not None:
             for k in targets.get(leaf, ()):
-                results[k] = g
+                results[k] = _dense(g)
             continue
         if not isinstance(g, (np.ndarray, Tensor)):
             g = np.asarray(g)
-        prev = getattr(leaf, "_grad", None)
+        try:
+            prev = leaf._grad
+        except AttributeError:
+            prev = None
         leaf._grad = _own(g) if prev is None else prev + g
     return results
 
@@ -478,9 +514,9 @@ def _capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: li
     for k in ks:
         edge = inputs[k]._node
         if type(edge) is tuple:
-            results[k] = g[edge[1]] if g is not None else None
+            results[k] = _dense(g[edge[1]]) if g is not None else None
         else:
-            results[k] = g
+            results[k] = _dense(g)
     return g
 
 

@@ -48,6 +48,8 @@ class Tensor:
             data = np.asarray(data)
         self.data = data
         self._node = None
+        self._grad = None
+        self._hooks = None
         self.requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
@@ -96,6 +98,9 @@ class Tensor:
         if not requires_grad and self._node is not None:
             raise RuntimeError("requires_grad_(False) is only allowed on leaf tensors; "
                                "use .detach() for a non-leaf.")
+        if requires_grad and not hasattr(self, "_hooks"):
+            self._grad = None  # set, so that the engine reads them without a miss
+            self._hooks = None
         self.requires_grad = bool(requires_grad)
         return self
 
@@ -169,9 +174,7 @@ class Tensor:
         inputs : sequence of Tensor, optional
             Accumulate only into these tensors.
         """
-        from .engine import run_backward
-
-        run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
+        _engine.run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
 
     # ---- array attributes ---------------------------------------------------------
 
@@ -319,3 +322,6 @@ class _HookHandle:
 def is_tensor(x: Any) -> bool:
     """Return True if ``x`` is a yaad Tensor."""
     return isinstance(x, Tensor)
+
+
+from . import engine as _engine  # noqa: E402  (the engine needs Tensor defined first)

@@ -324,11 +324,11 @@ def _real_vjp(g, ans, x):
     return g
 
 
-def _real(x):
-    r = np.real(x)
+def _real(val):
+    r = np.real(val)
     # NumPy returns a real array itself; a view keeps the output a distinct array, so an
     # in-place change of it is seen as a change of shared memory.
-    return r.view() if r is x and isinstance(x, np.ndarray) else r
+    return r.view() if r is val and isinstance(val, np.ndarray) else r
 
 
 real = op(_real, name="real", vjp=_real_vjp, linear=True, save_args=False,

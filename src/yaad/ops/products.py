@@ -47,7 +47,61 @@ def _conj_product(f, g, others, target):
 # ---- matmul, trace -------------------------------------------------------------------
 
 
+class ScaledIdentity(np.lib.mixins.NDArrayOperatorsMixin):
+    """``scale * I``: the gradient of a square matrix's trace, kept lazy.
+
+    The matmul rules use it directly (``(s I) @ b^H = s b^H``: no matrix product), as
+    YAAD.jl's ``IMatrix`` did; anything else sees it as the dense array it stands for
+    (NumPy functions, operators and attributes densify it). The engine densifies it
+    before a user can see it (hooks, ``.grad``, ``autograd.grad``).
+    """
+
+    __array_priority__ = 2000
+
+    def __init__(self, scale: Any, n: int) -> None:
+        self.scale = scale
+        self.n = n
+        self.dtype = np.result_type(scale)
+        self.shape = (n, n)
+        self.ndim = 2
+        self.size = n * n
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.eye(self.n, dtype=self.dtype) * self.scale
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        dense = tuple(np.asarray(x) if isinstance(x, ScaledIdentity) else x for x in inputs)
+        return getattr(ufunc, method)(*dense, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        dense = tuple(np.asarray(x) if isinstance(x, ScaledIdentity) else x for x in args)
+        return func(*dense, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # NumPy probing for array protocols
+            raise AttributeError(name)
+        return getattr(np.asarray(self), name)
+
+    def __getitem__(self, idx: Any) -> Any:
+        return np.asarray(self)[idx]
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def mT(self) -> ScaledIdentity:  # noqa: N802 - NumPy's name
+        return self
+
+    T = mT
+
+    def conj(self) -> ScaledIdentity:
+        return self if self.dtype.kind != "c" else ScaledIdentity(np.conj(self.scale), self.n)
+
+
 def _matmul_vjp_a(g, ans, a, b):
+    if type(g) is ScaledIdentity:
+        return g.scale * _c(b).mT
     if a.ndim == 1 and b.ndim == 1:
         return g * _c(b)
     if b.ndim == 1:
@@ -59,6 +113,8 @@ def _matmul_vjp_a(g, ans, a, b):
 
 
 def _matmul_vjp_b(g, ans, a, b):
+    if type(g) is ScaledIdentity:
+        return _c(a).mT * g.scale
     if a.ndim == 1 and b.ndim == 1:
         return g * _c(a)
     if a.ndim == 1:
@@ -101,6 +157,9 @@ def _eye(n: int, m: int, k: int, dtype: np.dtype) -> np.ndarray:
 
 
 def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if (a.ndim == 2 and offset == 0 and a.shape[0] == a.shape[1]
+            and isinstance(g, (np.ndarray, np.generic)) and g.ndim == 0):
+        return ScaledIdentity(g[()], a.shape[0])
     nd = a.ndim
     axes = (axis1 % nd, axis2 % nd)
     g = reshape(g, g.shape + (1, 1)) * _eye(a.shape[axis1], a.shape[axis2], offset, g.dtype)
