@@ -430,8 +430,11 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
 
 def _note_view(node: Node, ans: Any) -> None:
     # The output is a view: an in-place change of its memory after this point would reach
-    # later users of the view but not this node. Backward checks it (check_saved).
-    extra_of(node).view_of = weakref.ref(ans.base)
+    # later users of the view but not this node. Backward checks it (check_saved). Memory
+    # not owned by an array (a buffer, a capsule from SciPy) is tracked as the view itself.
+    base = ans.base
+    if isinstance(base, np.ndarray):
+        extra_of(node).view_of = weakref.ref(base)
 
 
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
