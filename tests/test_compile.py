@@ -782,3 +782,21 @@ def test_dropout_in_training_mode_runs_eagerly_and_eval_mode_replays():
     model.eval()
     values = {float(c(x).data) for _ in range(4)}
     assert len(values) == 1 and c.stats["replayed"] == 2
+
+
+def test_closed_over_index_array_changed_in_place_is_seen():
+    labels = np.array([0, 1, 2, 1])
+    rows = np.arange(4)
+
+    def nll(z):
+        return -yaad.mean(yaad.log_softmax(z, axis=-1)[rows, labels])
+
+    c = yaad.compile(nll)
+    z0 = RNG.standard_normal((4, 3))
+    for k in range(5):
+        labels[...] = (np.arange(4) + k) % 3
+        v0, (g0,) = run(nll, z0)
+        v1, (g1,) = run(c, z0)
+        np.testing.assert_allclose(v1, v0, rtol=1e-13)
+        np.testing.assert_allclose(g1, g0, rtol=1e-13, atol=1e-16)
+    assert c.stats["replayed"] == 3

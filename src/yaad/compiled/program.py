@@ -302,8 +302,32 @@ class End:
         self.bkept = kept
         recycle = {s for s in wanted if isinstance(rec.value[s], np.ndarray)
                    and rec.value[s].size >= codegen.POOL_MIN}
-        lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle)
         outs = ", ".join("None" if s is None else f"v{s}" for s in results)
+        self._make_one()
+        folded: set = set()
+        if self.one is not None:
+            # The implicit seed 1 of .backward(): what depends on the seed alone (the
+            # gradient of a mean, spread over the rows, say) is a constant, recorded.
+            folded = set(seeds)
+            for it in kept:
+                if type(it) is Entry and item_uses(it) <= folded and _immutable(it):
+                    folded.update(item_defs(it))
+            used = set(wanted)
+            for it in kept:
+                if not set(item_defs(it)) <= folded:
+                    used |= item_uses(it)
+            folded_items = [it for it in kept if not set(item_defs(it)) <= folded]
+            if len(folded_items) < len(kept):
+                lines.append(f"    if {seeds[0]} is {ns.name(self.one, 'one')}:".replace(
+                    f"{seeds[0]} is", f"v{seeds[0]} is"))
+                for s in sorted((folded - set(seeds)) & used):
+                    lines.append(f"        v{s} = {ns.name(rec.value[s], 'k')}")
+                lines += codegen.body_lines(folded_items, ns, indent="        ", shapes=info,
+                                            recycle=recycle)
+                lines.append(f"        return ({outs},)")
+            else:
+                folded = set()
+        lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle)
         lines.append(f"    return ({outs},)")
         params = "E, " + ", ".join(f"v{s}" for s in seeds)
         self.bwd = codegen.build("backward", params, lines, ns)
@@ -318,7 +342,7 @@ class End:
         seen: set = set()
         for s in results:
             e = made.get(s)
-            fresh = (e is not None and s not in seen
+            fresh = (e is not None and s not in seen and s not in folded
                      and getattr(rec.value[s], "base", None) is None
                      and not any(rec.value[r.i] is rec.value[s] for r in e.args
                                  if hasattr(r, "i")))
@@ -330,8 +354,12 @@ class End:
             self.fast = True
             self.out_shape = self.out_shapes[0]
             self.out_dtype = self.out_dtypes[0]
-            if int(np.prod(self.out_shape)) == 1 and self.out_dtype.kind != "c":
-                one = np.ones(self.out_shape, dtype=self.out_dtype)
+
+    def _make_one(self) -> None:
+        if self.nout == 1:
+            shape, dtype = self.out_shapes[0], self.out_dtypes[0]
+            if int(np.prod(shape)) == 1 and dtype.kind != "c":
+                one = np.ones(shape, dtype=dtype)
                 one.flags.writeable = False
                 self.one = one  # the implicit gradient of a real scalar
 
@@ -455,6 +483,25 @@ def _value(vals: dict, r: Any) -> Any:
         items = [_value(vals, x) for x in r.items]
         return items if r.is_list else tuple(items)
     return r
+
+
+_IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), slice, type(Ellipsis),
+              np.dtype, np.generic)
+
+
+def _immutable(it: Entry) -> bool:
+    """Whether the constants ``it`` reads are immutable (arrays are read by reference:
+    their contents may change from call to call)."""
+    from .tape import S, Tup
+
+    def ok(r: Any) -> bool:
+        if type(r) is S:
+            return True
+        if type(r) is Tup or type(r) is tuple or type(r) is list:
+            return all(ok(x) for x in (r.items if type(r) is Tup else r))
+        return isinstance(r, _IMMUTABLE) or isinstance(r, type)
+
+    return all(ok(r) for r in it.args) and all(ok(v) for v in (it.kw or {}).values())
 
 
 def _live_items(items: list, wanted: set) -> list:
