@@ -87,6 +87,9 @@ CASES = [
     (lambda a, b: yaad.einsum("bij,bji->", a, b), [(3, 2, 2), (3, 2, 2)]),
     (lambda x: (x * x.detach()).sum(), [(3,)]),
     (lambda x, b: yaad.sum((x + b) ** 2), [(2, 3), (3,)]),
+    (lambda x: yaad.linalg.eigh(x + x.T)[0].sum() + yaad.linalg.eigh(x + x.T)[1][0, 0] ** 2,
+     [(4, 4)]),
+    (lambda x: yaad.trace(yaad.linalg.inv(x @ x.T + yaad.eye(3))), [(3, 3)]),
 ]
 
 

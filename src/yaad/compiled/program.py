@@ -115,7 +115,6 @@ class End:
         # What the fused backend needs, until it has been tried (see try_fuse).
         self.to_fuse = (rec.value, len([s for s in rec.src if s[0] == "in"])) if fuse \
             else None
-        self.fused_fwd = None
         self.fused_bwd = None  # (kernel, input slots) once fused
         self.fused_call = None  # (kernel, outputs, gradients, inputs) of a fused forward
         self.items = list(rec.items)  # the path, for the create_graph fallback
