@@ -803,3 +803,17 @@ def test_closed_over_index_array_changed_in_place_is_seen():
         np.testing.assert_allclose(v1, v0, rtol=1e-13)
         np.testing.assert_allclose(g1, g0, rtol=1e-13, atol=1e-16)
     assert c.stats["replayed"] == 3
+
+
+def test_python_looking_at_an_array_argument_is_a_guard():
+    def f(x, n):
+        out = x
+        for _ in range(int(n)):
+            out = out * 2
+        return out.sum()
+
+    c = yaad.compile(f)
+    x = leaf([1.0, 2.0])
+    for k in (1, 3, 1, 3, 1, 3):
+        np.testing.assert_allclose(c(x, np.array(k)).data, 3.0 * 2 ** k)
+    assert c.stats["replayed"] == 2 and c.stats["eager"] == 0

@@ -286,26 +286,40 @@ class Traced(np.ndarray):
     def __setitem__(self, idx: Any, value: Any) -> None:
         self._leak("writing into a recorded array")[_plain(idx)] = _plain(value)
 
+    def _guard(self, kind: str) -> Any:
+        """Python looks at the value: a guard, as for a tensor (``bool(x)``...)."""
+        plain = self.view(np.ndarray)
+        rec = state.tracer
+        if rec is not None and not rec.suspended:
+            s = rec.lookup_array(self)
+            if s is None:
+                rec.escape(f"{kind}() of an array derived from a recorded value")
+            else:
+                rec.guard_array(s, kind, plain)
+        return _GUARD_VALUE[kind](plain)
+
     def __bool__(self) -> bool:
-        return bool(self._leak("bool() of a recorded array"))
+        return self._guard("bool")
 
     def __float__(self) -> float:
-        return float(self._leak("float() of a recorded array"))
+        return self._guard("float")
 
     def __int__(self) -> int:
-        return int(self._leak("int() of a recorded array"))
+        return self._guard("int")
 
     def __index__(self) -> int:
-        return operator.index(self._leak("using a recorded array as an index"))
+        return self._guard("index")
 
     def __complex__(self) -> complex:
-        return complex(self._leak("complex() of a recorded array"))
+        return self._guard("complex")
 
     def __iter__(self) -> Any:
         return iter(self._leak("iterating over a recorded array"))
 
     def item(self, *args: Any) -> Any:
-        return self._leak(".item() of a recorded array").item(*args)
+        if args:
+            return self._leak(".item(index) of a recorded array").item(*args)
+        return self._guard("item")
 
     def tolist(self) -> Any:
         return self._leak(".tolist() of a recorded array").tolist()
@@ -698,6 +712,15 @@ class Recorder:
             return  # the conversion raises; so will the caller
         self.guard_slots.add(s)
         self.target.append(Guard(s, kind, value, user_location()))
+
+    def guard_array(self, s: int, kind: str, value: np.ndarray) -> None:
+        """A guard on slot ``s``, seen through an array (see :class:`Traced`)."""
+        try:
+            outcome = _GUARD_VALUE[kind](value)
+        except Exception:
+            return
+        self.guard_slots.add(s)
+        self.target.append(Guard(s, kind, outcome, user_location()))
 
     def backward(self, outputs: Any, grad_outputs: Any, retain_graph: Any,
                  create_graph: bool, inputs: Any = None, capture: bool = False,
