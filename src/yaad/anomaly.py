@@ -153,4 +153,5 @@ def _checked(spec: Op, node: Node) -> Op:
         if slot != "__weakref__" and hasattr(spec, slot):
             setattr(copy, slot, getattr(spec, slot))
     copy.vjps = vjps
+    copy.derivs = None  # the engine's table shortcut would bypass the checked rules
     return copy

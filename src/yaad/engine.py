@@ -442,14 +442,21 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 run = _NodeRun(leaves, pid, ready, masked, create_graph, release)
             run.general(node, g)
             continue
-        # The common case, specialised: one output, no hooks, first order.
+        # The common case, specialised: one output, no hooks, first order. A row of the
+        # elementwise table gives its derivatives directly (gradient g * conj(d)).
         ans = node.ans
         kw = node.kw
         selects = spec.selects
-        for p, rule, ref in zip(node.parents, spec.vjps, args):
+        table = spec.derivs if kw is None else None
+        for p, rule, ref in zip(node.parents, table or spec.vjps, args):
             if p is None:
                 continue
-            gi = rule(g, ans, *args) if kw is None else rule(g, ans, *args, **kw)
+            if table is not None:
+                gi = g * rule(ans, *args).conjugate()
+            elif kw is None:
+                gi = rule(g, ans, *args)
+            else:
+                gi = rule(g, ans, *args, **kw)
             if gi is not None and ref is not None:
                 try:
                     if gi.shape != ref.shape or (gi.dtype is not ref.dtype

@@ -103,7 +103,7 @@ class Op:
 
     __slots__ = (
         "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
-        "elementwise", "selects", "linear", "fn", "simple", "__weakref__",
+        "elementwise", "selects", "linear", "fn", "simple", "derivs", "__weakref__",
     )
 
     def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
@@ -121,6 +121,10 @@ class Op:
         self.linear = linear
         self.fn = None  # the public function, set by op()
         self.simple = nout == 1 and not variadic  # the engine's specialised path applies
+        # For a row of the elementwise table: its derivatives bound to NumPy, so that the
+        # first-order backward computes g * conj(d) without yaad's dispatch (the vjps,
+        # written with yaad functions, serve create_graph and forward mode).
+        self.derivs = None
 
     def __repr__(self) -> str:
         return f"<yaad op {self.name}>"

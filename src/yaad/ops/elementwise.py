@@ -13,6 +13,7 @@ Non-holomorphic and piecewise functions (``abs``, ``real``, ``angle``, ``maximum
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 import scipy.special as sp
@@ -78,10 +79,40 @@ def elementwise_op(name: str, fn, *derivs, real_only: bool = False, selects: boo
     used = [d for d in derivs if d is not None]
     save_ans = any(_uses(d, 0) for d in used)
     save_args = any(_uses(d, k) for d in used for k in range(1, len(derivs) + 1))
-    return op(fn, name=name,
-              vjp=tuple(None if d is None else _vjp_from(d, name, real_only) for d in derivs),
-              jvp=tuple(None if d is None else _jvp_from(d, name, real_only) for d in derivs),
-              save_args=save_args, save_ans=save_ans, elementwise=True, selects=selects)
+    f = op(fn, name=name,
+           vjp=tuple(None if d is None else _vjp_from(d, name, real_only) for d in derivs),
+           jvp=tuple(None if d is None else _jvp_from(d, name, real_only) for d in derivs),
+           save_args=save_args, save_ans=save_ans, elementwise=True, selects=selects)
+    _rows.append((f.op, derivs, real_only))
+    return f
+
+
+_rows: list = []
+
+
+def _bind_to_numpy(namespace: dict) -> None:
+    """Give every row its derivatives with yaad's functions replaced by the NumPy
+    functions behind them: the same code, without dispatch, for the first-order backward
+    (design decision 6: higher derivatives must not slow down first derivatives)."""
+    plain = {k: (v.op.forward if hasattr(v, "op") else v) for k, v in namespace.items()}
+    for spec, derivs, real_only in _rows:
+        bound = []
+        for d in derivs:
+            if d is None:
+                bound.append(None)
+                continue
+            fast = types.FunctionType(d.__code__, plain, d.__name__, d.__defaults__,
+                                      d.__closure__)
+            bound.append(_checked(fast, spec.name) if real_only else fast)
+        spec.derivs = tuple(bound)
+
+
+def _checked(d, name):
+    def derivative(ans, *args):
+        _check_real(name, args)
+        return d(ans, *args)
+
+    return derivative
 
 
 # ---- the table ---------------------------------------------------------------------
@@ -454,5 +485,7 @@ right_shift = _nondiff(np.right_shift)
 heaviside = _nondiff(np.heaviside)
 gcd = _nondiff(np.gcd)
 lcm = _nondiff(np.lcm)
+
+_bind_to_numpy(globals())
 
 __all__ = exported(globals())
