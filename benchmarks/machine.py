@@ -32,7 +32,29 @@ def configure_threads(pin: bool = True) -> dict:
         cpu = max(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {cpu})
     return {"env": {var: os.environ[var] for var in (*THREAD_VARS, "XLA_FLAGS")},
-            "pinned_cpu": cpu}
+            "pinned_cpu": cpu, "malloc": fix_malloc_thresholds()}
+
+
+# glibc returns freed memory to the system and adapts its thresholds as a process runs,
+# so a workload's allocation cost (page faults on every large temporary) would depend on
+# which workloads ran before it. Fixed thresholds make every cell see the same allocator.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MALLOC_THRESHOLD = 32 << 20  # glibc's largest mmap threshold on 64-bit
+
+
+def fix_malloc_thresholds() -> str:
+    """Set glibc's mmap and trim thresholds to 32 MiB (as MALLOC_MMAP_THRESHOLD_ and
+    MALLOC_TRIM_THRESHOLD_ would); returns what was done, for the report."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        ok = (libc.mallopt(M_MMAP_THRESHOLD, MALLOC_THRESHOLD) == 1
+              and libc.mallopt(M_TRIM_THRESHOLD, MALLOC_THRESHOLD) == 1)
+    except (OSError, AttributeError):
+        ok = False
+    return ("glibc mmap/trim thresholds fixed at 32 MiB" if ok else
+            "allocator left as it is (not glibc)")
 
 
 def cpu_model() -> str:

@@ -132,7 +132,8 @@ def markdown(results: list[Result], machine: dict, clock: str = "cpu") -> str:
             f"({machine['numpy_blas']}), " + ", ".join(
                 f"{k} {v[k]}" for k in ("torch", "jax", "autograd", "mygrad")) + ". "
             f"One thread: {', '.join(f'{k}={x}' for k, x in t['env'].items())}, "
-            f"torch.set_num_threads(1), process pinned to CPU {t['pinned_cpu']}."]
+            f"torch.set_num_threads(1), process pinned to CPU {t['pinned_cpu']}; "
+            f"{t.get('malloc', 'allocator as it is')}."]
     load = machine.get("load_average")
     if load:
         out[-1] += (f" Load average (other processes) {load['before']} before the run, "
