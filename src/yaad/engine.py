@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .grad_mode import state
-from .op import Meta, Node, _clock, check_saved
+from .op import Meta, Node, _clock, check_saved, positional_rules
 from .tensor import Tensor
 
 _new = object.__new__
@@ -448,7 +448,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
         kw = node.kw
         selects = spec.selects
         table = spec.derivs if kw is None else None
-        for p, rule, ref in zip(node.parents, table or spec.vjps, args):
+        rules = table or (spec.vjps if not spec.variadic else positional_rules(spec, len(args)))
+        for p, rule, ref in zip(node.parents, rules, args):
             if p is None:
                 continue
             if table is not None:

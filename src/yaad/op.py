@@ -18,6 +18,7 @@ input's dtype (real part for a real input) and skips inputs that need no gradien
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -120,7 +121,7 @@ class Op:
         self.selects = selects
         self.linear = linear
         self.fn = None  # the public function, set by op()
-        self.simple = nout == 1 and not variadic  # the engine's specialised path applies
+        self.simple = nout == 1  # the engine's specialised backward loop applies
         # For a row of the elementwise table: its derivatives bound to NumPy, so that the
         # first-order backward computes g * conj(d) without yaad's dispatch (the vjps,
         # written with yaad functions, serve create_graph and forward mode).
@@ -143,6 +144,13 @@ def exported(namespace: dict) -> list[str]:
         if hasattr(value, "op") or getattr(value, "__module__", None) == module:
             names.append(name)
     return names
+
+
+@functools.lru_cache(maxsize=1024)
+def positional_rules(spec: Op, n: int) -> tuple:
+    """A variadic op's one rule ``rule(i, g, ...)`` as ``n`` positional rules (cached)."""
+    rule = spec.vjps[0]
+    return tuple(functools.partial(rule, i) for i in range(n))
 
 
 def _as_rules(rules: Callable | Sequence | None) -> tuple:
