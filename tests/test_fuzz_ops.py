@@ -200,8 +200,6 @@ def test_regression_gradcheck_perturbs_non_contiguous_inputs():
         gradcheck(bad, [a])
 
 
-@pytest.mark.xfail(strict=True, reason="reported: i1's rule 0.5 (i0 + iv(2, x)) meets SciPy's "
-                                       "iv(2, x) = nan near the smallest normal float")
 def test_regression_i1_gradient_at_a_tiny_argument_is_finite():
     # Found by make fuzz (test_fuzz_gradient_matches_finite_differences[i1]).
     x = yaad.tensor(np.array(2.2250738585072014e-308), requires_grad=True)

@@ -76,14 +76,32 @@ def cast_gradient(g: Any, dtype: np.dtype) -> Any:
     return astype(g, dtype)
 
 
-def _fit(g: Any, ref: Any, node: Node) -> Any:
-    """Reduce ``g`` over broadcast axes and cast it to the dtype of the input ``ref``."""
+def _fit(g: Any, ref: Any, node: Node, out_grad: Any = None) -> Any:
+    """Reduce ``g`` over broadcast axes and cast it to the dtype of the input ``ref``.
+
+    ``out_grad`` is the gradient the rule received: a rule's result may have more axes
+    than its input where broadcasting gave them (the output's or another input's), never
+    more than all of them.
+    """
+    if isinstance(g, (tuple, list)):
+        k = next((i for i, a in enumerate(node.args) if a is ref), "?")
+        raise TypeError(
+            f"the gradient rule of '{node.op.name}' for input {k} returned a "
+            f"{type(g).__name__} instead of one array of the input's shape {ref.shape} (a "
+            f"rule computes the gradient of one input; declare one rule per input)")
     if not hasattr(g, "shape"):
         g = np.asarray(g)
     shape = ref.shape
     if g.shape != shape:
         k = next((i for i, a in enumerate(node.args) if a is ref), "?")
-        g = unbroadcast(g, shape, f"the gradient of '{node.op.name}' for input {k}")
+        where = f"the gradient of '{node.op.name}' for input {k}"
+        outs = out_grad if isinstance(out_grad, tuple) else (out_grad,)
+        most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
+                   + [len(a.shape) for a in node.args if hasattr(a, "shape")])
+        if out_grad is not None and g.ndim > most:
+            raise ValueError(f"{where} has shape {g.shape}: more axes than the output and "
+                             f"every input ({most} at most). The rule is wrong.")
+        g = unbroadcast(g, shape, where)
     dtype = ref.dtype
     gdt = g.dtype
     if gdt is not dtype and gdt != dtype:
@@ -462,9 +480,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                 try:
                     if gi.shape != ref.shape or (gi.dtype is not ref.dtype
                                                  and gi.dtype != ref.dtype):
-                        gi = _fit(gi, ref, node)
+                        gi = _fit(gi, ref, node, g)
                 except AttributeError:
-                    gi = _fit(gi, ref, node)
+                    gi = _fit(gi, ref, node, g)
             if type(p) is Node:
                 if p.visit != pid:
                     if p.visit > pid:
@@ -591,7 +609,7 @@ class _NodeRun:
                 continue
             gi = grads[i]
             if gi is not None and args[i] is not None:
-                gi = _fit(gi, args[i], node)
+                gi = _fit(gi, args[i], node, g)
             self.deliver(p, gi, mask)
         if self.release:
             node.args = node.ans = node.kw = None

@@ -54,6 +54,10 @@ NONDIFF = {
 }
 
 
+# NumPy's writers, which share names with yaad's own (yaad.save writes yaad's format).
+_FILES = {"save", "savez", "savez_compressed", "savetxt"}
+
+
 def _data(x: Any) -> Any:
     if isinstance(x, Tensor):
         return x.data
@@ -171,6 +175,8 @@ def array_function(func: Any, args: tuple, kwargs: dict) -> Any:
     _check_out(f"{module}.{name}", kwargs)
     if name == "where" and len(args) == 1 and not kwargs:
         name = "nonzero"  # np.where(condition) is np.nonzero(condition)
+    if name in _FILES:  # numpy.save(path, t): the data, not yaad.save's format
+        return func(*_data(args), **_data(kwargs))
     fn = _yaad_function(name, module)
     if fn is not None:
         return fn(*args, **kwargs)

@@ -386,13 +386,23 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
         parents = [None] * len(args)
         any_parent = False
         for i, a in enumerate(args):
-            if (isinstance(a, Tensor) and a.requires_grad
-                    and (variadic or (i < len(vjps) and vjps[i] is not None))):
-                parents[i] = a._node or a
-                any_parent = True
+            if isinstance(a, Tensor) and a.requires_grad:
+                if variadic or (i < len(vjps) and vjps[i] is not None):
+                    parents[i] = a._node or a
+                    any_parent = True
+                elif vjps:
+                    raise TypeError(
+                        f"{spec.name}: argument {i} requires grad, but '{spec.name}' has no "
+                        f"gradient rule for it, so its gradient would be lost. Pass "
+                        f"{_describe(a)}.detach() if no gradient is wanted there, or "
+                        f"declare a VJP rule for argument {i}.")
         if any_parent:
             return _wrap_outputs(spec, ans, _record(spec, arrays, kw, ans, tuple(parents)))
     return _wrap_outputs(spec, ans, None)
+
+
+def _describe(t: Tensor) -> str:
+    return f"the tensor (shape {t.shape}, {t.dtype})"
 
 
 def _named(e: Exception, name: str) -> Exception:

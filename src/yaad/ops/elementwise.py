@@ -190,7 +190,9 @@ j1 = elementwise_op("j1", sp.j1, lambda _a, x: 0.5 * (j0(x) - jv(2, x)), real_on
 y0 = elementwise_op("y0", sp.y0, lambda _a, x: -y1(x), real_only=True)
 y1 = elementwise_op("y1", sp.y1, lambda _a, x: 0.5 * (y0(x) - yv(2, x)), real_only=True)
 i0 = elementwise_op("i0", sp.i0, lambda _a, x: i1(x), real_only=True)
-i1 = elementwise_op("i1", sp.i1, lambda _a, x: 0.5 * (i0(x) + iv(2, x)), real_only=True)
+# (1/2 near 0, where SciPy's iv(2, x) is nan around the smallest normal float)
+i1 = elementwise_op("i1", sp.i1, lambda _a, x: where(abs(x) < 1e-150, 0.5,
+                                                     0.5 * (i0(x) + iv(2, x))), real_only=True)
 i0e = elementwise_op("i0e", sp.i0e, lambda ans, x: i1e(x) - sign(x) * ans, real_only=True)
 i1e = elementwise_op("i1e", sp.i1e, lambda ans, x: 0.5 * (i0e(x) + ive(2, x)) - sign(x) * ans,
           real_only=True)
