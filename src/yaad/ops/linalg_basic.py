@@ -298,6 +298,13 @@ def adjugate(a, det_a):
     """
     if np.all(data_of(det_a) != 0):
         return col(col(det_a)) * inv(a)
+    if isinstance(a, Tensor) and a.dtype.kind == "c":
+        # Differentiating this SVD route again is wrong for complex matrices (the null
+        # singular vectors' phases); refuse rather than return a wrong answer.
+        raise NotImplementedError(
+            "linalg.det: second derivatives at a singular complex matrix are not "
+            "supported (first derivatives are). Perturb the matrix off the singular set, "
+            "or differentiate det of the real and imaginary parts.")
     from .linalg_spectral import svd
 
     u, s, vh = svd(a, False)
