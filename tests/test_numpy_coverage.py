@@ -262,6 +262,11 @@ def test_ufunc_maps_to_an_op_or_raises_naming_it(name):
         return
     if inputs is None:
         pytest.skip(f"numpy.{name} takes no float, complex, integer or boolean input")
+    if u.signature is not None:  # a gufunc (matvec...): give each operand its core axes
+        cores = [c.strip("()") for c in u.signature.split("->")[0].split("),(")]
+        inputs = [yaad.tensor(np.linspace(0.5, 1.5, 3 ** max(1, len(c.split(","))))
+                              .reshape((3,) * max(1, len(c.split(",")))), requires_grad=True)
+                  for c in cores]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = u(*inputs)

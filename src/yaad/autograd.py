@@ -12,9 +12,13 @@ from .op import Op, apply
 from .tensor import Tensor
 
 
-def _as_tuple(x: Any) -> tuple:
+def _as_tuple(x: Any, what: str = "outputs") -> tuple:
     if isinstance(x, Tensor):
         return (x,)
+    if not isinstance(x, (tuple, list)):
+        raise TypeError(f"autograd: {what} must be a Tensor or a sequence of Tensors, not a "
+                        f"{type(x).__name__} (differentiate tensors made from yaad.tensor(..., "
+                        f"requires_grad=True))")
     return tuple(x)
 
 
@@ -44,7 +48,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         One gradient (array, or tensor under ``create_graph``) per input.
     """
     outputs = _as_tuple(outputs)
-    inputs = _as_tuple(inputs)
+    inputs = _as_tuple(inputs, "inputs")
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     else:

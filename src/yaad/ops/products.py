@@ -729,4 +729,38 @@ def _contract_vjp(i, g, ans, subscripts, *ops):
 _contract = op(_contract_forward, name="einsum", variadic=True, linear=True,
                save_ans=False, vjp=_contract_vjp)
 
+def matvec(x1: Any, x2: Any, /) -> Any:
+    """Matrix-vector product over the last axes, batched (numpy.matvec).
+
+    Parameters
+    ----------
+    x1 : (..., m, n) Tensor or array_like
+    x2 : (..., n) Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+        ``x1 @ x2`` with ``x2`` as column vectors: shape ``(..., m)``.
+    """
+    return squeeze(matmul(x1, expand_dims(x2, -1)), -1)
+
+
+def vecmat(x1: Any, x2: Any, /) -> Any:
+    """Vector-matrix product conjugating the vector, batched (numpy.vecmat).
+
+    Parameters
+    ----------
+    x1 : (..., m) Tensor or array_like
+    x2 : (..., m, n) Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+        ``conj(x1) @ x2``: shape ``(..., n)``.
+    """
+    if np.iscomplexobj(x1.data if hasattr(x1, "requires_grad") else x1):
+        x1 = conj(x1)
+    return squeeze(matmul(expand_dims(x1, -2), x2), -2)
+
+
 __all__ = exported(globals())
