@@ -241,6 +241,16 @@ def _own(g: Any) -> Any:
     return g
 
 
+def check_output(t: Any, k: int) -> None:
+    """Raise unless output ``k`` of a backward call is a tensor that requires grad."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"backward: output {k} is a {type(t).__name__}, not a Tensor")
+    if not t.requires_grad:
+        raise RuntimeError(
+            f"backward: output {k} does not require grad and has no grad_fn: nothing "
+            f"it depends on requires grad (or it was computed under no_grad()).")
+
+
 def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
                  retain_graph: bool | None, create_graph: bool, inputs: Any = None,
                  capture: bool = False, allow_unused: bool = False) -> list | None:
@@ -256,12 +266,7 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
         retain_graph = create_graph
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"backward: output {k} is a {type(t).__name__}, not a Tensor")
-        if not t.requires_grad:
-            raise RuntimeError(
-                f"backward: output {k} does not require grad and has no grad_fn: nothing "
-                f"it depends on requires grad (or it was computed under no_grad()).")
+        check_output(t, k)
         roots.append((_edge(t), _root_gradient(t, g, k, create_graph)))
 
     targets = None

@@ -189,16 +189,12 @@ def _has_hooks(rec: Recorder, slots: set) -> bool:
 def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph: bool,
                     inputs: Any, capture: bool, allow_unused: bool) -> Any:
     """``run_backward`` while recording: the same results, with the backward recorded."""
+    from ..engine import check_output
     from .rewrite import rewrite
 
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"backward: output {k} is a {type(t).__name__}, not a Tensor")
-        if not t.requires_grad:
-            raise RuntimeError(
-                f"backward: output {k} does not require grad and has no grad_fn: nothing "
-                f"it depends on requires grad (or it was computed under no_grad()).")
+        check_output(t, k)
         roots.append((rec.slot_of(t), _seed(rec, t, g, k)))
     if inputs is not None:
         if isinstance(inputs, Tensor):
