@@ -73,3 +73,24 @@ def test_the_real_part_of_a_real_tensor_is_a_view_not_the_same_array():
     with pytest.raises(RuntimeError, match="shares its memory"):
         r += 1.0
     np.testing.assert_array_equal(h.data, [2.0, 2.0, 2.0])
+
+
+def test_large_temporaries_reused_in_backward_leave_saved_values_intact():
+    # Above 65536 elements the backward multiplies into fresh temporaries (W4's memory);
+    # saved values must never be written: two backward passes give the same gradient.
+    rng = np.random.default_rng(3)
+    x0 = rng.uniform(0.5, 1.5, 100_000)
+    x = yaad.tensor(x0, requires_grad=True)
+    e = yaad.exp(yaad.sin(x))
+    loss = yaad.sum(e * x**2 / (1 + x**2) + e * e + yaad.cos(x) / x)
+    loss.backward(retain_graph=True)
+    first = x.grad.copy()
+    x.grad = None
+    loss.backward()
+    s, c, ex = np.sin(x0), np.cos(x0), np.exp(np.sin(x0))
+    q = x0**2 / (1 + x0**2)
+    expected = (ex * c * q + ex * 2 * x0 / (1 + x0**2) ** 2 + 2 * ex * ex * c
+                - s / x0 - c / x0**2)
+    np.testing.assert_allclose(first, expected, rtol=1e-10)
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-10)
+    np.testing.assert_array_equal(e.data, ex)

@@ -17,10 +17,13 @@ import numpy as np
 
 from .grad_mode import state
 from .op import Meta, Node, _clock, check_saved, positional_rules
+from .ops.elementwise import _BIG, _fits_into
 from .tensor import Tensor
 
 _new = object.__new__
 _getrefcount = sys.getrefcount
+ndarray = np.ndarray
+multiply = np.multiply
 
 _FREED = (
     "Trying to backward through the graph a second time (or to use saved values after "
@@ -476,7 +479,13 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
             if p is None:
                 continue
             if table is not None:
-                gi = g * rule(ans, *args).conjugate()
+                gi = rule(ans, *args).conjugate()
+                # gi is often a fresh temporary (cos(x)): multiply into it when large
+                if (type(gi) is ndarray and gi.size >= _BIG and _getrefcount(gi) <= 2
+                        and _fits_into(gi, g)):
+                    multiply(gi, g, out=gi)
+                else:
+                    gi = g * gi
             elif kw is None:
                 gi = rule(g, ans, *args)
             else:

@@ -13,6 +13,7 @@ Non-holomorphic and piecewise functions (``abs``, ``real``, ``angle``, ``maximum
 from __future__ import annotations
 
 import math
+import sys
 import types
 
 import numpy as np
@@ -270,13 +271,39 @@ subtract = op(np.subtract, name="subtract", save_args=False, save_ans=False, ele
               jvp=(lambda t, ans, x, y: t, lambda t, ans, x, y: -t))
 
 
+_BIG = 1 << 16  # elements: below this, reusing a temporary's memory saves nothing
+
+
+def _scaled_temporary(t, g, sign=1):
+    """``sign * t * g``, written into ``t`` when ``t`` is a large array nothing else holds
+    (a temporary made by the caller) and the result has its shape and dtype: one large
+    temporary fewer (W4's peak memory). Otherwise, and for tensors, out of place."""
+    if (type(t) is np.ndarray and t.size >= _BIG and sys.getrefcount(t) <= 2
+            and _fits_into(t, g)):
+        np.multiply(t, g, out=t)
+        if sign == -1:
+            np.negative(t, out=t)
+        return t
+    return -(t * g) if sign == -1 else t * g
+
+
+def _fits_into(t, g) -> bool:
+    """Whether ``t * g`` has ``t``'s shape and dtype (so it can be computed in place)."""
+    gshape = np.shape(g)
+    if len(gshape) > t.ndim or not t.flags.writeable:
+        return False
+    if any(a != 1 and a != b for a, b in zip(gshape[::-1], t.shape[::-1])):
+        return False
+    return np.result_type(t, g) == t.dtype
+
+
 def _conj_of(v):
     return conj(v) if _is_complex(v) else v
 
 
 divide = op(np.divide, name="divide", elementwise=True,
             vjp=(lambda g, ans, x, y: g / _conj_of(y),
-                 lambda g, ans, x, y: -g * _conj_of(ans / y)),
+                 lambda g, ans, x, y: _scaled_temporary(_conj_of(ans / y), g, -1)),
             jvp=(lambda t, ans, x, y: t / y,
                  lambda t, ans, x, y: -t * (ans / y)))
 true_divide = divide
@@ -296,8 +323,15 @@ def _power_dx(ans, x, y):
 
 
 def _power_dy(ans, x, y):
-    # log(x) * x**y, and 0 where x == 0 (the limit for y > 0)
+    # log(x) * x**y, and 0 where x == 0 (the limit for y > 0). The output is not kept
+    # (x**2 is common, and its exponent needs no gradient): recomputed when needed.
+    if ans is None:
+        ans = power(x, y)
     return where(x == 0, 0, ans * log(where(x == 0, 1, x)))
+
+
+def _float_power_dy(ans, x, y):
+    return _power_dy(float_power(x, y) if ans is None else ans, x, y)
 
 
 def _power_vjp(d):
@@ -308,15 +342,15 @@ def _power_vjp(d):
     return vjp
 
 
-power = op(np.power, name="power", elementwise=True,
+power = op(np.power, name="power", elementwise=True, save_ans=False,
            vjp=(_power_vjp(_power_dx), _power_vjp(_power_dy)),
            jvp=(lambda t, ans, x, y: t * _power_dx(ans, x, y),
                 lambda t, ans, x, y: t * _power_dy(ans, x, y)))
 pow = power  # noqa: A001
-float_power = op(np.float_power, name="float_power", elementwise=True,
-                 vjp=(_power_vjp(_power_dx), _power_vjp(_power_dy)),
+float_power = op(np.float_power, name="float_power", elementwise=True, save_ans=False,
+                 vjp=(_power_vjp(_power_dx), _power_vjp(_float_power_dy)),
                  jvp=(lambda t, ans, x, y: t * _power_dx(ans, x, y),
-                      lambda t, ans, x, y: t * _power_dy(ans, x, y)))
+                      lambda t, ans, x, y: t * _float_power_dy(ans, x, y)))
 
 
 def _abs_vjp(g, ans, x):
