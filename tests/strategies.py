@@ -1230,10 +1230,17 @@ def _full_rank(call):
 
 
 def _qr_ok(call):
-    # Householder QR jumps (a sign) where a column is already zero below the diagonal
+    # Householder QR jumps (a sign) where a column is already zero below the diagonal;
+    # for complex input also where a column with nothing below its diagonal (the last
+    # of a square matrix, a 1x1) has a real diagonal entry: LAPACK reflects it to -|a|
+    # as soon as its imaginary part is not exactly 0.
     a = np.asarray(call.args[0])
-    below = np.tril(np.ones(a.shape[-2:], dtype=bool), -1)
-    return _full_rank(call) and bool(np.all(np.abs(a[..., below]) > 0.05))
+    m, n = a.shape[-2:]
+    below = np.tril(np.ones((m, n), dtype=bool), -1)
+    ok = _full_rank(call) and bool(np.all(np.abs(a[..., below]) > 0.05))
+    if ok and np.iscomplexobj(a) and n >= m:
+        ok = bool(np.all(np.abs(a[..., m - 1, m - 1].imag) > 0.05))
+    return ok
 
 
 case("linalg.qr", lambda a, mode="reduced": (np.linalg.qr(a, mode),) if mode == "r" else tuple(
