@@ -59,9 +59,9 @@ class ScaledIdentity(np.lib.mixins.NDArrayOperatorsMixin):
     __array_priority__ = 2000
 
     def __init__(self, scale: Any, n: int) -> None:
-        self.scale = scale
+        self.scale = scale  # a NumPy scalar
         self.n = n
-        self.dtype = np.result_type(scale)
+        self.dtype = scale.dtype
         self.shape = (n, n)
         self.ndim = 2
         self.size = n * n
