@@ -16,11 +16,10 @@ from typing import Any, Callable
 from .autograd import Function, FunctionCtx
 from .engine import run_backward
 from .grad_mode import enable_grad, no_grad, state
-from .tensor import Tensor
+from .tensor import Tensor, make_tensor
 
 __all__ = ["checkpoint"]
 
-_new = object.__new__
 
 
 def checkpoint(f: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -136,11 +135,7 @@ class _Segment:
 
 
 def _leaf(a: Any) -> Tensor:
-    t = _new(Tensor)
-    t.data = a
-    t._node = None
-    t.requires_grad = True
-    return t
+    return make_tensor(a, requires_grad=True)
 
 
 def _no_grad_call(f: Callable, args: list, kwargs: dict) -> Any:

@@ -18,9 +18,8 @@ import numpy as np
 from .grad_mode import state
 from .op import Meta, Node, _clock, check_saved, positional_rules
 from .ops.elementwise import _BIG, _fits_into
-from .tensor import Tensor
+from .tensor import Tensor, make_tensor
 
-_new = object.__new__
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
 multiply = np.multiply
@@ -132,11 +131,7 @@ def _saved_as_tensors(node: Node) -> tuple[Any, Any]:
         elif isinstance(p, Tensor):
             args.append(p)
         else:
-            t = _new(Tensor)
-            t.data = a
-            t._node = p
-            t.requires_grad = True
-            args.append(t)
+            args.append(make_tensor(a, p, True))
     ans = node.ans
     tangents = duals[1] if duals is not None else None
     if isinstance(ans, tuple):
@@ -161,13 +156,8 @@ def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
     """A node's saved output as a tensor produced by that node (output ``edge``)."""
     if isinstance(a, Meta):
         return a
-    t = _new(Tensor)
-    t.data = a
     diff = a.dtype.kind in "fc"
-    t._node = edge if diff else None
-    t.requires_grad = diff
-    if tangents:
-        t._tangents = tangents
+    t = make_tensor(a, edge if diff else None, diff, tangents)
     return t
 
 
@@ -328,11 +318,7 @@ def _root_gradient(t: Tensor, g: Any, k: int, create_graph: bool) -> Any:
         if not isinstance(g, (np.ndarray, Tensor)):
             g = np.asarray(g, dtype=t.dtype)
     if create_graph and not isinstance(g, Tensor):
-        w = _new(Tensor)
-        w.data = g
-        w._node = None
-        w.requires_grad = False
-        g = w
+        g = make_tensor(g)
     return g
 
 

@@ -30,12 +30,11 @@ import numpy as np
 from .engine import run_backward
 from .grad_mode import enable_grad, state
 from .op import Node, op, strip_level, tangent_of, with_tangent
-from .tensor import Tensor
+from .tensor import Tensor, make_tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp",
            "linearize"]
 
-_new = object.__new__
 
 
 # ---- an identity op: the alias of an input ---------------------------------------------
@@ -110,11 +109,7 @@ def _as_float_tensor(x: Any, fname: str, what: str) -> Tensor:
         raise TypeError(f"{fname}: {what} has dtype {a.dtype}; only floating point and "
                         f"complex inputs can be differentiated. Convert it first, e.g. "
                         f"np.asarray(x, dtype=float).")
-    t = _new(Tensor)
-    t.data = a
-    t._node = None
-    t.requires_grad = False
-    return t
+    return make_tensor(a)
 
 
 def _active_tangents(x: Any) -> dict:
@@ -127,12 +122,7 @@ def _active_tangents(x: Any) -> dict:
 
 def _detached(x: Tensor) -> Tensor:
     """``x`` cut from the graph, keeping its active forward-mode tangents."""
-    t = _new(Tensor)
-    t.data = x.data
-    t._node = None
-    t.requires_grad = False
-    t._tangents = _active_tangents(x) or None
-    return t
+    return make_tensor(x.data, tangents=_active_tangents(x))
 
 
 def _export(x: Any, array_mode: bool) -> Any:
@@ -225,10 +215,7 @@ class _Reverse:
             a = alias(t)
             self.cut.append(a._node)
             return a
-        leaf = _new(Tensor)
-        leaf.data = t.data
-        leaf._node = None
-        leaf.requires_grad = True
+        leaf = make_tensor(t.data, requires_grad=True)
         for level, tangent in _active_tangents(t).items():
             leaf = with_tangent(leaf, level, tangent)
         return leaf

@@ -31,9 +31,8 @@ import numpy as np
 from .grad_mode import state
 from .op import mark_modified
 from .ops.shape import getitem, index_put, index_put_, unwrap_index
-from .tensor import Tensor
+from .tensor import Tensor, make_tensor
 
-_new = object.__new__
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
 
@@ -85,13 +84,8 @@ def _recording(self: Tensor, others: tuple) -> bool:
 def _snapshot(self: Tensor, copy: bool) -> Tensor:
     """A tensor standing for the current value of ``self`` in the graph (its node and
     tangents), holding a copy of the data when the op will save it."""
-    src = _new(Tensor)
-    src.data = self.data.copy() if copy else self.data
-    src._node = self._node
-    src.requires_grad = self.requires_grad
-    tangents = getattr(self, "_tangents", None)
-    if tangents:
-        src._tangents = tangents
+    src = make_tensor(self.data.copy() if copy else self.data, self._node,
+                      self.requires_grad, getattr(self, "_tangents", None))
     return src
 
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .grad_mode import state
-from .tensor import Tensor
+from .tensor import Tensor, make_tensor
 
 ndarray = np.ndarray
 _new = object.__new__
@@ -461,20 +461,12 @@ def _note_view(node: Node, ans: Any) -> None:
 
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
     if spec.nout == 1:
-        out = _new(Tensor)
-        out.data = ans
         diff = node is not None and ans.dtype.kind in "fc"
-        out._node = node if diff else None
-        out.requires_grad = diff
-        return out
+        return make_tensor(ans, node if diff else None, diff)
     outs = []
     for i, a in enumerate(ans):
-        t = _new(Tensor)
-        t.data = a
         diff = node is not None and a.dtype.kind in "fc"
-        t._node = (node, i) if diff else None
-        t.requires_grad = diff
-        outs.append(t)
+        outs.append(make_tensor(a, (node, i) if diff else None, diff))
     return tuple(outs)
 
 
@@ -524,12 +516,7 @@ def _top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
 
 
 def _copy_tensor(x: Tensor, tangents: dict | None) -> Tensor:
-    y = _new(Tensor)
-    y.data = x.data
-    y._node = x._node
-    y.requires_grad = x.requires_grad
-    y._tangents = tangents or None
-    return y
+    return make_tensor(x.data, x._node, x.requires_grad, tangents)
 
 
 def strip_level(x: Any, level: int) -> Any:

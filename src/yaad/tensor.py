@@ -106,11 +106,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's data, cut from the graph."""
-        t = _new(Tensor)
-        t.data = self.data
-        t._node = None
-        t.requires_grad = False
-        return t
+        return make_tensor(self.data)
 
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph, in place."""
@@ -317,6 +313,22 @@ class _HookHandle:
     def remove(self) -> None:
         if self.fn in self.hooks:
             self.hooks.remove(self.fn)
+
+
+def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
+                tangents: dict | None = None) -> Tensor:
+    """A tensor over ``data`` without copying or checks: the one place (outside the op
+    call's specialised paths) where the engine, the transforms and compile make tensors.
+
+    ``node`` is the producing node (or ``(node, output index)``), None for a leaf.
+    """
+    t = _new(Tensor)
+    t.data = data
+    t._node = node
+    t.requires_grad = requires_grad
+    if tangents:
+        t._tangents = tangents
+    return t
 
 
 def is_tensor(x: Any) -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..grad_mode import state
 from ..op import Node, Op, _clock, check_saved
-from ..tensor import Tensor
+from ..tensor import Tensor, make_tensor
 from . import codegen, fused
 from .codegen import Namespace, item_defs, item_uses
 from .reverse import reachable, reverse
@@ -528,11 +528,7 @@ def _scalar(a: Any) -> Any:
 
 
 def _plain_tensor(a: Any) -> Tensor:
-    t = _new(Tensor)
-    t.data = a
-    t._node = None
-    t.requires_grad = False
-    return t
+    return make_tensor(a)
 
 
 def _spec_src(spec: Any, ns: Namespace, names: dict) -> str:

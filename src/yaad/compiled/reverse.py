@@ -21,8 +21,6 @@ from ..grad_mode import state
 from ..tensor import Tensor
 from .tape import Entry, Recorder, S, Tup
 
-_new = object.__new__
-
 
 def _rule_value(rec: Recorder, r: Any, differentiable: bool) -> Any:
     """The value a rule gets for the recorded argument ``r``."""

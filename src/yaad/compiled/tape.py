@@ -25,9 +25,7 @@ import numpy as np
 from ..grad_mode import state
 from ..op import Op, _clock
 from ..op import apply as _apply
-from ..tensor import Tensor
-
-_new = object.__new__
+from ..tensor import Tensor, make_tensor
 
 
 class S:
@@ -591,10 +589,7 @@ class Recorder:
         """The tensor of slot ``s`` (made for slots that only held an array)."""
         t = self.tensor[s]
         if t is None:
-            t = _new(Tensor)
-            t.data = self.value[s]
-            t._node = None
-            t.requires_grad = False
+            t = make_tensor(self.value[s])
             self.tensor[s] = t
             self.by_tensor[id(t)] = s
             self.keep.append(t)
