@@ -26,16 +26,10 @@ from conftest_reliability import FUZZ_PROGRAMS
 import yaad
 from yaad.testing import gradcheck, gradgradcheck
 
-try:
-    import torch
-except ImportError:  # the suite passes without PyTorch
-    torch = None
-try:
-    import jax
-    import jax.numpy as jnp
-    import jax.scipy.special as jsp
-except ImportError:  # nor JAX
-    jax = None
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import torch
 
 NORMAL_PROGRAMS = 300
 N_PROGRAMS = FUZZ_PROGRAMS or NORMAL_PROGRAMS
@@ -826,14 +820,11 @@ def check_program(prog: Program, seed: int, second_order: bool) -> None:
                 gradgradcheck(f, prog.leaves)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{where}") from None
-    if torch is not None:
-        compare_with_torch(prog, where)
+    compare_with_torch(prog, where)
 
 
 def _jax_overrides() -> dict:
     """JAX spellings of the entries whose NumPy side is not one NumPy function."""
-    if jax is None:
-        return {}
 
     def herm(x):
         return (x + jnp.conj(jnp.swapaxes(x, -1, -2))) / 2
@@ -946,8 +937,6 @@ def test_fuzz_generator_is_varied():
 
 
 def test_fuzz_most_programs_are_compared_with_jax():
-    if jax is None:
-        pytest.skip("JAX is not installed")
     progs = [generate(s) for s in range(0, 2000, 10)]
     compared = [p for p in progs if all(_jax_of(s.entry) is not None for s in p.steps)]
     assert len(compared) >= 0.7 * len(progs)

@@ -387,7 +387,7 @@ def test_init_statistics_and_seeding():
 # ---- against PyTorch -----------------------------------------------------------------
 
 def test_mlp_matches_torch():
-    torch = pytest.importorskip("torch")
+    import torch
     tnet = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.GELU(), torch.nn.LayerNorm(8),
                                torch.nn.Linear(8, 8), torch.nn.Softplus(beta=2.0),
                                torch.nn.Linear(8, 3)).double()
@@ -407,7 +407,7 @@ def test_mlp_matches_torch():
 
 
 def test_complex_linear_matches_torch():
-    torch = pytest.importorskip("torch")
+    import torch
     tl = torch.nn.Linear(3, 2, dtype=torch.complex128)
     yl = nn.Linear(3, 2, dtype=np.complex128)
     yl.load_state_dict({k: v.detach().numpy().copy() for k, v in tl.state_dict().items()})
@@ -428,7 +428,7 @@ def test_complex_linear_matches_torch():
     ("nll_loss", {"ignore_index": 0, "reduction": "none"}),
 ])
 def test_class_losses_match_torch(name, kw):
-    torch = pytest.importorskip("torch")
+    import torch
     x = rng.standard_normal((5, 4, 3))
     t = rng.integers(0, 4, (5, 3))
     kw = dict(kw)
@@ -445,7 +445,7 @@ def test_class_losses_match_torch(name, kw):
 
 
 def test_other_layers_match_torch():
-    torch = pytest.importorskip("torch")
+    import torch
     tF = torch.nn.functional
     x = rng.standard_normal((4, 6))
     p = rng.uniform(0.01, 0.99, (4, 6))

@@ -52,7 +52,7 @@ def run_yaad(name, kw, inits, loss_fn, steps=25):
 
 @pytest.mark.parametrize("name,kw", CONFIGS, ids=IDS)
 def test_matches_torch_trajectory(name, kw):
-    torch = pytest.importorskip("torch")
+    import torch
     inits = [rng.standard_normal(3), rng.standard_normal((2, 3))]
     path = run_yaad(name, kw, inits, real_loss)
     tparams = [torch.tensor(v, requires_grad=True) for v in inits]
@@ -79,7 +79,7 @@ def test_complex_parameter_follows_real_pair(name, kw):
 
 
 def test_complex_adam_matches_torch():
-    torch = pytest.importorskip("torch")
+    import torch
     z0 = rng.standard_normal(4) + 1j * rng.standard_normal(4)
     path = run_yaad("Adam", dict(lr=0.1), [z0], complex_loss)
     tz = torch.tensor(z0, requires_grad=True)
@@ -184,7 +184,7 @@ SCHEDULERS = [
 
 @pytest.mark.parametrize("name,kw", SCHEDULERS)
 def test_schedulers_match_torch(name, kw):
-    torch = pytest.importorskip("torch")
+    import torch
     w = yaad.tensor(np.ones(1), requires_grad=True)
     opt = optim.SGD([w], lr=0.2)
     sched = getattr(optim, name)(opt, **kw)

@@ -12,7 +12,7 @@ from conftest import random_array
 
 import yaad
 
-torch = pytest.importorskip("torch")
+import torch
 
 R, POS = (-2.0, 2.0), (0.3, 2.0)
 
