@@ -442,6 +442,59 @@ def test_gradient_with_respect_to_a_tangent():
     np.testing.assert_allclose(gv(np.zeros(2)), J.T @ w)
 
 
+def test_gradient_of_a_vjp_with_respect_to_its_cotangent():
+    # HIPS autograd's second-order check: vjp_fn(u) = f'(x0) u is linear in u, so its
+    # derivative with respect to u is f'(x0) (it was 0: the cotangent was dropped).
+    x0 = 0.3
+    G = lambda u: F.vjp(yaad.sin, x0)[1](u)[0]  # noqa: E731
+    g = F.grad(G)(0.7)
+    assert isinstance(g, np.float64)  # arrays in, arrays out: no graph left attached
+    np.testing.assert_allclose(g, np.cos(x0), rtol=1e-15)
+    out, tangent = F.jvp(G, (0.7,), (2.0,))
+    np.testing.assert_allclose([out, tangent], [0.7 * np.cos(x0), 2 * np.cos(x0)], rtol=1e-15)
+    # vjp_fn made outside the transform that differentiates it
+    _, fn = F.vjp(yaad.sin, x0)
+    assert isinstance(F.grad(lambda u: fn(u)[0])(0.7), np.float64)
+    np.testing.assert_allclose(F.grad(lambda u: fn(u)[0])(0.7), np.cos(x0), rtol=1e-15)
+    # a cotangent tensor that requires grad: backward reaches it
+    u = yaad.tensor(0.7, requires_grad=True)
+    fn(u)[0].backward()
+    np.testing.assert_allclose(u.grad, np.cos(x0), rtol=1e-15)
+
+
+def test_jvp_of_a_vjp_keeps_both_parts():
+    # H(x, u) = sin'(x) u: dH = -sin(x) u dx + cos(x) du
+    x0, u0, tx, tu = 0.3, 0.7, 0.5, 2.0
+    H = lambda x, u: F.vjp(yaad.sin, x)[1](u)[0]  # noqa: E731
+    _, t = F.jvp(H, (x0, u0), (tx, tu))
+    np.testing.assert_allclose(t, -np.sin(x0) * u0 * tx + np.cos(x0) * tu, rtol=1e-14)
+    gx, gu = F.grad(H, argnums=(0, 1))(x0, u0)
+    np.testing.assert_allclose([gx, gu], [-np.sin(x0) * u0, np.cos(x0)], rtol=1e-14)
+
+
+def test_second_order_through_a_complex_vjp_against_jax():
+    import jax
+    import jax.numpy as jnp
+
+    # yaad's vjp_fn(u) is conj(JAX's vjp_fn(conj(u))) (docs/complex.md)
+    z0 = np.array([0.3 + 0.4j, -0.2 + 1.1j])
+    u0 = np.array([0.5 - 0.1j, 1.2 + 0.3j])
+    tz = np.array([1.0 - 0.5j, 0.25 + 2.0j])
+    tu = np.array([-0.3 + 0.7j, 0.9 - 0.2j])
+
+    def ours(z, u):
+        return F.vjp(lambda z: yaad.exp(z) * yaad.conj(z), z)[1](u)[0]
+
+    def theirs(z, u):
+        return jnp.conj(jax.vjp(lambda z: jnp.exp(z) * jnp.conj(z), z)[1](jnp.conj(u))[0])
+
+    with jax.enable_x64(True):
+        expected = jax.jvp(theirs, (z0, u0), (tz, tu))
+    got = F.jvp(ours, (z0, u0), (tz, tu))
+    np.testing.assert_allclose(got[0], np.asarray(expected[0]), rtol=1e-14)
+    np.testing.assert_allclose(got[1], np.asarray(expected[1]), rtol=1e-13)
+
+
 # ---- against PyTorch ------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -125,11 +126,40 @@ def _detached(x: Tensor) -> Tensor:
     return make_tensor(x.data, tangents=_active_tangents(x))
 
 
+# The leaves a reverse transform made for its inputs, once its function has been
+# evaluated: from then on they are constants to every other computation. (A vjp_fn whose
+# cotangent an enclosing transform differentiates records a graph that reaches them.)
+_spent_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # by id
+
+
+def _reaches_variable(tensors: Sequence, own: set) -> bool:
+    """Whether the graph of ``tensors`` reaches a tensor requiring grad that is neither in
+    ``own`` (ids of nodes and leaves) nor a spent leaf of a transform."""
+    stack = [t._node if t._node is not None else t for t in tensors
+             if isinstance(t, Tensor) and t.requires_grad]
+    seen = set()
+    while stack:
+        edge = stack.pop()
+        if type(edge) is tuple:
+            edge = edge[0]
+        key = id(edge)
+        if key in own or key in seen:
+            continue
+        seen.add(key)
+        if type(edge) is not Node:
+            if _spent_leaves.get(id(edge)) is not edge:
+                return True  # a leaf of an enclosing computation
+            continue
+        stack.extend(p for p in edge.parents if p is not None)
+    return False
+
+
 def _export(x: Any, array_mode: bool) -> Any:
     """A result as the caller expects it: an array (0-d: a NumPy scalar) when the inputs
     were arrays and nothing outside needs the result's graph or tangents, else a tensor."""
     if isinstance(x, Tensor):
-        if not array_mode or x.requires_grad or _active_tangents(x):
+        if not array_mode or _active_tangents(x) or (
+                x.requires_grad and _reaches_variable([x], set())):
             return x
         x = x.data
     elif not array_mode:
@@ -196,9 +226,11 @@ class _Reverse:
         self.array_mode = _array_mode(leaves)
         outer = state.enabled
         self.cut: list = []  # alias nodes linked to an enclosing graph
+        self.fresh: list = []  # leaves made for inputs not linked to one
         with enable_grad():
             self.inputs = [self._prepare(x, k, outer) for k, x in enumerate(leaves)]
             out = f(*_tree_unflatten(self.in_tree, self.inputs))
+        _spent_leaves.update((id(t), t) for t in self.fresh)
         self.aux = None
         if has_aux:
             out, self.aux = _split_aux(out, fname)
@@ -216,6 +248,7 @@ class _Reverse:
             self.cut.append(a._node)
             return a
         leaf = make_tensor(t.data, requires_grad=True)
+        self.fresh.append(leaf)
         for level, tangent in _active_tangents(t).items():
             leaf = with_tangent(leaf, level, tangent)
         return leaf
@@ -223,21 +256,7 @@ class _Reverse:
     def _external(self) -> bool:
         """Whether the outputs depend on a tensor requiring grad other than the inputs."""
         own = {id(t._node if t._node is not None else t) for t in self.inputs}
-        stack = [o._node for o in self.out_leaves
-                 if isinstance(o, Tensor) and o.requires_grad]
-        seen = set()
-        while stack:
-            edge = stack.pop()
-            if type(edge) is tuple:
-                edge = edge[0]
-            key = id(edge)
-            if key in own or key in seen:
-                continue
-            seen.add(key)
-            if type(edge) is not Node:
-                return True  # a leaf of an enclosing computation
-            stack.extend(p for p in edge.parents if p is not None)
-        return False
+        return _reaches_variable(self.out_leaves, own)
 
     def check_cotangents(self, cotangents: Any) -> list:
         if self.out_tree is None and not isinstance(cotangents, (tuple, list, dict)):
@@ -256,8 +275,25 @@ class _Reverse:
                                 f"real ({_dtype(o)}); give a real cotangent")
         return leaves
 
-    def pullback(self, cot_leaves: Sequence, retain: bool) -> list:
-        """Gradients for every input leaf (zeros where the output does not depend on it)."""
+    def linked(self, cot_leaves: Sequence) -> bool:
+        """Whether the backward pass for these cotangents must be recorded: the function
+        is linked to an enclosing graph, or a cotangent is differentiated by an enclosing
+        transform (it requires grad, or carries a forward-mode tangent)."""
+        if self.create_graph:
+            return True
+        for c in cot_leaves:
+            if isinstance(c, Tensor) and ((c.requires_grad and state.enabled)
+                                          or _active_tangents(c)):
+                return True
+        return False
+
+    def pullback(self, cot_leaves: Sequence, retain: bool,
+                 create_graph: bool | None = None) -> list:
+        """Gradients for every input leaf (zeros where the output does not depend on it).
+
+        ``create_graph`` (default: whether the function is linked to an enclosing graph)
+        records the backward pass, so the gradients can be differentiated again."""
+        create = self.create_graph if create_graph is None else create_graph
         outs, cots = [], []
         for o, c in zip(self.out_leaves, cot_leaves):
             if isinstance(o, Tensor) and o.requires_grad:
@@ -271,16 +307,16 @@ class _Reverse:
             for n in self.cut:
                 n.parents = (None,) * len(n.parents)
             try:
-                grads = run_backward(outs, cots, retain or self.create_graph,
-                                     self.create_graph, self.inputs, capture=True,
-                                     allow_unused=True)
+                grads = run_backward(outs, cots, retain or create, create, self.inputs,
+                                     capture=True, allow_unused=True)
             finally:
                 for n, p in zip(self.cut, saved):
                     n.parents = p
         return [_zeros(x) if g is None else g for g, x in zip(grads, self.inputs)]
 
-    def export(self, x: Any) -> Any:
-        if isinstance(x, Tensor) and not self.create_graph and x.requires_grad:
+    def export(self, x: Any, keep_graph: bool | None = None) -> Any:
+        keep = self.create_graph if keep_graph is None else keep_graph
+        if isinstance(x, Tensor) and not keep and x.requires_grad:
             x = _detached(x)
         return _export(x, self.array_mode)
 
@@ -291,9 +327,9 @@ class _Reverse:
         leaves, tree = _tree_flatten(self.aux)
         return _tree_unflatten(tree, [self.export(a) for a in leaves])
 
-    def gradients(self, grads: Sequence) -> tuple:
+    def gradients(self, grads: Sequence, keep_graph: bool | None = None) -> tuple:
         """One gradient per primal, each with the primal's structure."""
-        return _tree_unflatten(self.in_tree, [self.export(g) for g in grads])
+        return _tree_unflatten(self.in_tree, [self.export(g, keep_graph) for g in grads])
 
 
 def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
@@ -326,8 +362,12 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     rev = _Reverse(f, primals, has_aux, "vjp")
 
     def vjp_fn(cotangents: Any) -> tuple:
-        grads = rev.pullback(rev.check_cotangents(cotangents), retain=True)
-        return rev.gradients(grads)
+        # A cotangent that an enclosing transform differentiates (grad or jvp of vjp_fn,
+        # HIPS autograd's second-order check) makes the pass recorded: the result is
+        # linear in the cotangent, and that dependence must not be dropped.
+        cots = rev.check_cotangents(cotangents)
+        create = rev.linked(cots)
+        return rev.gradients(rev.pullback(cots, retain=True, create_graph=create), create)
 
     if has_aux:
         return rev.output(), vjp_fn, rev.aux_output()
