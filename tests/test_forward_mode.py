@@ -165,3 +165,69 @@ def test_jvp_against_torch():
     _, t = F.jvp(f, (x,), (v,))
     _, tt = torch.func.jvp(tf, (torch.tensor(x),), (torch.tensor(v),))
     np.testing.assert_allclose(t, tt.numpy(), atol=1e-12)
+
+
+# ---- building arrays from tensors: both modes stack (PyTorch's torch.stack), or both raise
+
+
+def _jax_builders():
+    import jax.numpy as jnp
+
+    return {
+        "append": lambda x: jnp.append(jnp.stack([x[0], x[1]]), 2 * x),
+        "sum_list": lambda x: jnp.sum(jnp.stack([x, 2 * x]), axis=0),
+        "mean_list": lambda x: jnp.mean(jnp.stack([x[0], x[1] ** 2])),
+        "var_list": lambda x: jnp.var(jnp.stack([x[0], x[1] ** 2, 1.0])),
+        "std_list": lambda x: jnp.std(jnp.stack([x[0], x[1] ** 2])),
+        "nested": lambda x: jnp.stack([jnp.stack([x[0], 1.0]), jnp.stack([x[1], x[0] * x[1]])]),
+        "exp_of_tuple": lambda x: jnp.exp(jnp.stack([x[0], x[1]])),
+        "matmul_of_lists": lambda x: jnp.stack([x, x]) @ jnp.stack([x[1], x[0]]),
+    }
+
+
+BUILDERS = {
+    "append": lambda x: yaad.append([x[0], x[1]], 2 * x),
+    "sum_list": lambda x: yaad.sum([x, 2 * x], axis=0),
+    "mean_list": lambda x: yaad.mean([x[0], x[1] ** 2]),
+    "var_list": lambda x: yaad.var([x[0], x[1] ** 2, 1.0]),
+    "std_list": lambda x: yaad.std([x[0], x[1] ** 2]),
+    "nested": lambda x: yaad.stack([[x[0], 1.0], [x[1], x[0] * x[1]]]),
+    "exp_of_tuple": lambda x: yaad.exp((x[0], x[1])),
+    "matmul_of_lists": lambda x: yaad.matmul([x, x], [x[1], x[0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_lists_of_tensors_are_stacked_in_both_modes(name):
+    import jax
+
+    x = np.array([0.7, -1.3])
+    v = np.array([0.4, 2.0])
+    f, ref = BUILDERS[name], _jax_builders()[name]
+    with jax.enable_x64(True):
+        out_j, t_j = jax.jvp(ref, (x,), (v,))
+        w = rng.standard_normal(np.shape(out_j))
+        g_j = jax.grad(lambda x: (ref(x) * w).sum())(x)
+    out, t = F.jvp(f, (x,), (v,))
+    np.testing.assert_allclose(out, out_j, rtol=1e-14)
+    np.testing.assert_allclose(t, t_j, rtol=1e-13)
+    np.testing.assert_allclose(F.grad(lambda x: yaad.sum(f(x) * w))(x), g_j, rtol=1e-13)
+    xt = yaad.tensor(x, requires_grad=True)
+    yaad.sum(f(xt) * w).backward()
+    np.testing.assert_allclose(xt.grad, g_j, rtol=1e-13)
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: np.array([x, 2 * x]), lambda x: np.r_[x, 2 * x], lambda x: np.c_[x, 2 * x],
+    lambda x: np.sum([x, 2 * x]), lambda x: np.asarray([x[0], x[1]]),
+], ids=["np.array", "np.r_", "np.c_", "np.sum(list)", "np.asarray(list)"])
+def test_numpy_array_building_raises_in_both_modes(build):
+    # NumPy makes these arrays itself (no dispatch to yaad): a silent zero tangent or a
+    # dropped gradient is what they would give otherwise.
+    x = np.array([0.5, 1.0])
+    with pytest.raises(TypeError, match="forward-mode tangent.*yaad.stack"):
+        F.jvp(build, (x,), (np.ones(2),))
+    with pytest.raises(TypeError, match="requires grad.*yaad.stack"):
+        F.grad(lambda x: yaad.sum(build(x)))(x)
+    # without a transform it is plain NumPy on the values
+    np.testing.assert_array_equal(build(yaad.tensor(x)), build(x))

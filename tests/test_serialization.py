@@ -125,3 +125,47 @@ def test_corrupt_header(tmp_path):
             np.lib.format.write_array(f, np.array('{"format": "yaad-npz", "tree": {"array": 3}}'))
     with pytest.raises(SerializationError, match="missing array"):
         yaad.load(path)
+
+
+def _with_header(path, header: str, arrays=()):
+    """A zip written as yaad.save would, but with the given header text."""
+    with zipfile.ZipFile(path, "w") as z:
+        with z.open("__yaad__.npy", "w") as f:
+            np.lib.format.write_array(f, np.array(header))
+        for i, a in enumerate(arrays):
+            with z.open(f"a{i}.npy", "w") as f:
+                np.lib.format.write_array(f, a)
+
+
+@pytest.mark.parametrize("tree", [
+    '{"complex": [1]}',  # wrong arity: ValueError from unpacking
+    '{"complex": ["a", "b"]}',  # wrong types: TypeError from complex()
+    '{"dict": [[[1, 2], 3]]}',  # a list as a key: TypeError (unhashable)
+    '{"dict": [["k"]]}',  # a pair without a value: ValueError
+    '{"list": 5}',  # not iterable: TypeError
+    '{"array": 0, "tensor": true}',  # requires_grad on an int array: TypeError
+    '{"array": 0, "tensor": "yes"}',  # a flag that is not a bool
+    '{"list": [' * 100000 + ']}' * 100000,  # nesting past the recursion limit
+    '[1, 2]',  # a header that is not an object
+])
+def test_tampered_header_raises_serialization_error_naming_the_file(tmp_path, tree):
+    path = tmp_path / "tampered_header.npz"
+    header = tree if tree.startswith("[") else '{"format": "yaad-npz", "version": 1, ' \
+        f'"tree": {tree}}}'
+    _with_header(path, header, [np.arange(3)])
+    with pytest.raises(SerializationError) as info:
+        yaad.load(path)
+    assert str(path) in str(info.value)
+    assert "header" in str(info.value)
+
+
+def test_tensor_refuses_object_arrays_at_the_door():
+    for data in (np.array([1.0, None], dtype=object), [1.0, None], [{}, 1]):
+        with pytest.raises(TypeError, match="dtype object"):
+            yaad.tensor(data)
+        with pytest.raises(TypeError, match="dtype object"):
+            yaad.Tensor(np.array(data, dtype=object))
+    with pytest.raises(TypeError, match="dtype object"):
+        yaad.as_tensor(np.array([1.0, None], dtype=object))
+    with pytest.raises(TypeError, match="dtype object"):
+        yaad.from_numpy(np.array([{}, 1], dtype=object))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -100,7 +101,79 @@ empty = _maker(np.empty, "empty")
 eye = _maker(np.eye, "eye")
 identity = _maker(np.identity, "identity")
 arange = _maker(np.arange, "arange")
-linspace = _maker(np.linspace, "linspace")
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+             device: Any = None, requires_grad: bool = False) -> Any:
+    """Evenly spaced numbers over an interval (numpy.linspace), differentiable in the ends.
+
+    Parameters
+    ----------
+    start, stop : array_like or Tensor
+        The ends (broadcast together). Tensors among them are differentiated: the result
+        is recorded as NumPy computes it, ``start + arange(num) * (stop - start) / div``
+        with the last sample exactly ``stop`` (``div`` is ``num - 1``, or ``num`` without
+        the endpoint), so values equal NumPy's bit for bit.
+    num : int
+        The number of samples.
+    endpoint : bool
+        Whether ``stop`` is the last sample.
+    retstep : bool
+        Also return the spacing.
+    dtype : data-type, optional
+        An integer dtype floors the samples (no gradient).
+    axis : int
+        Where the samples go in the result, for array ends.
+    device : None or "cpu"
+        NumPy's array-API argument.
+    requires_grad : bool
+        Make the result a leaf that requires grad (for constant ends only).
+
+    Returns
+    -------
+    Tensor, or (Tensor, step) with ``retstep``
+    """
+    if not (isinstance(start, Tensor) or isinstance(stop, Tensor)):
+        out = np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
+        if retstep:
+            return Tensor(out[0], requires_grad=requires_grad), out[1]
+        return Tensor(out, requires_grad=requires_grad)
+    if requires_grad:
+        raise ValueError("linspace: requires_grad=True makes a leaf, but start or stop is a "
+                         "tensor: the result is already differentiated through them")
+    if device not in (None, "cpu"):
+        raise ValueError(f"linspace: device must be None or 'cpu', got {device!r}")
+    from . import astype, broadcast_to, concatenate, expand_dims, floor, getitem, moveaxis
+
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    data = [e.data if isinstance(e, Tensor) else e for e in (start, stop)]
+    dt = np.result_type(*data, 1.0)  # NumPy's: the ends' type, made inexact
+    start, stop = (astype(e, dt) if isinstance(e, Tensor) else np.asarray(e, dt)
+                   for e in (start, stop))
+    delta = stop - start
+    r = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * np.ndim(delta))
+    if div > 0:
+        step = delta / div
+        zero = np.any((step.data if isinstance(step, Tensor) else step) == 0)
+        y = r / div * delta if zero else r * step
+    else:
+        step = np.nan
+        y = r * delta
+    y = y + start
+    if endpoint and num > 1:
+        last = expand_dims(broadcast_to(stop, y.shape[1:]), 0)
+        y = concatenate([getitem(y, slice(None, -1)), last])
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        if np.issubdtype(dtype, np.integer):
+            y = floor(y)
+        y = astype(y, dtype)
+    return (y, step) if retstep else y
 
 
 def _like_maker(np_fn, name):

@@ -244,13 +244,15 @@ def _make_function(spec: Op) -> Callable:
                 for v in kw.values():
                     if isinstance(v, Tensor):
                         return apply(spec, args, kw)
-            return forward(*args, **kw)
+            return _call_plain(spec, args, kw)
         st = state
         if fast == 2:
             x, y = args
             xt = isinstance(x, Tensor)
             yt = isinstance(y, Tensor)
             if not (xt or yt):
+                if type(x) in _SEQUENCES or type(y) in _SEQUENCES:
+                    return _call_plain(spec, args, {})
                 return forward(x, y)
             if st.special:
                 return _apply_special(spec, args, {})
@@ -295,7 +297,7 @@ def _make_function(spec: Op) -> Callable:
             return out
         x = args[0]
         if not isinstance(x, Tensor):
-            return forward(x)
+            return forward(x) if type(x) not in _SEQUENCES else _call_plain(spec, args, {})
         if st.special:
             return _apply_special(spec, args, {})
         xd = x.data
@@ -346,6 +348,36 @@ def _make_function(spec: Op) -> Callable:
     call.defjvp = lambda *rules: _set("jvps", rules)
     registry[spec.name] = spec
     return call
+
+
+_SEQUENCES = (list, tuple)
+
+
+def holds_tensor(x: Any) -> bool:
+    """Whether a (nested) list or tuple holds a tensor."""
+    for e in x:
+        if isinstance(e, Tensor) or (type(e) in _SEQUENCES and holds_tensor(e)):
+            return True
+    return False
+
+
+def _call_plain(spec: Op, args: tuple, kw: dict) -> Any:
+    """``spec`` on arguments none of which is a tensor: the forward on them, unless a
+    differentiable input is a list or tuple holding tensors. That one is stacked first, as
+    NumPy would make it an array (PyTorch's ``stack``), so the gradient or the tangent
+    reaches each tensor instead of being dropped by the conversion to an array."""
+    vjps = spec.vjps
+    stacked = None
+    for i, a in enumerate(args):
+        if (type(a) in _SEQUENCES and (spec.variadic or (i < len(vjps) and vjps[i]))
+                and holds_tensor(a)):
+            from .ops.shape import _as_operand
+
+            stacked = stacked or list(args)
+            stacked[i] = _as_operand(a)
+    if stacked is None:
+        return spec.forward(*args, **kw)
+    return spec.fn(*stacked, **kw)
 
 
 def _meta(a: Any, ans: Any, elementwise: bool) -> Any:

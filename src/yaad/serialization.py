@@ -114,7 +114,11 @@ def _decode(node: Any, arrays: dict, name: str) -> Any:
                 raise SerializationError(f"yaad.load: {name} refers to a missing array "
                                          f"entry {key!r}; the file is corrupt")
             a = arrays[key]
-            return Tensor(a, requires_grad=node["tensor"]) if "tensor" in node else a
+            if "tensor" not in node:
+                return a
+            if not isinstance(node["tensor"], bool):
+                raise ValueError(f"the tensor flag {node['tensor']!r} is not a bool")
+            return Tensor(a, requires_grad=node["tensor"])
         if "complex" in node:
             re, im = node["complex"]
             return complex(re, im)
@@ -170,6 +174,8 @@ def load(f: str | os.PathLike | BinaryIO) -> Any:
         raise SerializationError(
             f"yaad.load: cannot read {name}: it is corrupt, truncated, or not a file written "
             f"by yaad.save ({type(e).__name__}: {e})") from e
+    # A tampered header may hold anything JSON can: wrong types, wrong arities, nesting
+    # deeper than Python's recursion limit. Every such failure names the file.
     try:
         header = json.loads(str(arrays.pop(_HEADER)))
         if header.get("format") != _FORMAT:
@@ -177,10 +183,14 @@ def load(f: str | os.PathLike | BinaryIO) -> Any:
         if header.get("version", 0) > _VERSION:
             raise ValueError(f"format version {header['version']} is newer than this yaad "
                              f"reads ({_VERSION})")
-        tree = header["tree"]
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
-        raise SerializationError(f"yaad.load: {name} has an unreadable header ({e})") from e
-    return _decode(tree, arrays, name)
+        return _decode(header["tree"], arrays, name)
+    except SerializationError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError,
+            RecursionError) as e:
+        raise SerializationError(f"yaad.load: {name} has an unreadable header "
+                                 f"({type(e).__name__}: {str(e)[:200]}); the file is corrupt "
+                                 f"or was not written by yaad.save") from None
 
 
 __all__ = ["save", "load", "SerializationError"]

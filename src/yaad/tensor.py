@@ -46,6 +46,12 @@ class Tensor:
             data = data.data
         elif not isinstance(data, np.ndarray):
             data = np.asarray(data)
+        if data.dtype.hasobject:
+            raise TypeError(
+                f"a tensor holds numbers (or booleans, strings), but this data is an array "
+                f"of dtype object (shape {data.shape}: Python objects such as None or "
+                f"tensors mixed with numbers). Convert it first, e.g. "
+                f"np.asarray(x, dtype=float); to build a tensor from tensors use yaad.stack.")
         self.data = data
         self._node = None
         self._grad = None
@@ -264,7 +270,15 @@ class Tensor:
             raise TypeError(
                 "cannot convert a tensor that requires grad to a NumPy array implicitly: "
                 "the gradient would be lost. Use t.detach().numpy() (or t.numpy()) if that "
-                "is what you want.")
+                "is what you want; to build an array from tensors (np.array([...]), np.r_, "
+                "np.c_), use yaad.stack or yaad.concatenate.")
+        tans = getattr(self, "_tangents", None) if state.levels else None
+        if tans and any(lv in state.levels for lv in tans):
+            raise TypeError(
+                "cannot convert a tensor that carries a forward-mode tangent (inside "
+                "yaad.func.jvp, jacfwd or hvp) to a NumPy array: the tangent would be lost. "
+                "To build an array from tensors (np.array([...]), np.r_, np.c_), use "
+                "yaad.stack or yaad.concatenate.")
         data = np.asarray(self.data)
         if dtype is not None and data.dtype != dtype:
             return data.astype(dtype)

@@ -323,11 +323,16 @@ def _power_dx(ans, x, y):
 
 
 def _power_dy(ans, x, y):
-    # log(x) * x**y, and 0 where x == 0 (the limit for y > 0). The output is not kept
-    # (x**2 is common, and its exponent needs no gradient): recomputed when needed.
+    # log(x) * x**y; where x == 0, 0 for Re(y) >= 0 (the limit, PyTorch's choice) and
+    # inf * -inf = -inf for Re(y) < 0. A real x under a complex result takes the complex
+    # log (log|x| + i pi for x < 0). The output is not kept (x**2 is common, and its
+    # exponent needs no gradient): recomputed when needed.
     if ans is None:
         ans = power(x, y)
-    return where(x == 0, 0, ans * log(where(x == 0, 1, x)))
+    if _is_complex(ans) and not _is_complex(x):
+        x = x + 0j
+    zero = (x == 0) & (real(y) >= 0)
+    return where(zero, 0, ans * log(where(zero, 1, x)))
 
 
 def _float_power_dy(ans, x, y):
@@ -460,13 +465,20 @@ def _clip_hi_active(x, lo, hi):
     return x > hi if lo is None else (x > hi) | (lo > hi)
 
 
+# The rules name the bounds as NumPy does, so that clip(x, a_min=..., a_max=...) works.
 clip = op(_clip, name="clip", elementwise=True, selects=True,
-          vjp=(lambda g, ans, x, lo=None, hi=None: where(_clip_inside(x, lo, hi), g, 0),
-               lambda g, ans, x, lo=None, hi=None: where(_clip_lo_active(x, lo, hi), g, 0),
-               lambda g, ans, x, lo=None, hi=None: where(_clip_hi_active(x, lo, hi), g, 0)),
-          jvp=(lambda t, ans, x, lo=None, hi=None: where(_clip_inside(x, lo, hi), t, 0),
-               lambda t, ans, x, lo=None, hi=None: where(_clip_lo_active(x, lo, hi), t, 0),
-               lambda t, ans, x, lo=None, hi=None: where(_clip_hi_active(x, lo, hi), t, 0)))
+          vjp=(lambda g, ans, x, a_min=None, a_max=None:
+               where(_clip_inside(x, a_min, a_max), g, 0),
+               lambda g, ans, x, a_min=None, a_max=None:
+               where(_clip_lo_active(x, a_min, a_max), g, 0),
+               lambda g, ans, x, a_min=None, a_max=None:
+               where(_clip_hi_active(x, a_min, a_max), g, 0)),
+          jvp=(lambda t, ans, x, a_min=None, a_max=None:
+               where(_clip_inside(x, a_min, a_max), t, 0),
+               lambda t, ans, x, a_min=None, a_max=None:
+               where(_clip_lo_active(x, a_min, a_max), t, 0),
+               lambda t, ans, x, a_min=None, a_max=None:
+               where(_clip_hi_active(x, a_min, a_max), t, 0)))
 clip.__doc__ = """Limit values to [a_min, a_max] (either may be None).
 
 The gradient passes where a_min <= x <= a_max, and to a bound where it is active."""

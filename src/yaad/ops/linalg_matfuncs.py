@@ -2,8 +2,8 @@
 
 For a primary matrix function ``f`` (a power series with real coefficients), the
 Frechet derivative ``L_f(a, e)`` is the upper right block of
-``f([[a, e], [0, a]])``, and the VJP is its adjoint ``L_f(a^H, g)`` (Higham, "Functions of
-Matrices", 3.2; Mathias 1996). Both are computed with ``f`` itself, so second derivatives
+``f([[a, e], [0, a]])``, and the VJP is its adjoint ``conj(L_f(a^T, conj(g)))`` (Higham,
+"Functions of Matrices", 3.2; Mathias 1996). Both are computed with ``f`` itself, so second derivatives
 come from the same rule.
 """
 
@@ -13,7 +13,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..op import exported, op
-from .linalg_basic import mH, square_matrices
+from .elementwise import conj
+from .linalg_basic import mT, square_matrices
 
 
 def _block_upper(a, e):
@@ -47,6 +48,10 @@ def frechet(f, a, e):
     return f(block_upper(a, e))[..., :n, n:]
 
 
+def _conj(x):
+    return conj(x) if x.dtype.kind == "c" else x
+
+
 def _matrix_function(name: str, forward):
     def fwd(A):
         A = square_matrices(name, A)
@@ -57,8 +62,11 @@ def _matrix_function(name: str, forward):
             return out.astype(np.complex64 if out.dtype.kind == "c" else np.float32)
         return out if out.base is None else out.copy()
 
+    # The VJP is the adjoint of E -> L_f(A, E): conj(L_f(A^T, conj(g))), which holds for
+    # every primary matrix function. (L_f(A^H, g) would need f(conj z) = conj f(z), false
+    # on the branch cut: sqrtm and logm of a real matrix with a negative eigenvalue.)
     fn = op(fwd, name=f"linalg.{name}", save_ans=False,
-            vjp=lambda g, ans, A: frechet(fn, mH(A), g),
+            vjp=lambda g, ans, A: _conj(frechet(fn, mT(A), _conj(g))),
             jvp=lambda t, ans, A: frechet(fn, A, t))
     return fn
 
@@ -67,7 +75,7 @@ expm = _matrix_function("expm", sla.expm)
 expm.__doc__ = """Matrix exponential, batched (scipy.linalg.expm).
 
 The gradient is the adjoint Frechet derivative, ``L_exp(A^H, g)``, computed as a block of
-``expm([[A^H, g], [0, A^H]])``.
+``expm([[A^T, conj(g)], [0, A^T]])``, conjugated.
 
 Parameters
 ----------
@@ -83,8 +91,8 @@ logm = _matrix_function("logm", sla.logm)
 logm.__doc__ = """Principal matrix logarithm, batched (scipy.linalg.logm).
 
 Complex for a real matrix with negative eigenvalues (SciPy's rule); the gradient is
-``L_log(A^H, g)``. Not differentiable at a matrix with an eigenvalue on the closed
-negative real axis.
+the adjoint Frechet derivative ``conj(L_log(A^T, conj(g)))``. Not differentiable at a
+matrix with an eigenvalue on the closed negative real axis.
 
 Parameters
 ----------
@@ -99,7 +107,7 @@ sqrtm = _matrix_function("sqrtm", sla.sqrtm)
 sqrtm.__doc__ = """Principal matrix square root, batched (scipy.linalg.sqrtm).
 
 Complex for a real matrix with negative eigenvalues (SciPy's rule); the gradient is
-``L_sqrt(A^H, g)`` (it solves ``X^H L + L X^H = g`` with ``X = sqrtm(A)``). Not
+the adjoint Frechet derivative ``conj(L_sqrt(A^T, conj(g)))``. Not
 differentiable at a matrix with an eigenvalue on the closed negative real axis.
 
 Parameters

@@ -115,7 +115,7 @@ Tensor
 
 def _mean(a, axis=None, dtype=None, out=None, keepdims=False):
     _no_out("mean", out)
-    if dtype is None and getattr(a, "dtype", None) in _EXACT_MEAN:
+    if dtype is None and isinstance(a, np.ndarray) and a.dtype in _EXACT_MEAN:
         n = _count(a.shape, axis)
         if n:
             return np.sum(a, axis=axis, keepdims=keepdims) / n

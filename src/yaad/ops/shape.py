@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..op import exported, mark_modified, op
+from ..op import exported, holds_tensor, mark_modified, op
 from ..tensor import Tensor
 
 ndarray = np.ndarray
@@ -33,9 +33,16 @@ def _values(x):
     return x.data if isinstance(x, Tensor) else x
 
 
-def _as_operand(x):
-    """A tensor or array as is; anything else (a list, a scalar) as a NumPy array."""
-    return x if isinstance(x, Tensor) or hasattr(x, "shape") else np.asarray(x)
+def _as_operand(x: Any) -> Any:
+    """A tensor or array as is; a (nested) list or tuple holding tensors as their stack (so
+    the gradient reaches each, as PyTorch's ``stack`` does); anything else (a list, a
+    scalar) as a NumPy array."""
+    if isinstance(x, Tensor) or hasattr(x, "shape"):
+        return x
+    if isinstance(x, (list, tuple)) and holds_tensor(x):
+        return _stack(*[_as_operand(e) for e in x])
+    return np.asarray(x)
+
 
 
 def _no_out(name: str, out) -> None:
