@@ -175,3 +175,88 @@ def test_tensor_methods():
     np.testing.assert_allclose(t.logsumexp(axis=1).data, sp.logsumexp(x, axis=1))
     np.testing.assert_allclose(t.softmax(axis=2).data, sp.softmax(x, axis=2))
     np.testing.assert_allclose(t.log_softmax(axis=0).data, sp.log_softmax(x, axis=0))
+
+
+# ---- every option of every loss, against PyTorch --------------------------------------------
+
+W4 = np.array([1.0, 2.0, 0.5, 3.0])
+LOSS_CONFIGS = [
+    ("mse_loss", "regression", {}), ("mse_loss", "regression", {"reduction": "sum"}),
+    ("mse_loss", "regression", {"reduction": "none"}),
+    ("l1_loss", "regression", {}), ("l1_loss", "regression", {"reduction": "sum"}),
+    ("l1_loss", "regression", {"reduction": "none"}),
+    ("nll_loss", "classes", {}), ("nll_loss", "classes", {"weight": W4}),
+    ("nll_loss", "classes", {"ignore_index": 1}), ("nll_loss", "classes", {"reduction": "sum"}),
+    ("nll_loss", "classes", {"reduction": "none"}),
+    ("nll_loss", "classes_nd", {"weight": W4, "ignore_index": 2}),
+    ("cross_entropy", "classes", {}), ("cross_entropy", "classes", {"weight": W4}),
+    ("cross_entropy", "classes", {"ignore_index": 3}),
+    ("cross_entropy", "classes", {"reduction": "sum"}),
+    ("cross_entropy", "classes", {"reduction": "none"}),
+    ("cross_entropy", "classes", {"label_smoothing": 0.2}),
+    ("cross_entropy", "classes_nd", {"label_smoothing": 0.3, "reduction": "none"}),
+    ("cross_entropy", "classes", {"weight": W4, "ignore_index": 0, "label_smoothing": 0.1}),
+    ("cross_entropy", "probs", {}), ("cross_entropy", "probs", {"label_smoothing": 0.25}),
+    ("cross_entropy", "probs", {"weight": W4, "reduction": "sum"}),
+    ("cross_entropy", "probs", {"weight": W4, "label_smoothing": 0.1}),
+    ("binary_cross_entropy", "probabilities", {}),
+    ("binary_cross_entropy", "probabilities", {"weight": np.array([0.5, 1.0, 2.0])}),
+    ("binary_cross_entropy", "probabilities", {"reduction": "sum"}),
+    ("binary_cross_entropy", "probabilities", {"reduction": "none"}),
+    ("binary_cross_entropy_with_logits", "logits", {}),
+    ("binary_cross_entropy_with_logits", "logits", {"weight": np.array([0.5, 1.0, 2.0])}),
+    ("binary_cross_entropy_with_logits", "logits", {"pos_weight": np.array([3.0, 0.2, 1.0])}),
+    ("binary_cross_entropy_with_logits", "logits", {"reduction": "sum"}),
+    ("binary_cross_entropy_with_logits", "logits", {"reduction": "none"}),
+]
+
+
+def _loss_data(kind):
+    r = np.random.default_rng(5)
+    if kind == "regression":
+        return r.standard_normal((5, 3)), r.standard_normal((5, 3))
+    if kind == "classes":
+        return r.standard_normal((6, 4)), np.array([0, 3, 1, 1, 2, 3])
+    if kind == "classes_nd":
+        return r.standard_normal((5, 4, 3)), r.integers(0, 4, (5, 3))
+    if kind == "probs":
+        p = r.uniform(0.1, 1.0, (6, 4))
+        return r.standard_normal((6, 4)), p / p.sum(1, keepdims=True)
+    if kind == "probabilities":
+        return r.uniform(0.05, 0.95, (5, 3)), r.uniform(0, 1, (5, 3))
+    return r.standard_normal((5, 3)) * 2, r.uniform(0, 1, (5, 3))  # logits
+
+
+@pytest.mark.parametrize("name, kind, kw", LOSS_CONFIGS,
+                         ids=[f"{n}-{k}-{'-'.join(kw) or 'default'}" for n, k, kw in
+                              LOSS_CONFIGS])
+def test_loss_option_matches_torch(name, kind, kw):
+    import torch
+
+    F = yaad.nn.functional
+    x, t = _loss_data(kind)
+    tx = torch.tensor(x, requires_grad=True)
+    tkw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+    tout = getattr(torch.nn.functional, name)(tx, torch.tensor(t), **tkw)
+    w = np.random.default_rng(6).standard_normal(tuple(tout.shape))
+    (tout * torch.tensor(w)).sum().backward()
+    yx = yaad.tensor(x, requires_grad=True)
+    yout = getattr(F, name)(yx, t, **kw)
+    yaad.sum(yout * w).backward()
+    assert yout.shape == tuple(tout.shape)
+    np.testing.assert_allclose(yout.data, tout.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(yx.grad, tx.grad.numpy(), rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _, _ in LOSS_CONFIGS}))
+def test_every_loss_option_has_a_torch_reference(name):
+    import inspect
+
+    params = inspect.signature(getattr(yaad.nn.functional, name)).parameters
+    options = {k: p.default for k, p in params.items() if k not in ("input", "target")}
+    alone = set()
+    for n, _, kw in LOSS_CONFIGS:
+        if n == name and len(kw) == 1:
+            alone |= set(kw)
+    assert alone >= set(options), f"{name}: options without a PyTorch reference of their own: " \
+        f"{sorted(set(options) - alone)}"

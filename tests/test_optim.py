@@ -6,17 +6,46 @@ import pytest
 import yaad
 from yaad import optim
 
+# Every option of every optimizer, alone (so that a bug in one cannot hide behind another)
+# and in combinations; each trajectory is compared with PyTorch's
+# (test_every_option_has_a_torch_reference keeps the list complete).
 CONFIGS = [
     ("SGD", dict(lr=0.05)),
+    ("SGD", dict(lr=0.05, momentum=0.9)),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3)),
+    ("SGD", dict(lr=0.05, weight_decay=0.1)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True)),
+    ("SGD", dict(lr=0.05, maximize=True)),
     ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01)),
-    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, maximize=False)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.05, maximize=True)),
     ("Adam", dict(lr=0.05)),
+    ("Adam", dict(lr=0.05, betas=(0.8, 0.9))),
+    ("Adam", dict(lr=0.05, eps=0.1)),
+    ("Adam", dict(lr=0.05, weight_decay=0.1)),
+    ("Adam", dict(lr=0.05, amsgrad=True)),
+    ("Adam", dict(lr=0.05, maximize=True)),
     ("Adam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1, amsgrad=True)),
     ("AdamW", dict(lr=0.05)),
+    ("AdamW", dict(lr=0.05, betas=(0.7, 0.95))),
+    ("AdamW", dict(lr=0.05, eps=0.05)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.3)),
+    ("AdamW", dict(lr=0.05, amsgrad=True)),
+    ("AdamW", dict(lr=0.05, maximize=True)),
     ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True)),
     ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, alpha=0.8)),
+    ("RMSprop", dict(lr=0.01, eps=0.1)),
+    ("RMSprop", dict(lr=0.01, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5)),
+    ("RMSprop", dict(lr=0.01, centered=True)),
+    ("RMSprop", dict(lr=0.01, maximize=True)),
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1)),
     ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.05)),
+    ("Adagrad", dict(lr=0.1, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, initial_accumulator_value=0.2)),
+    ("Adagrad", dict(lr=0.1, eps=0.1)),
+    ("Adagrad", dict(lr=0.1, maximize=True)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.2)),
 ]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CONFIGS)]
@@ -38,9 +67,18 @@ def complex_loss(z):
     return ((z * z.conj()).real ** 2).sum() + (z.real * 3.0).sum() - (z.imag * z.real).sum()
 
 
+def objective(kw, loss_fn):
+    """What the optimizer is given: the loss, or its negative when it maximizes (so that
+    every configuration converges instead of overflowing)."""
+    if not kw.get("maximize"):
+        return loss_fn
+    return lambda *args, **k: -loss_fn(*args, **k)
+
+
 def run_yaad(name, kw, inits, loss_fn, steps=25):
     params = [yaad.tensor(v, requires_grad=True) for v in inits]
     opt = getattr(optim, name)(params, **kw)
+    loss_fn = objective(kw, loss_fn)
     path = []
     for _ in range(steps):
         opt.zero_grad()
@@ -59,10 +97,27 @@ def test_matches_torch_trajectory(name, kw):
     topt = getattr(torch.optim, name)(tparams, **kw)
     for step in path:
         topt.zero_grad()
-        real_loss(*tparams, np_like=torch).backward()
+        objective(kw, real_loss)(*tparams, np_like=torch).backward()
         topt.step()
         for mine, theirs in zip(step, tparams):
             np.testing.assert_allclose(mine, theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted({name for name, _ in CONFIGS}))
+def test_every_option_has_a_torch_reference(name):
+    # Each keyword of the optimizer is set away from its default, alone, in some config.
+    import inspect
+
+    params = inspect.signature(getattr(optim, name)).parameters
+    options = {k: p.default for k, p in params.items() if k not in ("self", "params", "lr")}
+    needs = {"dampening": {"momentum"}, "nesterov": {"momentum"}}
+    alone = set()
+    for n, kw in CONFIGS:
+        changed = {k for k, v in kw.items() if k != "lr" and v != options.get(k)}
+        alone |= {k for k in changed if n == name and changed - {k} <= needs.get(k, set())}
+    assert alone >= set(options), (
+        f"{name}: options without a PyTorch reference of their own: "
+        f"{sorted(set(options) - alone)}")
 
 
 @pytest.mark.parametrize("name,kw", CONFIGS, ids=IDS)
@@ -151,7 +206,7 @@ def test_errors():
         optim.Adam([w], betas=(1.0, 0.9))
 
 
-@pytest.mark.parametrize("name,kw", [CONFIGS[1], CONFIGS[4], CONFIGS[8], CONFIGS[10]])
+@pytest.mark.parametrize("name,kw", [c for c in CONFIGS if len(c[1]) >= 4])  # combinations
 def test_state_dict_resume_is_exact(name, kw):
     z0 = rng.standard_normal(3) + 1j * rng.standard_normal(3)
     full = run_yaad(name, kw, [z0], complex_loss, steps=10)[-1][0]
@@ -159,7 +214,7 @@ def test_state_dict_resume_is_exact(name, kw):
     opt = getattr(optim, name)([z], **kw)
     for _ in range(5):
         opt.zero_grad()
-        complex_loss(z).backward()
+        objective(kw, complex_loss)(z).backward()
         opt.step()
     saved = opt.state_dict()
     z2 = yaad.tensor(z.data, requires_grad=True)
@@ -168,7 +223,7 @@ def test_state_dict_resume_is_exact(name, kw):
     assert opt2.param_groups[0]["lr"] == kw["lr"]
     for _ in range(5):
         opt2.zero_grad()
-        complex_loss(z2).backward()
+        objective(kw, complex_loss)(z2).backward()
         opt2.step()
     np.testing.assert_array_equal(z2.data, full)
     with pytest.raises(ValueError, match="groups"):
