@@ -1,10 +1,9 @@
 """Matrix functions (expm, logm, sqrtm), batched, with gradients from the Frechet derivative.
 
-For a primary matrix function ``f`` (a power series with real coefficients), the
-Frechet derivative ``L_f(a, e)`` is the upper right block of
-``f([[a, e], [0, a]])``, and the VJP is its adjoint ``conj(L_f(a^T, conj(g)))`` (Higham,
-"Functions of Matrices", 3.2; Mathias 1996). Both are computed with ``f`` itself, so second derivatives
-come from the same rule.
+For a primary matrix function ``f``, the Frechet derivative ``L_f(a, e)`` is the upper
+right block of ``f([[a, e], [0, a]])``, and the VJP is its adjoint
+``conj(L_f(a^T, conj(g)))`` (Higham, "Functions of Matrices", 3.2; Mathias 1996). Both
+are computed with ``f`` itself, so second derivatives come from the same rule.
 """
 
 from __future__ import annotations
