@@ -644,6 +644,7 @@ def test_random_elementwise_programs(ops, n, seed):
 @pytest.fixture
 def force_fusion(monkeypatch):
     import numba  # noqa: F401
+
     from yaad.compiled import fused
 
     monkeypatch.setattr(fused, "FORCE", [True])

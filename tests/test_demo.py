@@ -13,8 +13,8 @@ from yaad.demo import hamiltonian_op, rayleigh_quotient, seed_timings, tfim_hami
 
 
 def test_demo_end_to_end(tmp_path, capsys):
-    import sklearn  # noqa: F401
     import matplotlib  # noqa: F401
+    import sklearn  # noqa: F401
     # Default physics and training settings (they take well under a second each); only
     # the timing loop is shortened.
     status = main(["demo", "--repeats", "2", "--number", "3", "--out", str(tmp_path),

@@ -19,17 +19,16 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
 import numpy as np
 import pytest
+import torch
 from conftest_reliability import FUZZ_PROGRAMS
 
 import yaad
 from yaad.testing import gradcheck, gradgradcheck
-
-import jax
-import jax.numpy as jnp
-import jax.scipy.special as jsp
-import torch
 
 NORMAL_PROGRAMS = 300
 N_PROGRAMS = FUZZ_PROGRAMS or NORMAL_PROGRAMS

@@ -9,11 +9,11 @@ import zlib
 
 import numpy as np
 import pytest
+import torch
 from linalg_inputs import COMPLEX, abs2, general, herm, posdef, rand
 
 import yaad
 
-import torch
 L = yaad.linalg
 T = torch.linalg
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from conftest import random_array
 
 import yaad
-
-import torch
 
 R, POS = (-2.0, 2.0), (0.3, 2.0)
 
