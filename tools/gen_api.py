@@ -27,7 +27,7 @@ NAMESPACES = ["yaad", "yaad.autograd", "yaad.func", "yaad.linalg", "yaad.nn",
 # Modules reachable as attributes of ``yaad`` that are implementation, not API.
 INTERNAL = {"anomaly", "checkpoint", "compile", "compiled", "creation", "demo", "docs",
             "engine", "grad_mode", "methods", "numpy_dispatch", "op", "ops", "serialization",
-            "tensor"}
+            "tensor", "implicit"}
 
 
 def namespaces() -> list[types.ModuleType]:

@@ -853,3 +853,7 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
 
     _, h, value = jvp(value_grad, primals, tangents, has_aux=True)
     return value, h
+
+from .implicit import ConvergenceError, fixed_point, root  # noqa: E402  (implicit diff.)
+
+__all__ += ["fixed_point", "root", "ConvergenceError"]

@@ -1,0 +1,524 @@
+"""Implicit differentiation: gradients through converged iterations, without unrolling.
+
+A solution ``x*`` of ``F(x, theta) = 0`` (a root, or a fixed point ``x = f(x, theta)``
+with ``F = f(x) - x``) depends on ``theta`` through the implicit function theorem:
+``dx*/dtheta = -(dF/dx)^-1 dF/dtheta``. Its vector-Jacobian product for a gradient ``g``
+of ``x*`` is one adjoint linear solve and one VJP, as in jaxopt::
+
+    (dF/dx)^T w = -g,          grad_theta = (dF/dtheta)^T w
+
+Only vector-Jacobian products of ``F`` enter (``dF/dx`` is never formed): the solve is
+GMRES (SciPy's) on the real vector space of ``x`` (real and imaginary parts), so it is
+right for non-holomorphic complex maps too. The forward iteration is not recorded:
+memory is that of one evaluation of ``F``, whatever the number of iterations.
+
+Second derivatives (``create_graph=True``, ``grad`` of ``grad``): the adjoint ``w`` is
+itself the root of ``(dF/dx)^T w + g = 0``, linear in ``w``, with parameters ``g``, ``x*``
+and ``theta``; it is computed by this same mechanism, so its own derivatives are implicit
+too (exact at convergence, at the cost of double-backward through ``F``). Forward mode
+(``jvp``) does not go through these solvers.
+
+The functions may use tensors they do not receive as arguments (a closure over the
+parameters): those that require grad are found while ``F`` runs once, as
+``yaad.checkpoint`` does, and get their gradients too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse.linalg as spla
+
+from .autograd import Function, FunctionCtx
+from .checkpoint import _with_hook
+from .engine import run_backward
+from .grad_mode import enable_grad, no_grad, state
+from .ops.elementwise import positive
+from .tensor import Tensor, make_tensor
+
+__all__ = ["fixed_point", "root", "ConvergenceError"]
+
+
+class ConvergenceError(RuntimeError):
+    """An iterative solver stopped before reaching its tolerance."""
+
+
+def not_converged(solver: str, reached: float, tol: float, iterations: int,
+                  advice: str) -> ConvergenceError:
+    """The error of a solver that stopped early, naming what it reached."""
+    return ConvergenceError(
+        f"{solver}: no convergence after {iterations} iterations: the relative residual is "
+        f"{reached:.3g}, above the tolerance {tol:.3g}. {advice}")
+
+
+# ---- functions and the tensors they capture -----------------------------------------
+
+
+class Closure:
+    """A function together with the tensors requiring grad that it uses from outside.
+
+    ``discover`` runs the function once and notes every tensor that requires grad among
+    the arguments of its operations (run under ``no_grad``, such a tensor can only come
+    from outside); ``call`` runs it again with those tensors replaced.
+    """
+
+    def __init__(self, f: Callable) -> None:
+        self.f = f
+        self.found: dict = {}  # id(tensor as f uses it) -> (that tensor, as the ops saw it)
+
+    @property
+    def captured(self) -> list:
+        """The captured tensors, as the graph knows them."""
+        return [eff for _, eff in self.found.values()]
+
+    def discover(self, *args: Any) -> Any:
+        """``f(*args)`` under ``no_grad``, noting the captured tensors."""
+        outer = state.segment
+
+        def hook(a: tuple, kw: dict) -> tuple:
+            ea, ekw = outer(a, kw) if outer is not None else (a, kw)
+            for raw, eff in zip((*a, *kw.values()), (*ea, *ekw.values())):
+                if isinstance(eff, Tensor) and eff.requires_grad:
+                    self.found.setdefault(id(raw), (raw, eff))
+            return ea, ekw
+
+        with no_grad():
+            return _with_hook(hook, None, lambda: self.f(*args))
+
+    def call(self, body: Callable, substitutes: Sequence) -> Any:
+        """``body()`` (which calls ``f``) with grad enabled and the captured tensors
+        replaced by ``substitutes``."""
+        if not self.found:
+            with enable_grad():
+                return body()
+        sub = {}
+        for (raw, eff), t in zip(self.found.values(), substitutes):
+            sub[id(raw)] = sub[id(eff)] = t
+        outer = state.segment
+
+        def hook(a: tuple, kw: dict) -> tuple:
+            a = tuple(sub.get(id(v), v) if isinstance(v, Tensor) else v for v in a)
+            kw = {k: sub.get(id(v), v) if isinstance(v, Tensor) else v for k, v in kw.items()}
+            return outer(a, kw) if outer is not None else (a, kw)
+
+        with enable_grad():
+            return _with_hook(hook, None, body)
+
+
+def data_of(x: Any) -> Any:
+    """The array behind a tensor (anything else as an array)."""
+    return x.data if isinstance(x, Tensor) else np.asarray(x)
+
+
+def leaf(a: Any) -> Tensor:
+    """A fresh leaf requiring grad over the array ``a``."""
+    return make_tensor(data_of(a), requires_grad=True)
+
+
+def local(x: Any) -> Tensor:
+    """``x`` as a tensor requiring grad whose gradient can be taken without reaching the
+    graph behind it: an identity op on a tensor that requires grad, else a fresh leaf."""
+    if isinstance(x, Tensor) and x.requires_grad:
+        return positive(x)
+    return leaf(x)
+
+
+def vjp_of(outputs: Sequence, inputs: Sequence, cotangents: Sequence, retain: bool,
+           create: bool) -> list:
+    """The gradients of ``sum Re <cotangent, output>`` for ``inputs`` (zeros where unused)."""
+    roots = [(o, c) for o, c in zip(outputs, cotangents)
+             if isinstance(o, Tensor) and o.requires_grad]
+    if not roots:
+        return [np.zeros(t.shape, t.dtype) for t in inputs]
+    grads = run_backward([o for o, _ in roots], [c for _, c in roots], retain, create,
+                         list(inputs), capture=True, allow_unused=True)
+    return [np.zeros(t.shape, t.dtype) if g is None else g for g, t in zip(grads, inputs)]
+
+
+# ---- a linear solve on the real vector space of a list of arrays ------------------------
+
+
+def _real_dtype(likes: Sequence) -> np.dtype:
+    return np.result_type(*[np.finfo(a.dtype).dtype for a in likes])
+
+
+def pack(arrays: Sequence, likes: Sequence) -> np.ndarray:
+    """The real vector of ``arrays`` (real and imaginary parts of complex ones)."""
+    dt = _real_dtype(likes)
+    parts = []
+    for a, like in zip(arrays, likes):
+        a = np.asarray(data_of(a)).reshape(-1)
+        if like.dtype.kind == "c":
+            parts += [a.real, a.imag]
+        else:
+            parts.append(a.real)
+    return np.concatenate(parts).astype(dt, copy=False) if parts else np.zeros(0, dt)
+
+
+def unpack(vec: np.ndarray, likes: Sequence) -> list:
+    """The arrays (shapes and dtypes of ``likes``) whose :func:`pack` is ``vec``."""
+    out, k = [], 0
+    for like in likes:
+        n = int(np.prod(like.shape))
+        if like.dtype.kind == "c":
+            a = vec[k:k + n] + 1j * vec[k + n:k + 2 * n]
+            k += 2 * n
+        else:
+            a = vec[k:k + n]
+            k += n
+        out.append(np.asarray(a, like.dtype).reshape(like.shape))
+    return out
+
+
+def solve_real(apply: Callable, rhs: Sequence, likes: Sequence, tol: float,
+               maxiter: int | None, what: str) -> list:
+    """``w`` with ``apply(w) = rhs`` by GMRES, ``apply`` a real-linear map on lists of
+    arrays shaped like ``likes``; raises :class:`ConvergenceError` naming ``what``."""
+    b = pack(rhs, likes)
+    nb = np.linalg.norm(b)
+    if nb == 0 or not b.size:
+        return [np.zeros(a.shape, a.dtype) for a in likes]
+    count = [0]
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        return pack(apply(unpack(np.ravel(v), likes)), likes)
+
+    n = b.size
+    op = spla.LinearOperator((n, n), matvec=matvec, dtype=b.dtype)
+    restart = min(n, 20)
+    w, _ = spla.gmres(op, b, rtol=tol, atol=0.0, restart=restart,
+                      maxiter=maxiter if maxiter is not None else max(20, 2000 // restart))
+    reached = np.linalg.norm(matvec(w) - b) / nb
+    if not reached <= 10 * tol:
+        raise not_converged(
+            what, reached, tol, count[0] - 1,
+            "The linear system of the gradient is ill-conditioned or singular there (the "
+            "solution is not isolated, or it depends on a gauge choice). Pass a larger "
+            "adjoint_tol or adjoint_maxiter, or fix the gauge in the function.")
+    return unpack(w, likes)
+
+
+# ---- the node of an implicit function ---------------------------------------------------
+
+
+class _Implicit:
+    """A solution ``xs`` of ``residual(x, params) = 0`` and what its gradient needs.
+
+    ``params`` are all arguments of ``residual`` after ``x``; those at ``slots`` (tensors
+    that require grad) and the tensors ``closure`` captured are the node's inputs.
+    """
+
+    def __init__(self, name: str, residual: Callable, closure: Closure | None,
+                 params: list, slots: list, adjoint_tol: float,
+                 adjoint_maxiter: int | None) -> None:
+        self.name = name
+        self.residual = residual
+        self.closure = closure
+        self.params = params
+        self.slots = slots
+        self.adjoint_tol = adjoint_tol
+        self.adjoint_maxiter = adjoint_maxiter
+        self.xs: list = []
+        # Whether results are tensors (else arrays: nothing that went in was a tensor).
+        self.tensors = any(isinstance(p, Tensor) for p in params) or bool(
+            closure is not None and closure.found)
+
+    def evaluate(self, xl: list, inputs: Sequence) -> list:
+        """``residual(xl, params)`` recorded, with the node's ``inputs`` in place of the
+        differentiable parameters and the captured tensors."""
+        full = list(self.params)
+        for k, t in zip(self.slots, inputs):
+            full[k] = t
+        body = lambda: self.residual(xl, full)  # noqa: E731
+        if self.closure is None:
+            with enable_grad():
+                return body()
+        return self.closure.call(body, list(inputs[len(self.slots):]))
+
+    def adjoint(self, xs: Sequence, inputs: Sequence, g: Sequence) -> tuple:
+        """First order: ``w`` with ``(dF/dx)^T w = -g`` (arrays), with ``F``'s graph at
+        ``xs`` on fresh leaves (returned, to take the parameters' VJP from)."""
+        xl = [leaf(x) for x in xs]
+        pl = [leaf(a) for a in inputs]
+        y = self.evaluate(xl, pl)
+        w = solve_real(lambda u: vjp_of(y, xl, u, True, False), [-data_of(gi) for gi in g],
+                       xs, self.adjoint_tol, self.adjoint_maxiter,
+                       f"{self.name} (the adjoint solve of its gradient, GMRES)")
+        return w, y, pl
+
+    def backward(self, inputs: tuple, xs: tuple, g: tuple) -> tuple:
+        """The gradients of the node's inputs for the gradients ``g`` of the solution."""
+        if not state.enabled:  # first order
+            w, y, pl = self.adjoint(xs, inputs, g)
+            return tuple(vjp_of(y, pl, w, False, False))
+        # Recorded (create_graph): w is itself an implicit function of (g, x*, inputs).
+        n, m = len(g), len(xs)
+        problem = _Implicit(
+            f"{self.name} (adjoint)", self._adjoint_residual, None,
+            [*g, *xs, *inputs], list(range(n + m + len(inputs))),
+            self.adjoint_tol, self.adjoint_maxiter)
+        w = problem.solve(
+            lambda arrays: self.adjoint(arrays[n:n + m], arrays[n + m:], arrays[:n])[0],
+            [np.asarray(data_of(gi)) for gi in g])
+        pl = [local(a) for a in inputs]
+        y = self.evaluate([local(x) for x in xs], pl)
+        return tuple(vjp_of(y, pl, w, True, True))
+
+    def _adjoint_residual(self, wl: list, full: list) -> list:
+        """``(dF/dx)^T w + g`` at ``x*``; ``full`` is ``g``, ``x*``, then the inputs."""
+        n = len(wl)
+        m = len(self.xs)
+        g, xs, inputs = full[:n], full[n:n + m], full[n + m:]
+        xl = [local(x) for x in xs]
+        y = self.evaluate(xl, inputs)
+        with enable_grad():
+            vj = vjp_of(y, xl, wl, True, True)
+        return [v + gi for v, gi in zip(vj, g)]
+
+    def solve(self, forward: Callable, likes: list) -> list:
+        """The solution as tensors: ``forward(param arrays)`` computes it (no graph); the
+        result is one recorded node when an input requires grad."""
+        inputs = [self.params[k] for k in self.slots]
+        if self.closure is not None:
+            inputs += self.closure.captured
+        arrays = [data_of(p) if isinstance(p, Tensor) else p for p in self.params]
+        with no_grad():
+            xs = [np.asarray(x) for x in forward(arrays)]
+        for x, like in zip(xs, likes):
+            if x.shape != like.shape:
+                raise ValueError(f"{self.name}: the solution has shape {x.shape}, the "
+                                 f"initial guess {like.shape}")
+        self.xs = xs
+        if not inputs or not state.enabled:
+            return [make_tensor(x) for x in xs] if self.tensors else xs
+        out = _Node.apply(self, *inputs)
+        return list(out) if isinstance(out, tuple) else [out]
+
+
+class _Node(Function):
+    """The recorded node of an implicit function: its inputs are the parameters."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, problem: _Implicit, *arrays: Any) -> Any:
+        ctx.problem = problem
+        outs = tuple(problem.xs)
+        ctx.save_for_backward(*arrays, *outs)
+        return outs if len(outs) > 1 else outs[0]
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
+        saved = ctx.saved_tensors
+        m = len(grads)
+        inputs, xs = saved[:len(saved) - m], saved[len(saved) - m:]
+        problem = ctx.problem
+        return (None, *problem.backward(inputs, xs, grads))
+
+
+_Node.__name__ = "implicit"
+
+
+# ---- the public functions ---------------------------------------------------------------
+
+
+def _as_list(x: Any) -> tuple[list, bool]:
+    """``x`` (a tensor/array or a tuple/list of them) as a list, and whether it was one."""
+    if isinstance(x, (tuple, list)):
+        return list(x), False
+    return [x], True
+
+
+def _float_array(x: Any, fname: str) -> np.ndarray:
+    a = np.asarray(data_of(x))
+    if a.dtype.kind not in "fc":
+        if a.dtype.kind in "iub":
+            return a.astype(float)
+        raise TypeError(f"{fname}: the initial guess has dtype {a.dtype}; it must be a "
+                        f"floating point or complex array")
+    return a
+
+
+def _prepare(fname: str, fun: Callable, x0: Any, params: tuple) -> tuple:
+    """The pieces every implicit function needs: the initial guess as arrays, the call
+    of ``fun`` on a list of arrays, the differentiable slots and the captured tensors."""
+    x0s, single = _as_list(x0)
+    x0s = [_float_array(x, fname) for x in x0s]
+    slots = [k for k, p in enumerate(params) if isinstance(p, Tensor) and p.requires_grad]
+    plain = [p.detach() if k in slots else p for k, p in enumerate(params)]
+
+    def call(xl: Sequence, ps: Sequence) -> list:
+        out = fun(xl[0] if single else type(x0)(xl), *ps)
+        outs, one = _as_list(out)
+        if one != single or len(outs) != len(xl):
+            raise TypeError(f"{fname}: the function returned {_describe(out)} for an "
+                            f"argument x of {_describe(x0)}; it must return the same "
+                            f"structure")
+        for o, x in zip(outs, xl):
+            if np.shape(o) != np.shape(x):
+                raise ValueError(f"{fname}: the function returned shape {np.shape(o)} for "
+                                 f"x of shape {np.shape(x)}; they must be equal")
+            if np.iscomplexobj(data_of(o)) and not np.iscomplexobj(data_of(x)):
+                raise TypeError(f"{fname}: the function returned a complex value for a real "
+                                f"x; start from a complex initial guess (x0 + 0j)")
+        return outs
+
+    closure = Closure(lambda xl: call(xl, plain))
+    first = closure.discover([make_tensor(x) for x in x0s])
+    return x0s, single, slots, closure, call, [data_of(o) for o in first]
+
+
+def _any_tensor(x: Any) -> bool:
+    return any(isinstance(a, Tensor) for a in _as_list(x)[0])
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)}"
+    return f"one array of shape {np.shape(x)}"
+
+
+def _outputs(xs: list, single: bool, x0: Any) -> Any:
+    return xs[0] if single else type(x0)(xs)
+
+
+def _norm(arrays: Sequence) -> float:
+    return float(np.sqrt(sum(np.vdot(a, a).real for a in arrays)))
+
+
+def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
+                maxiter: int = 1000, adjoint_tol: float | None = None,
+                adjoint_maxiter: int | None = None) -> Any:
+    """The fixed point ``x = f(x, *params)`` by iteration, differentiable implicitly.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *params)``, written with yaad (or NumPy) functions, returning something of
+        the structure of ``x``. It may use tensors it does not receive (a closure):
+        those that require grad get gradients too.
+    x0 : Tensor, array_like, or tuple/list of them
+        The initial guess (its value is not differentiated).
+    *params : Tensor, array_like or any
+        The further arguments of ``f``; tensors that require grad get gradients.
+    tol : float
+        Stop when ``|f(x) - x| <= tol * |x|`` (2-norms over all of ``x``).
+    maxiter : int
+        At most this many applications of ``f``.
+    adjoint_tol, adjoint_maxiter : optional
+        Relative tolerance (default ``tol``) and restart cycles of the GMRES solve of
+        the gradient.
+
+    Returns
+    -------
+    Tensor or tuple/list of Tensor
+        The fixed point, with the structure of ``x0``. Its gradient with respect to the
+        parameters is that of the implicit function theorem: one linear solve with
+        ``I - (df/dx)^T`` (GMRES on vector-Jacobian products of ``f``), however many
+        iterations the forward pass took; memory is one evaluation of ``f``.
+
+    Raises
+    ------
+    ConvergenceError
+        If the iteration (or the adjoint solve) stops above its tolerance; the message
+        gives the residual reached and the number of iterations.
+
+    Examples
+    --------
+    >>> a = yaad.tensor(0.5, requires_grad=True)
+    >>> x = yaad.func.fixed_point(lambda x, a: yaad.cos(a * x), 1.0, a)
+    >>> x.backward()          # a.grad == dx*/da, with x* = cos(a x*)
+    """
+    x0s, single, slots, closure, call, first = _prepare("fixed_point", f, x0, params)
+
+    def iterate(arrays: list) -> list:
+        x = [make_tensor(a) for a in first]
+        prev = x0s
+        for k in range(1, maxiter + 1):
+            change = _norm([a - b for a, b in zip(data_of_list(x), prev)])
+            size = _norm(data_of_list(x))
+            if change <= tol * size:
+                return data_of_list(x)
+            if k == maxiter:
+                break
+            prev = data_of_list(x)
+            x = call(x, arrays)
+        raise not_converged("fixed_point", change / max(size, np.finfo(float).tiny), tol,
+                            maxiter, "Raise maxiter, loosen tol, or check that f is a "
+                            "contraction near the fixed point (or accelerate it).")
+
+    def residual(xl: list, ps: list) -> list:
+        return [fx - x for fx, x in zip(call(xl, ps), xl)]
+
+    problem = _Implicit("fixed_point", residual, closure, list(params), slots,
+                        adjoint_tol if adjoint_tol is not None else tol, adjoint_maxiter)
+    problem.tensors |= _any_tensor(x0)
+    return _outputs(problem.solve(iterate, x0s), single, x0)
+
+
+def data_of_list(xs: Sequence) -> list:
+    """The arrays behind a list of tensors."""
+    return [data_of(x) for x in xs]
+
+
+def root(F: Callable, x0: Any, *params: Any, method: str = "hybr", tol: float = 1e-10,
+         options: dict | None = None, adjoint_tol: float | None = None,
+         adjoint_maxiter: int | None = None) -> Any:
+    """A root ``F(x, *params) = 0`` by ``scipy.optimize.root``, differentiable implicitly.
+
+    Parameters
+    ----------
+    F : callable
+        ``F(x, *params)``, written with yaad (or NumPy) functions, returning something of
+        the structure of ``x`` (real or complex; complex ``x`` is solved for as its real
+        and imaginary parts). Tensors it uses from outside that require grad get
+        gradients too.
+    x0 : Tensor, array_like, or tuple/list of them
+        The initial guess.
+    *params : Tensor, array_like or any
+        The further arguments of ``F``; tensors that require grad get gradients.
+    method : str
+        A method of ``scipy.optimize.root`` (``"hybr"``, ``"lm"``, ``"krylov"`` for large
+        problems, ...).
+    tol : float
+        Passed to ``scipy.optimize.root``; the root is accepted when the solver reports
+        success.
+    options : dict, optional
+        Passed to ``scipy.optimize.root``.
+    adjoint_tol, adjoint_maxiter : optional
+        Relative tolerance (default ``tol``) and restart cycles of the GMRES solve of
+        the gradient.
+
+    Returns
+    -------
+    Tensor or tuple/list of Tensor
+        The root. Its gradient is ``-(dF/dtheta)^T (dF/dx)^-T g``: one GMRES solve on
+        vector-Jacobian products of ``F``, never a dense Jacobian.
+
+    Raises
+    ------
+    ConvergenceError
+        If the solver (or the adjoint solve) does not converge.
+    """
+    x0s, single, slots, closure, call, _ = _prepare("root", F, x0, params)
+
+    def solve(arrays: list) -> list:
+        def fun(v: np.ndarray) -> np.ndarray:
+            return pack(call([make_tensor(a) for a in unpack(v, x0s)], arrays), x0s)
+
+        sol = scipy.optimize.root(fun, pack(x0s, x0s), method=method, tol=tol,
+                                  options=options)
+        if not sol.success:
+            f0 = np.linalg.norm(fun(pack(x0s, x0s)))
+            reached = np.linalg.norm(sol.fun) / (f0 if f0 > 0 else 1.0)
+            raise not_converged(f"root (scipy.optimize.root, method={method!r})", reached,
+                                tol, int(getattr(sol, "nit", getattr(sol, "nfev", 0))),
+                                f"SciPy says: {sol.message} Try another method= or a "
+                                f"better initial guess.")
+        return unpack(sol.x, x0s)
+
+    problem = _Implicit("root", lambda xl, ps: call(xl, ps), closure, list(params), slots,
+                        adjoint_tol if adjoint_tol is not None else tol, adjoint_maxiter)
+    problem.tensors |= _any_tensor(x0)
+    return _outputs(problem.solve(solve, x0s), single, x0)
