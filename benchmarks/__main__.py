@@ -18,9 +18,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="yaad and its peers on the workloads W1-W8 (loss + all gradients "
-                    "per call, one thread), each checked against a hand-written NumPy "
-                    "floor before it is timed.")
+        description="yaad and its peers on the workloads of benchmarks/workloads.py (loss "
+                    "+ all gradients per call, one thread; W11: a training step), each "
+                    "checked against a hand-written NumPy floor before it is timed.")
     p.add_argument("--workloads", help="comma-separated ids, e.g. W1,W3 (W2 = both "
                    "variants); default: all")
     p.add_argument("--impls", help="comma-separated: numpy, yaad, yaad.compile, torch, "

@@ -4,8 +4,11 @@ Each library gives the workloads' losses the same small vocabulary (``VOCAB``, N
 names and semantics) through a namespace, and one way to compute the loss and all the
 gradients: ``.backward()`` on a tape (yaad, PyTorch, MyGrad) or a ``value_and_grad``
 transform (JAX, HIPS autograd). ``prepare`` returns a :class:`Step`, the call that is
-checked and timed. A library that is not installed raises ``ImportError``; one that lacks
-a function a workload needs raises :class:`Unsupported` (both become notes).
+checked and timed. For a training workload (``workload.train``) the call also updates the
+params with Adam: the library's own ``optim.Adam`` (yaad, PyTorch), else the hand-written
+:class:`~benchmarks.workloads.Adam` (the floor, JAX, HIPS autograd, MyGrad). A library
+that is not installed raises ``ImportError``; one that lacks a function a workload needs
+raises :class:`Unsupported` (both become notes).
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-VOCAB = ("sin", "cos", "exp", "tanh", "sum", "mean", "trace", "einsum", "diagonal", "vdot",
-         "real", "log_softmax")
+VOCAB = ("sin", "cos", "exp", "sqrt", "tanh", "sum", "mean", "trace", "einsum", "diagonal",
+         "vdot", "real", "log_softmax", "expm")
 
 
 class Unsupported(Exception):
@@ -29,7 +32,8 @@ class Unsupported(Exception):
 
 @dataclass
 class Step:
-    """One call = the loss and all the gradients, as the library's own objects."""
+    """One call = the loss and all the gradients, as the library's own objects (for a
+    training workload: the loss and the params after the update)."""
 
     call: Callable[[], tuple[Any, list]]
     to_numpy: Callable[[Any], np.ndarray]
@@ -76,10 +80,12 @@ def _set_grad_none(p):
 
 
 def _tape_step(xp, workload, params, consts, leaf, const, to_numpy, wrap=None,
-               clear_grad=_set_grad_none) -> Step:
+               clear_grad=_set_grad_none, optimizer=None) -> Step:
     """Leaves with ``requires_grad``; one call clears their gradients, computes the loss and
-    calls ``.backward()``; the gradients are read from ``.grad``."""
-    ps = [leaf(a) for a in params.values()]
+    calls ``.backward()``; the gradients are read from ``.grad``. For a training workload,
+    ``optimizer(leaves)`` makes the optimizer whose ``step()`` then updates the leaves."""
+    ps = [leaf(a.copy()) for a in params.values()]  # an optimizer updates them in place
+    opt = None if workload.train is None else optimizer(ps)
     cs = _arrays(consts, const)
     loss = workload.loss
     f = lambda *ps: loss(xp, ps, cs)
@@ -94,37 +100,100 @@ def _tape_step(xp, workload, params, consts, leaf, const, to_numpy, wrap=None,
         clear()
         out = f(*ps)
         out.backward()
-        return out, [p.grad for p in ps]
+        if opt is None:
+            return out, [p.grad for p in ps]
+        opt.step()
+        return out, list(ps)
 
     return Step(call, to_numpy, clear)
+
+
+class ArraysAdam:
+    """The hand-written Adam (``workloads.Adam``) on the NumPy arrays of tape leaves, in
+    place, for a library without optimizers (MyGrad).
+
+    Parameters
+    ----------
+    adam : workloads.Adam
+        The settings and the update.
+    leaves : list
+        Tensors with ``.data`` (updated in place) and ``.grad`` (NumPy arrays).
+    """
+
+    def __init__(self, adam: Any, leaves: list) -> None:
+        self.adam, self.leaves, self.t = adam, leaves, 0
+        self.m = self.v = tuple(np.zeros_like(p.data) for p in leaves)
+
+    def step(self) -> None:
+        """One update of every leaf from its ``.grad``."""
+        self.t += 1
+        new, self.m, self.v = self.adam.update(
+            np, tuple(p.data for p in self.leaves), tuple(p.grad for p in self.leaves),
+            self.m, self.v, *self.adam.corrections(self.t))
+        for p, x in zip(self.leaves, new):
+            p.data[...] = x
 
 
 def _functional_step(xp, workload, params, consts, value_and_grad, convert,
                      finish=lambda r: r, aot=None) -> Step:
     """``value_and_grad`` of the loss as a function of the tuple of params."""
-    ps = tuple(convert(a) for a in params.values())
     cs = _arrays(consts, convert)
     loss = workload.loss
-    f = value_and_grad(lambda ps: loss(xp, ps, cs))
+    return _calls(value_and_grad(lambda ps: loss(xp, ps, cs)), xp, workload, params,
+                  convert, finish, aot)
+
+
+def _calls(vg, xp, workload, params, convert=lambda a: a, finish=lambda r: r,
+           aot=None) -> Step:
+    """The step of a function ``vg(params) -> (loss, grads)``; for a training workload,
+    a step that also applies the hand-written Adam (with ``xp.sqrt``) and carries the
+    params and moments over to the next call. ``aot(f, *args)`` compiles ``f`` ahead of
+    time for these arguments."""
+    ps = tuple(convert(a) for a in params.values())
+    adam = workload.train
+    if adam is None:
+        f, args = vg, [ps]
+    else:
+        def f(ps, m, v, step, root):
+            value, grads = vg(ps)
+            return (value, *adam.update(xp, ps, grads, m, v, step, root))
+
+        zeros = tuple(convert(np.zeros_like(a)) for a in params.values())
+        args = [ps, zeros, zeros, *adam.corrections(1)]
     compile_s = None
     if aot is not None:
         t0 = time.perf_counter()
-        f = aot(f, ps)
+        f = aot(f, *args)
         compile_s = time.perf_counter() - t0
 
-    def call():
-        value, grads = finish(f(ps))
-        return value, list(grads)
+    if adam is None:
+        def call():
+            value, grads = finish(f(ps))
+            return value, list(grads)
+    else:
+        t = 0
+
+        def call():
+            nonlocal t
+            t += 1
+            args[3:] = adam.corrections(t)
+            value, ps, m, v = finish(f(*args))
+            args[:3] = ps, m, v
+            return value, list(ps)
 
     return Step(call, np.asarray, compile_s=compile_s)
 
 
 # ---- the floor ---------------------------------------------------------------------------
 
-def _prepare_floor(workload, params, consts) -> Step:
-    ps = tuple(params.values())
+def prepare_floor(workload: Any, params: dict, consts: dict) -> Step:
+    """The floor's step: ``workload.floor``, and the hand-written Adam for a training
+    workload."""
     floor = workload.floor
-    return Step(lambda: floor(ps, consts), np.asarray)
+    if workload.train is None:
+        ps = tuple(params.values())
+        return Step(lambda: floor(ps, consts), np.asarray)
+    return _calls(lambda ps: floor(ps, consts), np, workload, params)
 
 
 # ---- yaad --------------------------------------------------------------------------------
@@ -133,7 +202,7 @@ def _prepare_floor(workload, params, consts) -> Step:
 def _yaad():
     import yaad
 
-    overrides = {}
+    overrides = {"expm": yaad.linalg.expm}
     if not hasattr(yaad, "log_softmax"):
         overrides["log_softmax"] = composed_log_softmax(yaad)
     return yaad, namespace("yaad", yaad, **overrides)
@@ -152,7 +221,8 @@ def _prepare_yaad(workload, params, consts, compiled=False) -> Step:
             raise Unsupported("yaad.compile does not exist yet (n/a)")
     return _tape_step(xp, workload, params, consts,
                       leaf=lambda a: yaad.tensor(a, requires_grad=True),
-                      const=lambda a: a, to_numpy=_yaad_numpy, wrap=wrap)
+                      const=lambda a: a, to_numpy=_yaad_numpy, wrap=wrap,
+                      optimizer=lambda ps: yaad.optim.Adam(ps, **workload.train.kwargs()))
 
 
 # ---- PyTorch -----------------------------------------------------------------------------
@@ -168,7 +238,8 @@ def _torch():
         pass
     xp = namespace("torch", torch,
                    diagonal=lambda x, axis1, axis2: torch.diagonal(x, 0, axis1, axis2),
-                   log_softmax=lambda z, axis: torch.log_softmax(z, axis))
+                   log_softmax=lambda z, axis: torch.log_softmax(z, axis),
+                   expm=torch.linalg.matrix_exp)
     return torch, xp
 
 
@@ -176,7 +247,8 @@ def _prepare_torch(workload, params, consts) -> Step:
     torch, xp = _torch()
     return _tape_step(xp, workload, params, consts,
                       leaf=lambda a: torch.tensor(a, requires_grad=True),
-                      const=torch.from_numpy, to_numpy=lambda t: t.detach().numpy())
+                      const=torch.from_numpy, to_numpy=lambda t: t.detach().numpy(),
+                      optimizer=lambda ps: torch.optim.Adam(ps, **workload.train.kwargs()))
 
 
 # ---- MyGrad ------------------------------------------------------------------------------
@@ -199,7 +271,8 @@ def _prepare_mygrad(workload, params, consts) -> Step:
     mg, xp = _mygrad()
     return _tape_step(xp, workload, params, consts, leaf=mg.tensor, const=lambda a: a,
                       to_numpy=lambda t: np.asarray(getattr(t, "data", t)),
-                      clear_grad=lambda p: p.null_grad())
+                      clear_grad=lambda p: p.null_grad(),
+                      optimizer=lambda ps: ArraysAdam(workload.train, ps))
 
 
 # ---- JAX ---------------------------------------------------------------------------------
@@ -210,15 +283,17 @@ def _jax():
 
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
+    import jax.scipy.linalg
 
-    return jax, jnp, namespace("jax", jnp, log_softmax=jax.nn.log_softmax)
+    return jax, jnp, namespace("jax", jnp, log_softmax=jax.nn.log_softmax,
+                               expm=jax.scipy.linalg.expm)
 
 
 def _prepare_jax(workload, params, consts, jit=False) -> Step:
     jax, jnp, xp = _jax()
     aot = None
     if jit:
-        aot = lambda f, ps: jax.jit(f).lower(ps).compile()
+        aot = lambda f, *args: jax.jit(f).lower(*args).compile()
     return _functional_step(xp, workload, params, consts, jax.value_and_grad, jnp.asarray,
                             finish=jax.block_until_ready, aot=aot)
 
@@ -229,6 +304,8 @@ def _prepare_jax(workload, params, consts, jit=False) -> Step:
 def _autograd():
     import autograd
     import autograd.numpy as anp
+    import autograd.scipy.linalg as asla
+    from autograd.core import primitive_vjps
     from autograd.scipy.special import logsumexp
 
     def diagonal(x, axis1, axis2):
@@ -237,7 +314,15 @@ def _autograd():
             raise Unsupported("autograd's diagonal VJP handles only the last two axes")
         return anp.diagonal(x, axis1=-1, axis2=-2)
 
-    xp = namespace("autograd", anp, diagonal=diagonal,
+    def expm(a):
+        # autograd.scipy.linalg wraps scipy.linalg.expm, but with no VJP (HIPS autograd
+        # 1.9: "VJP of expm wrt argnums (0,) not defined")
+        if asla.expm not in primitive_vjps:
+            raise Unsupported("no gradient of expm: HIPS autograd's "
+                              "autograd.scipy.linalg.expm has no VJP")
+        return asla.expm(a)
+
+    xp = namespace("autograd", anp, diagonal=diagonal, expm=expm,
                    log_softmax=lambda z, axis: z - logsumexp(z, axis=axis, keepdims=True),
                    vdot=lambda a, b: anp.dot(anp.conj(a), b))  # anp.vdot has no VJP
     return autograd, xp
@@ -250,7 +335,7 @@ def _prepare_autograd(workload, params, consts) -> Step:
 
 
 IMPLS: tuple[Impl, ...] = (
-    Impl("numpy", "numpy", _prepare_floor, numpy_memory=True),
+    Impl("numpy", "numpy", prepare_floor, numpy_memory=True),
     Impl("yaad", "yaad-autodiff", _prepare_yaad, numpy_memory=True),
     Impl("yaad.compile", "yaad-autodiff", functools.partial(_prepare_yaad, compiled=True),
          numpy_memory=True),

@@ -1,4 +1,4 @@
-"""The workloads W1-W8 of ``workloads.md``: inputs, the loss, and the hand-written floor.
+"""The workloads of ``workloads.md``: inputs, the loss, and the hand-written floor.
 
 A workload is a small declaration:
 
@@ -10,7 +10,9 @@ A workload is a small declaration:
   ``libraries.py``: each library provides the same small vocabulary) and operators;
 - ``floor(p, c)`` is the hand-written NumPy version: the same forward and an analytic
   backward, returning ``(loss, grads)``. Complex gradients follow yaad's convention,
-  ``dL/dRe + 1j * dL/dIm``.
+  ``dL/dRe + 1j * dL/dIm``;
+- ``train`` (W11) makes one call a training step: the loss, the gradients and an
+  :class:`Adam` update of the params, whose state carries over to the next call.
 """
 
 from __future__ import annotations
@@ -22,6 +24,36 @@ import numpy as np
 
 
 @dataclass(frozen=True)
+class Adam:
+    """Adam's settings, and the hand-written update that the floor, JAX, HIPS autograd and
+    MyGrad use (PyTorch's formula; yaad and PyTorch run their own ``optim.Adam``)."""
+
+    lr: float = 1e-3
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+
+    def kwargs(self) -> dict:
+        """The settings as ``torch.optim.Adam`` and ``yaad.optim.Adam`` take them."""
+        return {"lr": self.lr, "betas": (self.b1, self.b2), "eps": self.eps}
+
+    def corrections(self, t: int) -> tuple[float, float]:
+        """The step size and the root of the second bias correction at step ``t`` (1, 2,
+        ...), as Python floats: they keep float32 params float32."""
+        return self.lr / (1 - self.b1 ** t), (1 - self.b2 ** t) ** 0.5
+
+    def update(self, xp: Any, params: tuple, grads: tuple, m: tuple, v: tuple,
+               step: float, root: float) -> tuple[tuple, tuple, tuple]:
+        """New ``(params, m, v)`` from the gradients; ``xp`` provides ``sqrt``."""
+        b1, b2 = self.b1, self.b2
+        m = tuple(b1 * mi + (1 - b1) * g for mi, g in zip(m, grads))
+        v = tuple(b2 * vi + (1 - b2) * (g * g) for vi, g in zip(v, grads))
+        params = tuple(p - step * mi / (xp.sqrt(vi) / root + self.eps)
+                       for p, mi, vi in zip(params, m, v))
+        return params, m, v
+
+
+@dataclass(frozen=True)
 class Workload:
     """One benchmark workload (see the module docstring)."""
 
@@ -30,11 +62,18 @@ class Workload:
     inputs: Callable[[np.random.Generator, bool], tuple[dict, dict]]
     loss: Callable[[Any, tuple, dict], Any]
     floor: Callable[[tuple, dict], tuple[float, tuple]]
-    complex: bool = False
+    complex: bool = False  # needs complex numbers (params or intermediates)
     rtol: float = 1e-7
     memory: bool = False  # also measure the peak memory of one call
     # implementation -> why it is skipped unless --slow
     slow: dict = field(default_factory=dict)
+    train: Adam | None = None  # one call is a training step (see the module docstring)
+
+    @property
+    def checked_calls(self) -> int:
+        """Calls before the check: three Adam steps (the first step of Adam is about
+        ``lr * sign(g)`` and would not test the moments), else one."""
+        return 1 if self.train is None else 3
 
     @property
     def group(self) -> str:
@@ -284,6 +323,158 @@ def _w8_floor(p, c):
     return x.sum(), (g,)
 
 
+# ---- W9: a 5-qubit circuit (many tiny complex operations) -------------------------------
+
+_PAULI = {"I": np.eye(2), "X": np.array([[0.0, 1], [1, 0]]),
+          "Y": np.array([[0, -1j], [1j, 0]]), "Z": np.diag([1.0, -1])}
+
+
+def on_qubits(n: int, ops: dict) -> np.ndarray:
+    """The dense operator on ``n`` qubits with ``ops[q]`` on qubit ``q`` (qubit 0 is the
+    most significant, as in a C-ordered ``(2,) * n`` state) and the identity elsewhere."""
+    out = np.ones((1, 1))
+    for q in range(n):
+        out = np.kron(out, ops.get(q, _PAULI["I"]))
+    return out
+
+
+def ising(n: int, h: float = 1.0) -> np.ndarray:
+    """The transverse-field Ising Hamiltonian on a ring of ``n`` qubits,
+    ``-sum_q Z_q Z_(q+1) - h sum_q X_q``, dense and complex."""
+    Z, X = _PAULI["Z"], _PAULI["X"]
+    H = -sum(on_qubits(n, {q: Z, (q + 1) % n: Z}) for q in range(n))
+    return (H - h * sum(on_qubits(n, {q: X}) for q in range(n))).astype(complex)
+
+
+def _cnot_ring_permutation(n):
+    """The ring of CNOTs (q -> q+1) as indices: ``new_psi = psi[perm]`` (flat states)."""
+    perm = np.arange(2 ** n)
+    bit = lambda y, q: (y >> (n - 1 - q)) & 1
+    for a in range(n):
+        b = (a + 1) % n
+        y = np.arange(2 ** n)
+        perm = perm[y ^ (bit(y, a) << (n - 1 - b))]
+    return perm
+
+
+def _w9_inputs(rng, tiny):
+    n, layers = (3, 2) if tiny else (5, 3)
+    s = "abcdefghij"[:n]
+    psi0 = np.zeros((2,) * n, complex)
+    psi0[(0,) * n] = 1
+    perm = _cnot_ring_permutation(n)
+    consts = {
+        "layers": layers, "psi0": psi0, "H": ising(n),
+        # RY(t) = cos(t/2) I + sin(t/2) KY, RZ(t) = cos(t/2) I + sin(t/2) KZ
+        "I2": np.eye(2, dtype=complex), "KY": -1j * _PAULI["Y"], "KZ": -1j * _PAULI["Z"],
+        "CNOT": np.eye(4, dtype=complex)[[0, 1, 3, 2]].reshape(2, 2, 2, 2),
+        "one": [f"Z{s[q]},{s}->{s.replace(s[q], 'Z')}" for q in range(n)],
+        "two": [f"YZ{s[q]}{s[(q + 1) % n]},{s}->"
+                f"{s.replace(s[q], 'Y').replace(s[(q + 1) % n], 'Z')}" for q in range(n)],
+        "ring": perm, "ring_inv": np.argsort(perm)}
+    return {"theta": rng.uniform(-np.pi, np.pi, (layers, n, 2))}, consts
+
+
+def _w9_loss(xp, p, c):
+    (theta,) = p
+    cos, sin = xp.cos(theta / 2), xp.sin(theta / 2)
+    psi = c["psi0"]
+    for layer in range(c["layers"]):
+        for q, spec in enumerate(c["one"]):
+            for k, K in enumerate((c["KY"], c["KZ"])):
+                gate = cos[layer, q, k] * c["I2"] + sin[layer, q, k] * K
+                psi = xp.einsum(spec, gate, psi)
+        for spec in c["two"]:
+            psi = xp.einsum(spec, c["CNOT"], psi)
+    flat = psi.reshape(-1)
+    return xp.real(xp.vdot(flat, c["H"] @ flat))
+
+
+def _w9_floor(p, c):
+    # Flat states; a gate on qubit q is a product with the state as (2**q, 2, rest), the
+    # CNOT ring a permutation. Backward: the adjoint state lam = dL/dpsi runs back through
+    # the gates' conjugate transposes.
+    (theta,) = p
+    co, si = np.cos(theta / 2)[..., None, None], np.sin(theta / 2)[..., None, None]
+    K = np.stack([c["KY"], c["KZ"]])
+    gates = co * c["I2"] + si * K                   # (layers, n, 2, 2, 2)
+    dgates = (co * K - si * c["I2"]) / 2            # their derivatives by the angle
+    psi = c["psi0"].reshape(-1)
+    saved = []
+    for layer in gates:
+        for q, pair in enumerate(layer):
+            for g in pair:
+                saved.append(psi)
+                psi = (g @ psi.reshape(2 ** q, 2, -1)).reshape(-1)
+        psi = psi[c["ring"]]
+    hpsi = c["H"] @ psi
+    loss = np.vdot(psi, hpsi).real
+    lam = 2 * hpsi
+    grad = np.empty_like(theta)
+    for layer in reversed(range(theta.shape[0])):
+        lam = lam[c["ring_inv"]]
+        for q in reversed(range(theta.shape[1])):
+            for k in (1, 0):
+                x = saved.pop().reshape(2 ** q, 2, -1)
+                lr = lam.reshape(2 ** q, 2, -1)
+                grad[layer, q, k] = np.vdot(lr, dgates[layer, q, k] @ x).real
+                lam = (gates[layer, q, k].conj().T @ lr).reshape(-1)
+    return loss, (grad,)
+
+
+# ---- W10: quantum optimal control (a two-qubit gate from 50 matrix exponentials) ---------
+
+def _w10_inputs(rng, tiny):
+    steps = 3 if tiny else 50
+    dt = 0.1
+    X, Z = _PAULI["X"], _PAULI["Z"]
+    consts = {"steps": steps, "dt": dt, "-idt": -1j * dt,
+              "H0": on_qubits(2, {0: Z, 1: Z}).astype(complex) / 2,
+              "H1": on_qubits(2, {0: X}).astype(complex),
+              "H2": on_qubits(2, {1: X}).astype(complex),
+              "U0": np.eye(4, dtype=complex),
+              "target_conj": np.eye(4, dtype=complex)[[0, 1, 3, 2]]}  # CNOT, real
+    return {"u": rng.standard_normal((steps, 2))}, consts
+
+
+def _w10_loss(xp, p, c):
+    (u,) = p
+    U = c["U0"]
+    for k in range(c["steps"]):
+        H = c["H0"] + u[k, 0] * c["H1"] + u[k, 1] * c["H2"]
+        U = xp.expm(c["-idt"] * H) @ U
+    return abs(xp.sum(c["target_conj"] * U)) ** 2 / 16
+
+
+def _w10_floor(p, c):
+    # Each H_k is Hermitian: expm(-i dt H_k) = Q exp(-i dt w) Q^H from one batched eigh,
+    # and its backward is Daleckii-Krein with the divided differences of exp(-i dt w).
+    (u,) = p
+    dt, H1, H2 = c["dt"], c["H1"], c["H2"]
+    H = c["H0"] + u[:, :1, None] * H1 + u[:, 1:, None] * H2
+    w, Q = np.linalg.eigh(H)
+    QH = Q.conj().swapaxes(-1, -2)
+    V = (Q * np.exp(-1j * dt * w)[:, None, :]) @ QH
+    before = [c["U0"]]                             # before[k] = V_(k-1) ... V_0
+    for Vk in V:
+        before.append(Vk @ before[-1])
+    U = before.pop()
+    z = np.sum(c["target_conj"] * U)
+    loss = abs(z) ** 2 / 16
+    lam = z * c["target_conj"].conj() / 8          # dL/dU
+    GV = np.empty_like(V)
+    for k in reversed(range(len(V))):
+        GV[k] = lam @ before[k].conj().T
+        lam = V[k].conj().T @ lam
+    mean = (w[:, :, None] + w[:, None, :]) / 2
+    diff = w[:, :, None] - w[:, None, :]
+    F = -1j * dt * np.exp(-1j * dt * mean) * np.sinc(dt * diff / (2 * np.pi))
+    GH = Q @ (F.conj() * (QH @ GV @ Q)) @ QH
+    grad = np.stack([np.sum(GH.conj() * H1, axis=(1, 2)).real,
+                     np.sum(GH.conj() * H2, axis=(1, 2)).real], axis=1)
+    return loss, (grad,)
+
+
 _JIT_W8 = ("XLA compile time > 300 s (10,000 unrolled steps; 333 s measured on this "
            "machine class); run with --slow")
 
@@ -304,6 +495,12 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W7", "MPS norm, 16 sites, bond 16", _w7_inputs, _w7_loss, _w7_floor),
     Workload("W8", "10,000-step scalar chain", _w8_inputs, _w8_loss, _w8_floor,
              slow={"jax.jit": _JIT_W8}),
+    Workload("W9", "5-qubit circuit energy, 30 angles", _w9_inputs, _w9_loss, _w9_floor,
+             complex=True),
+    Workload("W10", "two-qubit gate from 50 expm, 100 controls", _w10_inputs, _w10_loss,
+             _w10_floor, complex=True),
+    Workload("W11", "MLP step + Adam update, float32", _mlp_inputs(np.float32), _mlp_loss,
+             _mlp_floor, rtol=2e-4, train=Adam()),
 )
 
 
