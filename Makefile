@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint bench fuzz clean
+.PHONY: demo test lint docs bench fuzz clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ test: $(VENV)/.installed-test
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .
 
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 bench: $(VENV)/.installed-bench
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m benchmarks $(ARGS)
 
@@ -29,4 +32,4 @@ fuzz: $(VENV)/.installed-test
 	YAAD_FUZZ_PROGRAMS=5000 $(PY) -m pytest tests -k fuzz $(ARGS)
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) build dist site src/*.egg-info

@@ -1,97 +1,285 @@
-"""The documentation: every public name documented and in the API reference, the code
-in the guides runs, links resolve, and the PyTorch map names only what exists."""
+"""The documentation: the site builds with ``mkdocs build --strict`` and its reference
+pages reach every public name; every code block of README.md and docs/ runs (Python and
+``pycon`` blocks are executed and their output compared, shell commands name targets,
+extras, files and options that exist); the names on the "coming from" pages exist in
+both libraries.
 
-import importlib.util
+Code blocks, by their fence's language:
+
+- ``python``: run, in order, in one namespace per page (an ``assert`` states a result);
+  a block whose first line is ``# illustrative: <why>`` is not run (keep these rare);
+- ``pycon``: ``>>>`` examples, run by doctest in the same namespace, output compared;
+- ``sh``: commands: ``make`` targets, ``pip install`` extras, the scripts and their
+  ``--options`` must exist;
+- ``text``: output of a run that the page names, not run.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
 import inspect
-import pathlib
+import os
 import re
+import shlex
+import subprocess
+import sys
+import types
+from pathlib import Path
 
 import pytest
 
 import yaad
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-GUIDES = ["index.md", "getting-started.md", "complex.md"]
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+LANGUAGES = {"python", "pycon", "sh", "text"}
+ILLUSTRATIVE = "# illustrative:"
+MAX_ILLUSTRATIVE = 3
+sys.path.insert(0, str(ROOT / "tools"))
+from griffe_yaad import public_names  # noqa: E402
+
+# Modules reachable from a documented namespace that are implementation, not API.
+INTERNAL = {"yaad.checkpoint", "yaad.compile", "yaad.compiled", "yaad.creation", "yaad.demo",
+            "yaad.engine", "yaad.grad_mode", "yaad.methods", "yaad.numpy_dispatch",
+            "yaad.op", "yaad.ops", "yaad.tensor", "yaad.nn.layers", "yaad.nn.module",
+            "yaad.optim.lr_scheduler", "yaad.optim.optimizer"}
 
 
-def _gen_api():
-    spec = importlib.util.spec_from_file_location("gen_api", ROOT / "tools" / "gen_api.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def code_blocks(path: Path) -> list[tuple[str, int, str]]:
+    """(language, line number, code) of each fenced block of a Markdown file."""
+    out = []
+    for m in re.finditer(r"^```(\S*)[^\n]*\n(.*?)^```", path.read_text(), re.S | re.M):
+        out.append((m.group(1), path.read_text()[:m.start()].count("\n") + 1, m.group(2)))
+    return out
 
 
-gen_api = _gen_api()
+def _id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
-def _public():
-    for module in gen_api.namespaces():
-        for name in gen_api.public_names(module):
-            yield module, name, getattr(module, name)
+# ---- the site -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                          str(out)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stderr[-6000:]}"
+    return out
+
+
+def reference_modules() -> list[str]:
+    """The modules with a reference page, docs/reference/<module>.md."""
+    return sorted(p.stem for p in (DOCS / "reference").glob("*.md"))
+
+
+def test_site_builds_strict(site):
+    assert (site / "index.html").exists() and (site / "complex" / "index.html").exists()
+    assert (site / "examples" / "mps" / "index.html").exists()
+
+
+def test_reference_pages_reach_every_public_name(site):
+    missing = []
+    for name in reference_modules():
+        html = (site / "reference" / name / "index.html").read_text()
+        ids = set(re.findall(r'id="([\w.]+)"', html))
+        module = importlib.import_module(name)
+        missing += [f"{name}.{n}" for n in public_names(module) if f"{name}.{n}" not in ids]
+    assert not missing, f"public names missing from the site's reference pages: {missing}"
+
+
+def test_reference_page_shows_a_borrowed_op_and_a_class(site):
+    html = (site / "reference" / "yaad" / "index.html").read_text()
+    assert "The differentiable version of" in html and "numpy.sin.html" in html
+    nn = (site / "reference" / "yaad.nn" / "index.html").read_text()
+    assert 'id="yaad.nn.Linear"' in nn and "in_features" in nn
+
+
+def test_every_public_module_has_a_reference_page():
+    documented = set(reference_modules())
+    assert {"yaad", "yaad.linalg", "yaad.func", "yaad.nn"} <= documented
+    for name in documented:
+        assert (DOCS / "reference" / f"{name}.md").read_text().count(f"::: {name}\n") == 1
+    unclassified = []
+    for name in documented:
+        for attr, value in vars(importlib.import_module(name)).items():
+            if (isinstance(value, types.ModuleType) and not attr.startswith("_")
+                    and value.__name__.startswith("yaad.")
+                    and value.__name__ not in documented | INTERNAL):
+                unclassified.append(value.__name__)
+    assert not unclassified, (
+        f"public modules without a reference page: {sorted(set(unclassified))}. Add "
+        f"docs/reference/<module>.md with '::: <module>' and a line in mkdocs.yml's nav "
+        f"(docs/writing-docs.md), or list the module in INTERNAL here")
 
 
 def test_every_public_name_has_a_docstring():
-    missing = [f"{m.__name__}.{n}" for m, n, obj in _public()
-               if callable(obj) and not (inspect.getdoc(obj) or "").strip()]
+    missing = []
+    for name in reference_modules():
+        module = importlib.import_module(name)
+        for attr in public_names(module):
+            obj = getattr(module, attr)
+            if callable(obj) and not (inspect.getdoc(obj) or "").strip():
+                missing.append(f"{name}.{attr}")
     assert not missing, f"public names without a docstring: {missing}"
 
 
-def test_api_reference_lists_every_public_name():
-    text = (DOCS / "api.md").read_text()
-    listed = set(re.findall(r"^### `(?:class )?([\w.]+)", text, re.M))
-    missing = [f"{m.__name__}.{n}" for m, n, _ in _public() if f"{m.__name__}.{n}" not in listed]
-    assert not missing, (f"{len(missing)} public names are missing from docs/api.md, e.g. "
-                         f"{missing[:10]}: run `python tools/gen_api.py`")
+# ---- code blocks ----------------------------------------------------------------------
 
 
-def test_every_yaad_submodule_is_classified():
-    assert gen_api.undocumented_modules() == [], (
-        "a new public submodule of yaad: add it to NAMESPACES (documented) or INTERNAL in "
-        "tools/gen_api.py, then run it")
+def test_every_block_says_its_language():
+    for page in PAGES:
+        for lang, line, _ in code_blocks(page):
+            assert lang in LANGUAGES, (f"{_id(page)}:{line}: a code block's fence names "
+                                       f"'{lang}'; use one of {sorted(LANGUAGES)}")
 
 
-def test_reference_renders_and_skips_imports():
-    text = gen_api.render()
-    assert "### `class yaad.nn.Linear(in_features, out_features, bias=True" in text
-    assert "differentiable version of `numpy.sin`" in text
-    assert "yaad.func.np" not in text and "yaad.annotations" not in text
+def test_illustrative_blocks_are_rare():
+    marked = [f"{_id(p)}:{line}" for p in PAGES for lang, line, code in code_blocks(p)
+              if lang == "python" and code.startswith(ILLUSTRATIVE)]
+    assert len(marked) <= MAX_ILLUSTRATIVE, f"too many blocks that do not run: {marked}"
 
 
-@pytest.mark.parametrize("page", GUIDES)
-def test_guide_code_runs(page, tmp_path, monkeypatch):
+@pytest.mark.parametrize("page", [p for p in PAGES if any(
+    lang in ("python", "pycon") for lang, _, _ in code_blocks(p))], ids=_id)
+def test_page_code_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code = "\n".join(re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(), re.S))
-    assert code.strip(), f"{page} has no Python example"
-    exec(compile(code, str(DOCS / page), "exec"), {"__name__": "docs"})
+    namespace: dict = {"__name__": "docs"}
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for lang, line, code in code_blocks(page):
+        where = f"{_id(page)}:{line}"
+        if lang == "python" and not code.startswith(ILLUSTRATIVE):
+            exec(compile("\n" * line + code, str(page), "exec"), namespace)  # noqa: S102
+        elif lang == "pycon":
+            test = doctest.DocTestParser().get_doctest(code, namespace, where, str(page), line)
+            result = runner.run(test, out=lambda s, w=where: pytest.fail(f"{w}:\n{s}"),
+                                clear_globs=False)
+            assert result.attempted > 0, f"{where}: a pycon block without '>>>'"
+            namespace.update(test.globs)  # doctest ran on a copy
 
 
-# Pages that other parts of the project are writing (their issues promise them).
-PENDING = {"linalg.md", "compile.md"}
+def _make_targets() -> set[str]:
+    return set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.M))
 
 
-def test_links_between_pages_resolve():
-    pending = set()
-    for page in DOCS.glob("*.md"):
-        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
-            if not (DOCS / target).exists():
-                assert target in PENDING, f"{page.name} links to missing {target}"
-                pending.add(target)
-    if pending:
-        pytest.skip(f"pages not written yet: {sorted(pending)}")
+def _extras() -> set[str]:
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return set(tomllib.load(f)["project"]["optional-dependencies"])
 
 
-def test_pytorch_map_names_exist():
-    text = (DOCS / "pytorch-map.md").read_text()
-    names = set(re.findall(r"`(yaad(?:\.\w+)+)", text))
-    assert len(names) > 100
-    for name in sorted(names):
-        obj = yaad
-        for part in name.split(".")[1:]:
-            assert hasattr(obj, part), f"docs/pytorch-map.md names {name}, which does not exist"
-            obj = getattr(obj, part)
+_HELP: dict[tuple, str] = {}
+
+
+def _help(program: tuple) -> str:
+    if program not in _HELP:
+        run = subprocess.run([sys.executable, *program, "--help"], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert run.returncode == 0, f"{' '.join(program)} --help failed: {run.stderr[-2000:]}"
+        _HELP[program] = run.stdout
+    return _HELP[program]
+
+
+def check_command(words: list[str], where: str) -> None:
+    """A shell command from the docs names what exists."""
+    if words[0] == "make":
+        assert words[1] in _make_targets(), f"{where}: no make target '{words[1]}'"
+        args = next((w[5:] for w in words if w.startswith("ARGS=")), "")
+        if words[1] == "bench":
+            check_command(["python", "-m", "benchmarks", *shlex.split(args)], where)
+    elif words[:2] == ["pip", "install"]:
+        for target in words[2:]:
+            if target.startswith("."):
+                extras = re.findall(r"\[(.*)\]", target)
+                unknown = set(extras[0].split(",")) - _extras() if extras else set()
+                assert not unknown, f"{where}: no extra {sorted(unknown)} in pyproject.toml"
+    elif words[0].endswith("python"):
+        program = tuple(words[1:3]) if words[1] == "-m" else (words[1],)
+        if words[1] != "-m":
+            assert (ROOT / words[1]).exists(), f"{where}: no file {words[1]}"
+        rest = words[1 + len(program):]
+        if program == ("-m", "yaad") and rest and not rest[0].startswith("-"):
+            program += (rest[0],)  # a command: its options
+        text = _help(program)
+        for option in (w.split("=")[0] for w in words if w.startswith("--")):
+            assert option in text or option == "--help", f"{where}: {option} is not an option"
+    else:
+        assert words[0] in {"mkdocs", "git", "cd"}, f"{where}: unknown command {words}"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if any(
+    lang == "sh" for lang, _, _ in code_blocks(p))], ids=_id)
+def test_shell_commands_name_what_exists(page):
+    for line, code in ((line, code) for lang, line, code in code_blocks(page) if lang == "sh"):
+        for k, command in enumerate(code.splitlines()):
+            command = command.split(" # ")[0].strip()
+            if command and not command.startswith("#"):
+                check_command(shlex.split(command), f"{_id(page)}:{line + 1 + k}")
+
+
+# ---- links and names ------------------------------------------------------------------
+
+
+def test_readme_links_resolve():
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text()):
+        assert (ROOT / target).exists(), f"README.md links to missing {target}"
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    obj = importlib.import_module(parts[0])
+    for k, part in enumerate(parts[1:], 1):
+        if not hasattr(obj, part):
+            try:
+                obj = importlib.import_module(".".join(parts[:k + 1]))
+                continue
+            except ImportError:
+                return False
+        obj = getattr(obj, part)
+    return True
+
+
+@pytest.mark.parametrize("page,peer", [("pytorch-map.md", "torch"), ("from-jax.md", "jax"),
+                                       ("from-autograd.md", "autograd")])
+def test_coming_from_pages_name_what_exists(page, peer):
+    text = (DOCS / page).read_text()
+    for library in ("yaad", peer):
+        names = set(re.findall(rf"`({library}(?:\.\w+)+)", text))
+        assert len(names) > 10, f"{page} names few {library} functions"
+        wrong = sorted(n for n in names if not _resolves(n))
+        assert not wrong, f"docs/{page} names what {library} does not have: {wrong}"
 
 
 def test_complex_page_states_the_convention():
     text = (DOCS / "complex.md").read_text()
     assert "z.grad = dL/dx + i dL/dy" in text and "assert z.grad == 6 + 8j" in text
+
+
+def test_error_messages_name_sections_that_exist():
+    sections = re.findall(r"^## .*\{#([\w-]+)\}$", (DOCS / "errors.md").read_text(), re.M)
+    named = {m for path in (ROOT / "src").rglob("*.py")
+             for m in re.findall(r"docs/errors\.md#([\w-]+)", path.read_text())}
+    assert len(sections) >= 15 and len(set(sections)) == len(sections)
+    assert not named - set(sections), f"messages name missing sections: {named - set(sections)}"
+    assert not set(sections) - named, f"sections no message names: {set(sections) - named}"
+
+
+def test_each_error_section_shows_its_own_message():
+    # The example of each section raises (or warns) with a message that names it.
+    text = (DOCS / "errors.md").read_text()
+    for part in re.split(r"^## ", text, flags=re.M)[1:]:
+        anchor = re.match(r".*\{#([\w-]+)\}", part).group(1)
+        assert f"(see docs/errors.md#{anchor})" in part, f"errors.md#{anchor}: no example"
+
+
+def test_version_has_one_home():
+    run = subprocess.run([sys.executable, "-m", "yaad", "--version"], capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.strip() == f"yaad {yaad.__version__}"
+    assert f"## [{yaad.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()

@@ -33,6 +33,9 @@ _where: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Node -> frame
 class AnomalyError(RuntimeError):
     """A gradient rule produced a NaN or an infinity while :func:`detect_anomaly` was on."""
 
+    def __str__(self) -> str:
+        return f"{super().__str__()} (see docs/errors.md#anomaly)"
+
 
 class detect_anomaly:
     """Context manager and decorator: on a NaN or inf in backward, raise naming the

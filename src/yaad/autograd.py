@@ -237,7 +237,7 @@ def _function_op(cls: type) -> Op:
             raise NotImplementedError(
                 f"{name}: no JVP rule, so forward mode (jvp, jacfwd, hessian, hvp) cannot go "
                 f"through it. Define a static method jvp(ctx, *tangents) on {name}, or use "
-                f"reverse mode (vjp, jacrev).")
+                f"reverse mode (vjp, jacrev). (see docs/errors.md#no-jvp-rule)")
         tangents = [t if k == i else
                     np.zeros(np.shape(a), dtype=a.dtype) if hasattr(a, "dtype") else None
                     for k, a in enumerate(args)]

@@ -27,6 +27,9 @@ MAX_SIGNATURES = 64  # recorded signatures kept per compiled function
 class CompileWarning(UserWarning):
     """A compiled function runs eagerly for some inputs, and why."""
 
+    def __str__(self) -> str:
+        return f"{super().__str__()} (see docs/errors.md#compile-eager)"
+
 
 class _Eager(Exception):
     pass

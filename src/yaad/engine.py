@@ -27,7 +27,8 @@ multiply = np.multiply
 _FREED = (
     "Trying to backward through the graph a second time (or to use saved values after "
     "they were freed): '{name}' has already released what it saved. Pass "
-    "retain_graph=True to the first backward() or autograd.grad() to keep it.")
+    "retain_graph=True to the first backward() or autograd.grad() to keep it. "
+    "(see docs/errors.md#freed-graph)")
 
 
 def _edge(t: Tensor) -> Any:
@@ -51,7 +52,7 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
     lead = len(gshape) - len(shape)
     if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
         raise ValueError(f"{where}: the gradient has shape {gshape}, which does not "
-                         f"broadcast to the input's shape {shape}")
+                         f"broadcast to the input's shape {shape} (see docs/errors.md#rule-shape)")
     axes = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
     from . import reshape
@@ -241,7 +242,8 @@ def check_output(t: Any, k: int) -> None:
     if not t.requires_grad:
         raise RuntimeError(
             f"backward: output {k} does not require grad and has no grad_fn: nothing "
-            f"it depends on requires grad (or it was computed under no_grad()).")
+            f"it depends on requires grad (or it was computed under no_grad()). "
+            f"(see docs/errors.md#no-grad-fn)")
 
 
 def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
@@ -302,12 +304,12 @@ def _root_gradient(t: Tensor, g: Any, k: int, create_graph: bool) -> Any:
             raise RuntimeError(
                 f"backward: output {k} has shape {t.shape}; a gradient can be created "
                 f"implicitly only for a scalar. Reduce it (e.g. .sum()) or pass gradient= "
-                f"with shape {t.shape}.")
+                f"with shape {t.shape}. (see docs/errors.md#non-scalar-backward)")
         if t.data.dtype.kind == "c":
             raise RuntimeError(
                 f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
                 f"output is not defined without gradient=. Differentiate a real loss, such "
-                f"as .real or abs(...)**2.")
+                f"as .real or abs(...)**2. (see docs/errors.md#complex-backward)")
         g = _unit(t.data.dtype, t.data.shape)
     else:
         if isinstance(g, Tensor) and not create_graph:

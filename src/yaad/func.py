@@ -98,7 +98,7 @@ def _as_float_tensor(x: Any, fname: str, what: str) -> Tensor:
         if x.dtype.kind not in "fc":
             raise TypeError(f"{fname}: {what} is a tensor of dtype {x.dtype}; only floating "
                             f"point and complex inputs can be differentiated. Convert it "
-                            f"first, e.g. yaad.astype(x, float).")
+                            f"first, e.g. yaad.astype(x, float). (see docs/errors.md#integer-grad)")
         return x
     if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"{fname}: {what} is a bool; only floating point and complex inputs "
@@ -109,7 +109,7 @@ def _as_float_tensor(x: Any, fname: str, what: str) -> Tensor:
     if a.dtype.kind not in "fc":
         raise TypeError(f"{fname}: {what} has dtype {a.dtype}; only floating point and "
                         f"complex inputs can be differentiated. Convert it first, e.g. "
-                        f"np.asarray(x, dtype=float).")
+                        f"np.asarray(x, dtype=float). (see docs/errors.md#integer-grad)")
     return make_tensor(a)
 
 
@@ -384,12 +384,14 @@ def _scalar_loss(out: Any, fname: str) -> Any:
         raise TypeError(f"{fname}: the function must return a real scalar, but returned an "
                         f"array of shape {shape}. For the derivative of a non-scalar "
                         f"function use yaad.func.jacrev (the Jacobian) or yaad.func.vjp (a "
-                        f"vector-Jacobian product), or reduce the output (e.g. .sum()).")
+                        f"vector-Jacobian product), or reduce the output (e.g. .sum()). "
+                        f"(see docs/errors.md#grad-non-scalar)")
     if dtype.kind == "c":
         raise TypeError(f"{fname}: the function returned a complex value ({dtype}); the "
                         f"gradient is defined for real-valued functions only. Differentiate "
                         f"a real loss (abs(z)**2, z.real), or use yaad.func.vjp or "
-                        f"yaad.func.jacrev(..., holomorphic=True).")
+                        f"yaad.func.jacrev(..., holomorphic=True). "
+                        f"(see docs/errors.md#grad-non-scalar)")
     if dtype.kind not in "f":
         raise TypeError(f"{fname}: the function returned a value of dtype {dtype}; a "
                         f"gradient needs a real floating point output.")
@@ -634,7 +636,7 @@ def _complex_pair_error(fname: str) -> ValueError:
     return ValueError(
         f"{fname}: the function has complex inputs and complex outputs; its derivative is a "
         f"single complex matrix only if it is holomorphic. Pass holomorphic=True if it is, "
-        f"or split the output into real and imaginary parts.")
+        f"or split the output into real and imaginary parts. (see docs/errors.md#holomorphic)")
 
 
 def _jac_structure(out_tree: Any, in_tree: Any, single: bool, blocks: list) -> Any:

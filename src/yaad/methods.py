@@ -115,7 +115,7 @@ def _check_leaf(self: Tensor, name: str) -> None:
         raise RuntimeError(
             f"{name}: a leaf tensor that requires grad cannot be modified in place while "
             f"recording (its gradient would be lost). Wrap the update in yaad.no_grad() "
-            f"(as optimizers do), or work on a .copy().")
+            f"(as optimizers do), or work on a .copy(). (see docs/errors.md#inplace-leaf)")
 
 
 def _check_own_memory(self: Tensor, name: str) -> None:

@@ -86,14 +86,15 @@ def _no_yaad_op(what: str) -> TypeError:
     return TypeError(
         f"{what} has no yaad op, so it cannot be applied to a tensor without losing the "
         f"gradient. Use t.detach().numpy() if no gradient is needed, or declare the op "
-        f"with yaad.op (see docs/custom-ops.md).")
+        f"with yaad.op. (see docs/errors.md#no-yaad-op)")
 
 
 def _check_out(what: str, kwargs: dict) -> None:
     out = kwargs.pop("out", None)
     if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
         raise TypeError(f"{what}: out= is not supported on tensors (results are new tensors); "
-                        f"use the result, or an in-place operator such as +=")
+                        f"use the result, or an in-place operator such as += "
+                        f"(see docs/errors.md#out-argument)")
 
 
 def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:

@@ -699,7 +699,8 @@ def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
     raise NotImplementedError(
         f"{spec.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
         f"hvp) cannot go through it. Declare one with {spec.name}.defjvp(...) (or "
-        f"yaad.op(..., jvp=...)), or use reverse mode (vjp, jacrev).")
+        f"yaad.op(..., jvp=...)), or use reverse mode (vjp, jacrev). "
+        f"(see docs/errors.md#no-jvp-rule)")
 
 
 def mark_modified(arr: Any) -> None:
@@ -746,4 +747,4 @@ def check_saved(node: Node) -> None:
                 f"in-place operation: {what} of '{node.op.name}' (an array of shape "
                 f"{a.shape} and dtype {a.dtype}) is now at version {entry[0]}, and was "
                 f"saved before that change. Avoid the in-place operation, or apply it to "
-                f"a .clone() of the tensor.")
+                f"a .clone() of the tensor. (see docs/errors.md#inplace-saved)")

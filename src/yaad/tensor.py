@@ -100,7 +100,7 @@ class Tensor:
             raise TypeError(
                 f"only floating point and complex tensors can require gradients; this "
                 f"tensor has dtype {self.data.dtype}. Convert it first, e.g. "
-                f"yaad.tensor(x, dtype=float).")
+                f"yaad.tensor(x, dtype=float). (see docs/errors.md#integer-grad)")
         if not requires_grad and self._node is not None:
             raise RuntimeError("requires_grad_(False) is only allowed on leaf tensors; "
                                "use .detach() for a non-leaf.")

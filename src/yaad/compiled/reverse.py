@@ -149,12 +149,12 @@ def _seed(rec: Recorder, t: Tensor, g: Any, k: int) -> Tensor:
             raise RuntimeError(
                 f"backward: output {k} has shape {t.shape}; a gradient can be created "
                 f"implicitly only for a scalar. Reduce it (e.g. .sum()) or pass gradient= "
-                f"with shape {t.shape}.")
+                f"with shape {t.shape}. (see docs/errors.md#non-scalar-backward)")
         if t.dtype.kind == "c":
             raise RuntimeError(
                 f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
                 f"output is not defined without gradient=. Differentiate a real loss, such "
-                f"as .real or abs(...)**2.")
+                f"as .real or abs(...)**2. (see docs/errors.md#complex-backward)")
         return rec.tensor_of(rec.const_slot(np.ones(t.shape, dtype=t.dtype)))
     if isinstance(g, Tensor):
         return rec.tensor_of(rec.slot_of(g))

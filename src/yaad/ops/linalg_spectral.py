@@ -55,6 +55,9 @@ class GaugeError(RuntimeError):
     """The loss depends on a choice the decomposition leaves free (an eigenvector's phase,
     or the basis inside a degenerate subspace), so its gradient does not exist."""
 
+    def __str__(self) -> str:
+        return f"{super().__str__()} (see docs/errors.md#gauge-error)"
+
 
 _PHASE = ("{name}: the loss depends on the phases of the complex {what}, which are arbitrary "
           "(each is determined only up to a factor e^(i phi)), so its gradient is not "
