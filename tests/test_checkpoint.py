@@ -169,3 +169,24 @@ def test_peak_memory_is_lower():
     # 32 layers hold 32 activations of 64 KiB; 4 segments hold 4, plus one segment's
     # recomputation (8 layers) during backward
     assert ck < 0.6 * plain, (ck, plain)
+
+
+def test_peak_memory_quoted_in_the_docs():
+    # docs/transforms.md and README.md quote these peaks of forward + backward (tracemalloc
+    # counts the same NumPy buffers on any machine): 64 layers, width 64, batch 1024.
+    weights = mlp_weights(64, 64)
+    x = yaad.tensor(rng.standard_normal((1024, 64)))
+
+    def peak_mib(segment, use_checkpoint):
+        tracemalloc.start()
+        try:
+            forward(x, weights, segment, use_checkpoint).backward()
+            return tracemalloc.get_traced_memory()[1] / 2**20
+        finally:
+            tracemalloc.stop()
+            grads_of(weights)
+
+    quoted = {(4, False): 34.5, (4, True): 12.6, (8, True): 10.6}
+    measured = {key: peak_mib(*key) for key in quoted}
+    for key, mib in quoted.items():
+        assert abs(measured[key] - mib) < 0.05 * mib, (key, measured[key], mib)

@@ -16,7 +16,7 @@ def load(name):
     return module
 
 
-MINE = ("demo_seed", "ising_ground_state", "mlp_digits", "quantum_vmc")
+MINE = ("complex_descent", "demo_seed", "ising_ground_state", "mlp_digits", "quantum_vmc")
 
 
 def test_examples_are_documented_scripts():
@@ -74,3 +74,20 @@ def test_vmc_local_energy_matches_hamiltonian():
     psi = np.exp(model(configs).data)
     expected = (tfim_hamiltonian(L, h) @ psi) / psi
     np.testing.assert_allclose(vmc.local_energies(model, configs, h), expected, rtol=1e-10)
+
+
+def test_complex_descent_descends_and_its_conjugate_runs_away(tmp_path, capsys):
+    # The figures docs/complex.md quotes: below 1e-13 from every start with yaad's
+    # gradient, |z| > 10 within five steps with its conjugate.
+    ex = load("complex_descent")
+    paths = ex.main(["--figure", str(tmp_path / "descent.png")])
+    for z0 in ex.STARTS:
+        end = paths["yaad", z0][-1]
+        assert ex.loss(end) < 1e-13 and abs(abs(end.real) - 1) < 1e-6
+        away = paths["conjugate", z0]
+        assert abs(away[-1]) > 10 and len(away) <= 6
+        # the first step agrees with the analytic gradient 2 conj(z) (z^2 - 1) * 2
+        expected = 4 * np.conj(z0) * (z0 * z0 - 1)
+        np.testing.assert_allclose(paths["yaad", z0][1], z0 - 0.05 * expected, rtol=1e-12)
+    assert (tmp_path / "descent.png").stat().st_size > 10_000
+    assert "diverged" in capsys.readouterr().out

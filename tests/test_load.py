@@ -261,7 +261,7 @@ def _last_node(x):
     return g.grad_fn
 
 
-# ---- scale: a large elementwise chain within 3x the NumPy floor's peak ------------------------
+# ---- scale: a large elementwise chain within 1.45x the NumPy floor's peak ---------------------
 
 
 def _w4_yaad(x0):
@@ -294,25 +294,31 @@ def peak_bytes(fn, x0) -> tuple:
         tracemalloc.stop()
 
 
-def _chain_within_three_times_the_floor(n: int) -> float:
+# README.md and docs/performance.md quote W4's peak memory as 1.4x the floor's (tracemalloc
+# counts the same NumPy buffers whatever the machine, so the ratio is stable: 1.396 at 1e6
+# elements, 1.400 at 3e6). 1.45 is that claim, rounded.
+W4_PEAK_BOUND = 1.45
+
+
+def _chain_within_the_quoted_bound(n: int) -> float:
     x0 = np.random.default_rng(0).standard_normal(n)
     floor, (lf, gf) = peak_bytes(_w4_floor, x0)
     ours, (ly, gy) = peak_bytes(_w4_yaad, x0)
     np.testing.assert_allclose(ly, lf, rtol=1e-12)
     np.testing.assert_allclose(gy, gf, rtol=1e-9, atol=1e-14)
-    assert ours <= 3 * floor, f"peak {ours / 2**20:.0f} MiB, floor {floor / 2**20:.0f} MiB"
+    assert ours <= W4_PEAK_BOUND * floor, (f"peak {ours / 2**20:.0f} MiB, floor "
+                                           f"{floor / 2**20:.0f} MiB: over the 1.4x quoted")
     return ours / floor
 
 
-def test_elementwise_chain_of_a_million_within_three_times_the_floor_memory():
-    # Measured by hand at 1e8 elements: floor 3815 MiB, yaad 6867 MiB (1.80x).
-    ratio = _chain_within_three_times_the_floor(1_000_000)
+def test_elementwise_chain_of_a_million_within_the_quoted_memory_bound():
+    ratio = _chain_within_the_quoted_bound(1_000_000)
     assert ratio >= 1.0  # the floor is a floor: yaad keeps at least what it needs
 
 
 @long_only
-def test_fuzz_elementwise_chain_of_ten_million_within_three_times_the_floor_memory():
-    _chain_within_three_times_the_floor(10_000_000)
+def test_fuzz_elementwise_chain_of_ten_million_within_the_quoted_memory_bound():
+    _chain_within_the_quoted_bound(10_000_000)
 
 
 def test_the_leak_check_catches_a_leak():

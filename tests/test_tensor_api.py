@@ -429,3 +429,16 @@ def test_a_long_training_loop_does_not_grow_memory():
         tracemalloc.stop()
     assert after - before < 50_000, f"memory grew by {after - before} bytes over 9000 steps"
     assert last.item() < 1.0
+
+
+def test_notebook_repr_shows_values_shape_dtype_and_grad_fn():
+    x = yaad.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    y = yaad.sin(x) * 2
+    page = y._repr_html_()
+    assert page.startswith("<pre>tensor([[") and "dtype=float32" in page
+    assert "shape (2, 3), float32, grad_fn=&lt;multiply&gt;" in page
+    assert "shape (2, 3), float32, requires_grad=True" in x._repr_html_()
+    leaf = yaad.tensor(np.zeros(3, dtype=np.complex64))
+    assert leaf._repr_html_().endswith("shape (3,), complex64, no gradient</small>")
+    big = yaad.tensor(np.zeros(5000))
+    assert "..." in big._repr_html_() and "shape (5000,)" in big._repr_html_()

@@ -299,6 +299,16 @@ class Tensor:
 
     __str__ = __repr__
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the values, then the shape, the dtype and what made the tensor."""
+        import html
+
+        node = self.grad_fn
+        made = (f"grad_fn=&lt;{html.escape(node.op.name)}&gt;" if node is not None else
+                "requires_grad=True" if self.requires_grad else "no gradient")
+        return (f"<pre>{html.escape(repr(self))}</pre><small>shape {self.shape}, "
+                f"{self.dtype}, {made}</small>")
+
     def __format__(self, spec: str) -> str:
         if self.data.ndim == 0:
             return format(self.data.item(), spec)
