@@ -13,14 +13,18 @@ mkdocstrings) misreads three kinds of names:
 For every public name of every yaad module that griffe does not document as itself, the
 extension puts in a function (or class) built from the run-time object: its signature,
 and its docstring, or, when that docstring is NumPy's or SciPy's, its first line and a
-link to the original.
+link to the original. It also removes the other names of each module (imports, helpers
+left out of ``__all__``), so that a page shows the API, and turns the Sphinx roles of the docstrings
+(:func:`eigh`) into links to the reference entry they name, or into code.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import types
+from pathlib import Path
 from typing import Any
 
 from griffe import (
@@ -37,6 +41,8 @@ from griffe import (
     Parameters,
 )
 
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference"
+ROLE = re.compile(r":(?:py:)?(?:func|class|meth|attr|mod|data|exc|obj):`~?([\w.]+)(?:\(\))?`")
 HOMES = {"numpy": "https://numpy.org/doc/stable/reference/generated/{}.html",
          "scipy": "https://docs.scipy.org/doc/scipy/reference/generated/{}.html"}
 
@@ -114,6 +120,13 @@ def _documented(member: Any, obj: Any) -> bool:
     return True
 
 
+def _is_module(member: Any) -> bool:
+    try:
+        return member.is_module
+    except (AliasResolutionError, CyclicAliasError):  # an alias to another library
+        return False
+
+
 def _rebuilt(name: str, obj: Any, parent: Module) -> Function | Class:
     source = borrowed_from(obj)
     doc = inspect.getdoc(obj) or ""
@@ -133,6 +146,34 @@ def _rebuilt(name: str, obj: Any, parent: Module) -> Function | Class:
     if new.docstring is not None:
         new.docstring.parent = new
     return new
+
+
+def documented_names() -> set[str]:
+    """The full names that have an entry in the reference: the modules with a page in
+    docs/reference/ and their public names."""
+    names = set()
+    for page in REFERENCE.glob("*.md"):
+        module = importlib.import_module(page.stem)
+        names |= {page.stem} | {f"{page.stem}.{n}" for n in public_names(module)}
+    return names
+
+
+def _with_links(text: str, module: str, documented: set[str]) -> str:
+    def link(match: re.Match) -> str:
+        name = match.group(1)
+        for full in (name, f"{module}.{name}", f"yaad.{name}"):
+            if full in documented:
+                return f"[`{name}`][{full}]"
+        return f"`{name}`"
+
+    return ROLE.sub(link, text)
+
+
+def _tree(obj: Any):
+    yield obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from _tree(member)
 
 
 class YaadRuntimeNames(Extension):
@@ -157,7 +198,18 @@ class YaadRuntimeNames(Extension):
                 runtime = importlib.import_module(module.path)
             except ImportError:
                 continue
-            for name in public_names(runtime):
+            names = public_names(runtime)
+            for name in names:
                 obj = getattr(runtime, name)
                 if not _documented(module.members.get(name), obj) and callable(obj):
                     module.set_member(name, _rebuilt(name, obj, module))
+            if (REFERENCE / f"{module.path}.md").exists():  # a page: the API, no more
+                for name in [n for n, m in module.members.items() if n not in names
+                             and not n.startswith("_") and not _is_module(m)]:
+                    module.del_member(name)  # an import, or a helper left out of __all__
+        documented = documented_names()
+        for module in modules:
+            for obj in _tree(module):
+                if obj.docstring is not None:
+                    obj.docstring.value = _with_links(obj.docstring.value, module.path,
+                                                      documented)
