@@ -19,6 +19,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
+import json
 import os
 import re
 import shlex
@@ -27,6 +28,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import yaad
@@ -283,3 +285,25 @@ def test_version_has_one_home():
     assert run.stdout.strip() == f"yaad {yaad.__version__}"
     assert f"## [{yaad.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
     assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_performance_chart_draws_the_table():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import performance_chart
+
+    drawn = json.loads(performance_chart.DRAWN.read_text())
+    assert drawn == performance_chart.table_ratios((DOCS / "performance.md").read_text()), (
+        "docs/performance.md's table changed: run python tools/performance_chart.py")
+    assert drawn["W1"]["yaad"] > 1 and performance_chart.FIGURE.exists()
+
+
+def test_the_script_behind_the_jvp_table_checks_both_ways_agree():
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import jvp_cost
+
+    for _, f, x, t in jvp_cost.cases():
+        if x.size < 1000:
+            _, jt = yaad.func.jvp(f, (x,), (t,))
+            np.testing.assert_allclose(jvp_cost.double_vjp(f, x, t), jt, rtol=1e-10)
+            assert jvp_cost.forward_backward(f, x).shape == x.shape
+    assert jvp_cost.best_us(lambda: None, 2) > 0
