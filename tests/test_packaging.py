@@ -31,6 +31,7 @@ QUICK = {
     "demo_seed.py": ["--repeats", "2", "--number", "2"],
     "hessian.py": ["--atoms", "3"],
     "ising_ground_state.py": ["--L", "6", "--steps", "100"],
+    "mean_field.py": ["--L", "8"],
     "mlp_digits.py": ["--epochs", "1", "--hidden", "16"],
     "mps.py": ["--L", "6", "--D", "4", "--steps", "30"],
     "quantum_vmc.py": ["--L", "4", "--steps", "20", "--alpha", "1"],
