@@ -1162,6 +1162,37 @@ case("linalg.eigvalsh", lambda a: np.linalg.eigvalsh(_herm(a)), _sq(),
      call=lambda a: yaad.linalg.eigvalsh(_yherm(a)), ok=_eigh_ok, exact=False)
 
 
+def _resolvent_call(m, shifts, g):
+    # The spectral basis comes from the current value of m, as the rules of eigh pass it.
+    from yaad.ops.linalg_spectral import resolvent
+    w, v = np.linalg.eigh(_herm(np.asarray(getattr(m, "data", m))))
+    return resolvent(_yherm(m), shifts, g, v, w, n=w.shape[-1], name="fuzz")
+
+
+def _resolvent_ref(m, shifts, g):
+    h = _herm(m)
+    eye = np.eye(h.shape[-1])
+    return np.stack([np.linalg.solve(x * eye - h, g[..., i]) for i, x in enumerate(shifts)], -1)
+
+
+def _draw_resolvent(data, dtype):
+    m = _square(data, dtype, batch=False)
+    t = data.draw(st.integers(1, 2))
+    shifts = np.array(data.draw(st.lists(st.sampled_from([-2.0, 1.25, 3.75, 6.25, 11.0]),
+                                         min_size=t, max_size=t)))
+    return Call((m, shifts, data.draw(values(dtype, (m.shape[-1], t), SMALL))))
+
+
+def _resolvent_ok(call):
+    w = np.linalg.eigvalsh(_herm(call.args[0]))
+    return bool(np.min(np.abs(call.args[1][:, None] - w[None, :])) > 0.3)
+
+
+case("ops.linalg_spectral.resolvent", _resolvent_ref, _draw_resolvent, call=_resolvent_call,
+     ok=_resolvent_ok, exact=False, covers=("linalg.resolvent",),
+     note="(shift - M)^-1 g by a spectral basis of M (the tails of eigh and svd)")
+
+
 def _eig_ok(call):
     # LAPACK orders the eigenvalues of an exactly triangular matrix differently from those
     # of its neighbours (a discontinuity of numpy.linalg.eig itself): keep off-diagonals

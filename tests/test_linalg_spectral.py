@@ -385,3 +385,218 @@ def test_coupled_losses_at_equal_eigenvalues_raise_and_their_remedies_work(c):
         _grad_of(lambda x: (lambda r: yaad.sum(_svd_reconstruct(r.U, r.S, r.Vh, 3) * obs[:3])
                             + yaad.sum(_projector(r.U[..., :2]) * obs[:3, :3]))(
             L.svd(x, full_matrices=False)), a)
+
+
+# ---- second derivatives at degenerate spectra --------------------------------------------
+# The discarded part of a truncated decomposition enters the rules as one block (through
+# the matrix it spans), so repeated or zero values there leave second derivatives exact.
+# Inside the kept part, equal values coupled by the loss make the second derivative a
+# limit the chain rule cannot reach: GaugeError, never a wrong number.
+
+
+def _second_fd(f, x, e, h=2e-3):
+    """d^2/dt^2 f(x + t e) at 0, by the 7-point central stencil (error O(h^6))."""
+    c = (2, -27, 270, -490, 270, -27, 2)
+    return sum(ck * float(np.real(f(x + (k - 3) * h * e))) for k, ck in enumerate(c)) / (
+        180 * h * h)
+
+
+def _hessian_along(f, x, e):
+    """e . H e by reverse over reverse and by forward over reverse."""
+    g = yaad.func.grad(lambda t: yaad.real(f(t)))
+    rr = yaad.func.grad(lambda t: yaad.real(yaad.sum(g(t) * np.conj(e))))(x)
+    fr = yaad.func.jvp(g, (x,), (e,))[1]
+    return (float(np.real(np.sum(np.conj(e) * data(rr)))),
+            float(np.real(np.sum(np.conj(e) * data(fr)))))
+
+
+def _tn_loss(k, m1, m2, b, split=0.5):
+    """A gauge-invariant network of the bond (U_k S_k^p, S_k^(1-p) Vh_k) of a truncated SVD."""
+    def f(a):
+        u, s, vh = L.svd(a, full_matrices=False)
+        x = u[..., :k] * s[:k] ** split
+        y = mH(vh[..., :k, :]) * s[:k] ** (1 - split)
+        xy = x @ mH(y)
+        c = mH(x) @ b @ y
+        return yaad.trace(m1 @ xy @ m2 @ xy) + yaad.trace(c @ c @ c) / 3
+    return f
+
+
+def _truncated_projector_loss(k, m):
+    """A loss of the isometry made of the k largest eigenvectors (as in CTMRG)."""
+    def f(a):
+        v = L.eigh(herm(a)).eigenvectors[..., -k:]
+        c = mH(v) @ m @ v
+        return yaad.trace(c @ c) + yaad.trace(c @ c @ c)
+    return f
+
+
+@pytest.mark.parametrize("c", COMPLEX)
+@pytest.mark.parametrize("spectrum", [[3.0, 2.0, 1.5, 0.5, 0.5, 0.0],
+                                      [3.0, 2.0, 1.5, 0.2, 0.0, 0.0],
+                                      [3.0, 2.5, 1.5, 0.5, 0.3, 0.1]])
+@pytest.mark.parametrize("split", [0.5, 1.0])
+def test_truncated_svd_second_derivatives_with_degenerate_discarded_values(c, spectrum, split):
+    rng = np.random.default_rng(11)
+    n, k = len(spectrum), 3
+    a = _with_spectrum(spectrum, c, seed=5)
+    m1, m2, b, e = (rand(rng, (n, n), c) for _ in range(4))
+    f = _tn_loss(k, m1, m2, b, split)
+    exact = _second_fd(lambda x: data(f(x)), a, e)
+    rr, fr = _hessian_along(f, a, e)
+    np.testing.assert_allclose([rr, fr], [exact, exact], rtol=1e-7)
+    gradgradcheck(f, a, check_forward_ad=True)
+
+
+@pytest.mark.parametrize("c", COMPLEX)
+def test_truncated_eigh_second_derivatives_with_degenerate_discarded_values(c):
+    rng = np.random.default_rng(12)
+    h = _with_spectrum([0.0, 0.0, 0.5, 0.5, 2.0, 3.0], c, seed=6)
+    m, e = rand(rng, (6, 6), c), herm(rand(rng, (6, 6), c))
+    f = _truncated_projector_loss(2, m)
+    exact = _second_fd(lambda x: data(f(x)), h, e)
+    rr, fr = _hessian_along(f, h, e)
+    np.testing.assert_allclose([rr, fr], [exact, exact], rtol=1e-7)
+
+
+def test_truncated_svd_second_derivatives_match_torch_and_jax_where_they_are_finite():
+    import jax
+    import torch
+
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(13)
+    a = _with_spectrum([3.0, 2.0, 1.5, 0.7, 0.4, 0.1], False, seed=7)
+    m1, m2, b, e = (rand(rng, (6, 6)) for _ in range(4))
+
+    def loss(lib, x):
+        const = getattr(lib, "asarray", lambda y: y)  # torch and jax.numpy; yaad takes arrays
+        u, s, vh = lib.linalg.svd(x, full_matrices=False)
+        r = s[:3] ** 0.5
+        xx, yy = u[:, :3] * r, vh[:3].T * r
+        xy, cc = xx @ yy.T, xx.T @ const(b) @ yy
+        return lib.trace(const(m1) @ xy @ const(m2) @ xy) + lib.trace(cc @ cc @ cc) / 3
+
+    rr, fr = _hessian_along(lambda x: loss(yaad, x), a, e)
+    t = torch.tensor(a, requires_grad=True)
+    (gt,) = torch.autograd.grad(loss(torch, t), t, create_graph=True)
+    (ht,) = torch.autograd.grad((gt * torch.tensor(e)).sum(), t)
+    hj = jax.jvp(jax.grad(lambda x: loss(jax.numpy, x)), (a,), (e,))[1]
+    for ref in (float((ht * torch.tensor(e)).sum()), float(np.sum(hj * e))):
+        np.testing.assert_allclose([rr, fr], [ref, ref], rtol=1e-9)
+    # A degenerate discarded block (0.5, 0.5) and a zero: exact here (PyTorch 2.13 divides
+    # by the rounding difference of the two 0.5s and returns -147.312 for -147.011).
+    a = _with_spectrum([3.0, 2.0, 1.5, 0.5, 0.5, 0.0], False, seed=7)
+    rr, fr = _hessian_along(lambda x: loss(yaad, x), a, e)
+    exact = _second_fd(lambda x: data(loss(yaad, x)), a, e)
+    np.testing.assert_allclose([rr, fr], [exact, exact], rtol=1e-7)
+
+
+@pytest.mark.parametrize("c", COMPLEX)
+@pytest.mark.parametrize("split", [0.0, 0.5, 1.0])
+def test_bond_splits_at_equal_kept_singular_values_have_exact_gradients(c, split):
+    # (U S^p, S^(1-p) Vh) joined in a gauge-invariant network, equal values inside the kept
+    # block: the degenerate term is herm(J + K) / (s_a + s_b), the limit of the exact formula.
+    rng = np.random.default_rng(14)
+    a = _with_spectrum([3.0, 2.0, 2.0, 1.0, 0.5], c, seed=8)
+    m1, m2, b = (rand(rng, (5, 5), c) for _ in range(3))
+    gradcheck(_tn_loss(3, m1, m2, b, split), a)
+
+
+@pytest.mark.parametrize("c", COMPLEX)
+def test_polar_factor_at_equal_singular_values_has_exact_gradients(c):
+    # U Vh (invariant under (U R, V R)): the degenerate term is 0, also at a multiple of the
+    # identity, where no pair of distinct values says which kind of loss it is.
+    rng = np.random.default_rng(15)
+    m = rand(rng, (4, 4), c)
+
+    def polar(x):
+        r = L.svd(x)
+        return yaad.real(yaad.sum((r.U @ r.Vh) * m))
+
+    for a in (_with_spectrum([2.0, 2.0, 1.0, 0.5], c, seed=9), 1.5 * np.eye(4, dtype=_cplx(c))):
+        g = _grad_of(polar, a)
+        q, p = scipy_polar(a)
+        # d Re<m, Q>: the polar factor's derivative, dQ = Q (skew part of Q^H dA P^-1) ...
+        h = 1e-6
+        fd = np.zeros(a.shape, dtype=a.dtype)
+        for idx in np.ndindex(a.shape):
+            for unit in ((1, 1j) if c else (1,)):
+                d = np.zeros(a.shape, dtype=a.dtype)
+                d[idx] = h * unit
+                num = (np.real(np.sum(scipy_polar(a + d)[0] * m))
+                       - np.real(np.sum(scipy_polar(a - d)[0] * m))) / (2 * h)
+                fd[idx] += num * unit
+        np.testing.assert_allclose(g, fd, atol=1e-7)
+        assert np.abs(g).max() > 0.1
+
+
+def scipy_polar(a):
+    import scipy.linalg
+
+    return scipy.linalg.polar(a)
+
+
+@pytest.mark.parametrize("c", COMPLEX)
+def test_coupled_losses_that_were_silently_wrong_now_raise(c):
+    rng = np.random.default_rng(16)
+    m = rand(rng, (3, 3), c)
+    # U diag(s^2) Vh = A (A^H A)^(1/2): its derivative at equal s needs f'(s) = 2s, which
+    # the gradients reaching svd do not carry (an earlier rule returned herm(J)/s).
+    a = _with_spectrum([2.0, 2.0, 1.0], c, seed=10)
+    with pytest.raises(L.GaugeError, match="linalg.svd: at equal singular values"):
+        _grad_of(lambda x: (lambda r: yaad.sum((r.U * r.S ** 2) @ r.Vh * m))(L.svd(x)), a)
+    # V diag(w^2) V^-1 from eig: an earlier rule did not look at it at all.
+    s = rand(rng, (3, 3), c) + 3 * np.eye(3)
+    g = s @ np.diag([1.0, 1.0, 2.0]) @ np.linalg.inv(s)
+    with pytest.raises(L.GaugeError, match="linalg.eig: at equal eigenvalues"):
+        _grad_of(lambda x: (lambda r: yaad.sum((r.eigenvectors * r.eigenvalues ** 2)
+                                               @ L.inv(r.eigenvectors) * m))(L.eig(x)), g)
+    # the same losses as matrix functions are exact
+    gradcheck(lambda x: yaad.sum(x @ L.sqrtm(mH(x) @ x) * m), a)
+    gradcheck(lambda x: yaad.sum(x @ x * m), g)
+
+
+@pytest.mark.parametrize("c", COMPLEX)
+def test_second_derivatives_through_a_coupled_degenerate_block_raise(c):
+    rng = np.random.default_rng(17)
+    n = 6
+    m1, m2, b, e = (rand(rng, (n, n), c) for _ in range(4))
+    a = _with_spectrum([3.0, 2.0, 2.0, 0.5, 0.3, 0.0], c, seed=5)  # equal values kept
+    f = _tn_loss(3, m1, m2, b)
+    gradcheck(f, a)  # the first derivative is exact
+    g = yaad.func.grad(lambda t: yaad.real(f(t)))
+    with pytest.raises(L.GaugeError, match="linalg.svd: a second derivative"):
+        yaad.func.grad(lambda t: yaad.real(yaad.sum(g(t) * np.conj(e))))(a)
+    with pytest.raises(L.GaugeError, match="linalg.svd: a second derivative"):
+        yaad.func.jvp(g, (a,), (e,))
+    h = _with_spectrum([1.0, 1.0, 1.0, 2.0, 3.0], c, seed=4)
+    p = _truncated_projector_loss(3, rand(rng, (5, 5), c))
+    f = lambda x: p(-x)  # noqa: E731  (the 3 smallest of x: a degenerate block)
+    gradcheck(f, h)
+    with pytest.raises(L.GaugeError, match="linalg.eigh: a second derivative"):
+        yaad.func.hvp(lambda t: yaad.real(f(t)), (h,), (herm(rand(rng, (5, 5), c)),))
+    with pytest.raises(L.GaugeError, match="linalg.eigh: a second derivative"):
+        yaad.func.jvp(yaad.func.grad(lambda t: yaad.real(L.eigvalsh(herm(t))[:2].sum() ** 2)),
+                      (h,), (herm(rand(rng, (5, 5), c)),))
+
+
+def test_forward_over_reverse_at_equal_values_along_a_direction_that_keeps_the_basis():
+    # A tangent that does not mix a degenerate block (a multiple of the identity on it, in
+    # any basis) leaves its vectors where they are: the Hessian-vector product is exact.
+    rng = np.random.default_rng(18)
+    q = unitary(rng, 5)
+    h = q @ np.diag([1.0, 1.0, 1.0, 2.0, 3.0]) @ q.T
+    e = q @ np.diag([0.7, 0.7, 0.7, -0.4, 1.3]) @ q.T + q @ _offblock(rng) @ q.T
+    p = _truncated_projector_loss(3, rand(rng, (5, 5)))
+    f = lambda x: p(-x)  # noqa: E731
+    g = yaad.func.grad(f)
+    fr = float(np.sum(e * data(yaad.func.jvp(g, (h,), (e,))[1])))
+    np.testing.assert_allclose(fr, _second_fd(lambda x: data(f(x)), h, e), rtol=1e-7)
+
+
+def _offblock(rng):
+    """Symmetric, zero inside the 3 x 3 leading block."""
+    x = rng.standard_normal((5, 5))
+    x = x + x.T
+    x[:3, :3] = 0
+    return x

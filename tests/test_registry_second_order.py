@@ -127,6 +127,24 @@ def same(*inputs_list, **opts):
     return lambda fn: [(fn, inputs, opts) for inputs in inputs_list]
 
 
+def resolvent_case(hermitian):
+    """The resolvent (shifts - M)^{-1} g with its spectral basis taken from M's current value
+    (as the rules of eigh and svd pass it), so that finite differences see a consistent op."""
+    def make(fn):
+        def f(m, shifts, g):
+            if hermitian:
+                m = herm(m)
+                w, v = np.linalg.eigh(m.data if isinstance(m, yaad.Tensor) else m)
+                basis = (v, w)
+            else:
+                u, s, vh = np.linalg.svd(m.data if isinstance(m, yaad.Tensor) else m,
+                                         full_matrices=False)
+                basis = (u, s, np.conj(vh.T))
+            return fn(m, shifts, g, *basis, n=max(m.shape), name="test")
+        return f
+    return make
+
+
 IDX = np.array([0, 2, 0])
 COND = np.array([[True, False, True], [False, True, False]])
 Z = 0.5 + 0.5j
@@ -272,6 +290,11 @@ CASES = {
     "linalg.logm": cases((lambda fn: lambda a: fn(np.eye(3) + 0.3 * a), (real(3, 3),))),
     "linalg.sqrtm": cases((lambda fn: lambda a: fn(2 * np.eye(3) + 0.3 * a), (real(3, 3),))),
     "linalg.block_upper": same((real(2, 2), cplx(2, 2))),
+    "linalg.resolvent": lambda fn: [
+        (resolvent_case(True)(fn), (real(3, 3), np.array([2.5, -3.0]), real(3, 2)), {}),
+        (resolvent_case(True)(fn), (cplx(2, 2), np.array([1.5]), cplx(2, 1)), {}),
+        (resolvent_case(False)(fn), (real(3, 2), np.array([2.0, -1.5]), real(5, 2)), {}),
+        (resolvent_case(False)(fn), (cplx(2, 3), np.array([1.8]), cplx(5, 1)), {})],
     "linalg.cross": same((real(3), real(2, 3)), (cplx(3), real(3))),
     "linalg.vector_norm": same((away(2, 3),), (cplx(3, center=Z),)),
 }

@@ -342,11 +342,13 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
     Returns
     -------
     SVDResult or Tensor
-        ``(U, S, Vh)`` with ``a = U @ diag(S) @ Vh``, or ``S``. Gradients are finite for
+        ``(U, S, Vh)`` with ``a = U @ diag(S) @ Vh``, or ``S``. Gradients are exact for
         repeated and zero singular values when the loss does not depend on the basis
-        inside the degenerate subspaces (``U @ diag(S) @ Vh``, truncations between
-        distinct values, functions of ``S``); a loss depending on the phases of complex
-        singular vectors raises GaugeError.
+        inside the degenerate subspaces (functions of ``S``, subspaces, ``U @ Vh``,
+        ``U @ diag(S) @ Vh`` and the bonds ``(U S^p, S^(1-p) Vh)`` of a tensor network);
+        repeated values among the discarded ones of a truncation leave second derivatives
+        exact too. A loss depending on a basis or on the phases of complex singular
+        vectors raises GaugeError (see ``docs/linalg.md``).
     """
     _check_eps("svd", eps)
     if not compute_uv:

@@ -3,15 +3,17 @@
 Degenerate spectra
     The rules divide by differences of eigenvalues (``l_j - l_i``) or of singular values
     (``s_j -+ s_i``), and by the singular values themselves. Where such a denominator is
-    zero to working precision (``|x| <= 100 * n * eps * max|l|``) the term is set to 0:
-    for a loss that depends only on the eigenvalues, or on quantities that do not depend
-    on the basis chosen inside a degenerate subspace (projectors onto the whole subspace,
-    ``u @ diag(s) @ vh``, sums over a degenerate block), the numerator vanishes there in
-    exact arithmetic, so 0 is the exact value, where an unmasked rule would divide
-    rounding errors by zero. If the numerator does not vanish, the loss depends on that
-    basis, the derivative does not exist, and :class:`GaugeError` says so. The keyword
-    ``eps=`` then replaces every ``1/x`` by the Lorentzian ``x / (x^2 + eps^2)`` instead: a
-    finite gradient, biased by about ``eps^2 / x^2`` for the well-separated pairs.
+    zero to working precision (``|x| <= 100 * n * eps * max|l|``) the term is a 0/0 limit.
+    Columns that receive no gradient (a truncation) enter as one block, through the
+    matrix they span (:func:`resolvent`), so their degeneracies never matter. Among the
+    others, the limit is 0 for losses that depend on a degenerate block only through its
+    span, and for the SVD ``herm(J + K) / (s_a + s_b)`` for a bond of a tensor network
+    (``_svd_degenerate_term``); where the gradients do not say which, where the numerator
+    does not vanish (the loss depends on a basis), or where a second derivative would need
+    the limit's own derivative (:func:`second_order_guard`), :class:`GaugeError` says so.
+    The keyword ``eps=`` replaces every ``1/x`` by the Lorentzian ``x / (x^2 + eps^2)``
+    instead: a finite gradient, biased by about ``eps^2 / x^2`` for the well-separated
+    pairs. ``docs/linalg.md`` states what is exact and what no rule can do.
 
 Phases
     Complex eigenvectors and singular vectors are determined up to a phase each
@@ -27,9 +29,12 @@ Hermitian inputs
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..op import exported, op
+from ..tensor import Tensor
 from .elementwise import conj, imag, real, where
 from .linalg_basic import (
     col,
@@ -48,6 +53,7 @@ from .linalg_basic import (
     square_matrices,
 )
 from .products import matmul
+from .reductions import sum as _sum
 from .shape import tril, triu
 
 
@@ -69,6 +75,13 @@ _COUPLED = ("{name}: at equal {what}, the loss depends both on those values and 
             "basis of their subspace{example}: that part of the derivative is a 0/0 limit which "
             "the gradients reaching {name} do not determine. {advice}Pass eps= to accept "
             "a gradient without that term.")
+_SECOND = ("{name}: a second derivative (create_graph=True, hessian, grad of grad) at equal "
+           "{what} through vectors of that block: the first derivative there is exact, but "
+           "its own derivative is a limit that the chain rule through {name} cannot reach "
+           "(the vectors of a degenerate block have no derivative). Make the loss depend on "
+           "the block's vectors not at all at second order (a gap above working precision, "
+           "a symmetry that decouples them), or compute that part without {name} (a matrix "
+           "function such as yaad.linalg.expm).")
 _DEGENERATE = ("{name}: the loss depends on the basis chosen inside a degenerate subspace "
                "(equal {what}), where the derivative does not exist. Make the loss depend on "
                "the whole subspace (a projector, a sum over the block), or pass eps= (for "
@@ -97,14 +110,46 @@ def _negligible(x, scale: float):
                                                                                      1.0)
 
 
-def degenerate_pairs(values, tol):
-    """``(i, j)``, ``i != j``, with ``|values_i - values_j| <= tol`` and ``values_i`` not
-    zero: a mask of shape ``(..., k, k)``."""
+def _differentiated(x) -> bool:
+    """Whether a rule's value is itself being differentiated (create_graph or forward mode)."""
+    return isinstance(x, Tensor) and bool(x.requires_grad or getattr(x, "_tangents", None))
+
+
+# The values (eigenvalues, singular values) of decompositions whose rule was differentiated
+# (create_graph): a later backward pass through the same node is then a second derivative.
+_DIFFERENTIATED = weakref.WeakValueDictionary()
+
+
+def second_order_guard(name: str, what: str, values, flat, coupled, a, mix) -> None:
+    """Refuse a second derivative that the chain rule through a decomposition cannot give.
+
+    At equal values (``flat`` pairs of the columns in use), the first derivative is exact,
+    but its own derivative needs 0/0 limits of the rule at a split spectrum, which no rule
+    receives. They are determined where the loss does not couple the pair (``coupled``
+    False: a symmetry that decouples the block, as in TRG) and, in forward mode, where the
+    tangent ``da`` does not mix the pair (``mix(da)`` zero there: the vectors need not
+    turn). Otherwise :class:`GaugeError`.
+    """
+    d = data_of(values)
+    if _DIFFERENTIATED.get(id(d)) is d and np.any(coupled):
+        raise GaugeError(_SECOND.format(name=name, what=what))
+    if not _differentiated(values) or not np.any(flat):
+        return
+    _DIFFERENTIATED[id(d)] = d
+    for t in (getattr(a, "_tangents", None) or {}).values():
+        t = data_of(t)
+        if np.any(flat & ~_negligible(mix(t), _scale(t))):
+            raise GaugeError(_SECOND.format(name=name, what=what))
+
+
+def degenerate_pairs(values, tol, nonzero: bool = True):
+    """``(i, j)``, ``i != j``, with ``|values_i - values_j| <= tol`` (and ``values_i`` not
+    zero if ``nonzero``): a mask of shape ``(..., k, k)``."""
     v = data_of(values)
     k = v.shape[-1]
     t = tol[..., None]
-    return ((np.abs(v[..., None, :] - v[..., :, None]) <= t) & ~np.eye(k, dtype=bool)
-            & (np.abs(v[..., :, None]) > t))
+    pairs = (np.abs(v[..., None, :] - v[..., :, None]) <= t) & ~np.eye(k, dtype=bool)
+    return pairs & (np.abs(v[..., :, None]) > t) if nonzero else pairs
 
 
 def _scale(*xs) -> float:
@@ -176,6 +221,129 @@ def _extend_complement(q, dq1, k: int):
     return concat_last(dq1, -matmul(q1, matmul(mH(dq1), q2)))
 
 
+# ---- the discarded part of a spectrum, as one matrix --------------------------------------
+
+
+def active_columns(*cotangents):
+    """The columns (last axis) that receive a cotangent, and the others.
+
+    Returns ``(active, rest)``: index arrays into the last axis, ``rest`` None when every
+    column is active. A column whose cotangents are exactly zero (sliced away by the
+    caller, as in a truncation) does not enter the loss: the rules treat those columns as
+    one block, through the matrix they span (see :func:`resolvent`), so that no derivative
+    ever depends on a basis chosen inside it.
+    """
+    hit = None
+    for x in cotangents:
+        if x is None:
+            continue
+        d = data_of(x)
+        nz = d != 0
+        nz = nz.reshape(-1, nz.shape[-1]).any(axis=0) if nz.ndim > 1 else nz
+        hit = nz if hit is None else hit | nz
+    if hit is None or hit.all():
+        return slice(None), None
+    return np.flatnonzero(hit), np.flatnonzero(~hit)
+
+
+def _inverse_or_zero(x, tol, num, scale: float, message: str):
+    """``1 / x`` (arrays), 0 where ``|x| <= tol`` after checking ``num`` vanishes there."""
+    flat = np.abs(x) <= tol
+    _check(num, flat, scale, message)
+    return np.where(flat, 0, 1 / np.where(flat, 1, x))
+
+
+def _resolvent(m, shifts, g, vectors, values, right=None, *, n, name):
+    """``x[..., :, a] = (shifts[a] - M)^{-1} g[..., :, a]`` for a Hermitian ``M`` given by the
+    non-zero part of its spectrum (``M`` is 0 on the rest of the space).
+
+    ``vectors``, ``values``: eigenvectors and eigenvalues of ``M = m`` (``eigh``); with
+    ``right``, singular triplets ``(vectors, values, right)`` of ``m`` for the
+    Jordan-Wielandt matrix ``M = [[0, m], [m^H, 0]]``, whose eigenpairs are
+    ``([u; +-v] / sqrt 2, +-s)`` (``svd``; ``g`` and ``x`` then stack the two blocks,
+    ``m.shape[-2]`` rows first). The value of ``m`` itself is not read: it is an input so
+    that derivatives reach it; the basis gets none. Values closer than
+    ``degeneracy_tol`` (for an ``n x n`` problem) to a shift are masked.
+    """
+    sh = shifts[..., None, :]
+    scale = _scale(g)
+    top = np.maximum(np.max(np.abs(shifts), axis=-1, keepdims=True),
+                     np.max(np.abs(values), axis=-1, keepdims=True, initial=0.0))
+    tol = degeneracy_tol(top, n)[..., None]
+    cut = _CUT.format(name=name, what="singular values" if right is not None else "eigenvalues")
+    uh = np.conj(np.swapaxes(vectors, -1, -2))
+    if right is not None:
+        p = vectors.shape[-2]
+        cu = uh @ g[..., :p, :]
+        cv = np.conj(np.swapaxes(right, -1, -2)) @ g[..., p:, :]
+        sc = values[..., :, None]
+        plus = (cu + cv) * _inverse_or_zero(sh - sc, tol, cu + cv, scale, cut)
+        minus = (cu - cv) * _inverse_or_zero(sh + sc, tol, cu - cv, scale, cut)
+        x = np.concatenate([vectors @ ((plus + minus) / 2), right @ ((plus - minus) / 2)],
+                           axis=-2)
+        rest = g - np.concatenate([vectors @ cu, right @ cv], axis=-2)
+    else:
+        c = uh @ g
+        x = vectors @ (c * _inverse_or_zero(sh - values[..., :, None], tol, c, scale, cut))
+        rest = g - vectors @ c
+    zero = _DEGENERATE.format(name=name, what="zero singular values")
+    return x + rest * _inverse_or_zero(sh, tol, np.max(np.abs(rest), axis=-2, keepdims=True),
+                                       scale, zero)
+
+
+def _apply_m(t, x, right):
+    """``dM @ x`` for a tangent ``t`` of ``m`` (Jordan-Wielandt when ``right`` is given)."""
+    if right is not None:
+        p = t.shape[-2]
+        return concat_last(matmul(t, x[..., p:, :]), matmul(mH(t), x[..., :p, :]), axis=-2)
+    return matmul(t, x)
+
+
+def _resolvent_vjp_m(gx, x, m, shifts, g, *basis, **kw):
+    y = resolvent(m, shifts, gx, *basis, **kw)
+    if len(basis) == 3:
+        p = m.shape[-2]
+        return matmul(y[..., :p, :], mH(x[..., p:, :])) + matmul(x[..., :p, :], mH(y[..., p:, :]))
+    return matmul(y, mH(x))
+
+
+def _resolvent_vjp_shifts(gx, x, m, shifts, g, *basis, **kw):
+    y = resolvent(m, shifts, gx, *basis, **kw)
+    d = _sum(conj(y) * x if is_complex(x) else y * x, axis=-2)
+    return -(real(d) if is_complex(d) else d)
+
+
+resolvent = op(
+    _resolvent, name="linalg.resolvent",
+    vjp=(_resolvent_vjp_m, _resolvent_vjp_shifts,
+         lambda gx, x, m, shifts, g, *basis, **kw: resolvent(m, shifts, gx, *basis, **kw),
+         None, None, None),
+    jvp=(lambda t, x, m, shifts, g, *basis, **kw: resolvent(
+            m, shifts, _apply_m(t, x, basis[2] if len(basis) == 3 else None), *basis, **kw),
+         lambda t, x, m, shifts, g, *basis, **kw: resolvent(m, shifts, -x * row(t), *basis, **kw),
+         lambda t, x, m, shifts, g, *basis, **kw: resolvent(m, shifts, t, *basis, **kw),
+         None, None, None))
+resolvent.__doc__ = """(shifts_a - M)^{-1} applied to the columns of ``g``, by a spectral
+decomposition of ``M`` known in advance (see ``_resolvent``). Its derivatives are those of a
+linear solve, written with itself, so that they never read the eigenvectors one by one:
+the rules of ``eigh`` and ``svd`` use it for the discarded part of a truncated spectrum,
+whose basis is arbitrary where it is degenerate (or zero)."""
+
+_CUT = ("{name}: the loss depends on the basis chosen inside a degenerate subspace (equal "
+        "{what}): it uses some vectors of the block and not the others (a truncation that "
+        "cuts through the block), where the derivative does not exist. Keep or drop the "
+        "whole block, or pass eps= for a Lorentzian-broadened, finite gradient.")
+
+
+def _hint(x):
+    """A spectral basis passed to :func:`resolvent`: values without a gradient."""
+    return x.detach() if isinstance(x, Tensor) else x
+
+
+def _cols(x, idx):
+    return x if isinstance(idx, slice) else x[..., idx]
+
+
 # ---- eigh --------------------------------------------------------------------------------
 
 
@@ -188,36 +356,59 @@ def _eigh(a, UPLO="L", eps=None):
 def _eigh_vjp(g, ans, a, UPLO="L", eps=None):
     gw, gv = g
     w, v = ans
-    vh = mH(v)
-    inner = None
-    if gv is not None:
-        j = matmul(vh, gv)
-        scale = _scale(gw, gv)
-        if is_complex(j):
-            _check(imag(diag(j)), True, scale, _PHASE.format(name="linalg.eigh",
-                                                             what="eigenvectors"))
-        skew = (j - mH(j)) * 0.5
-        tol = degeneracy_tol(w, w.shape[-1])
-        f = inverse_gaps(row(w) - col(w), tol, eps, skew, scale,
-                         _DEGENERATE.format(name="linalg.eigh", what="eigenvalues"))
-        if eps is None:
-            _eigh_coupling_check(w, tol, j, gw, scale)
-        inner = f * skew
-    if gw is not None:
-        inner = diag_matrix(gw) if inner is None else inner + diag_matrix(gw)
-    return matmul(v, matmul(inner, vh))
+    if gv is None:
+        flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1]), nonzero=False)
+        vd = data_of(v)
+        second_order_guard("linalg.eigh", "eigenvalues", w, flat, flat & _touched(gw, _scale(gw)),
+                           a, lambda t: mH(vd) @ herm(t) @ vd)
+        return matmul(v * row(gw), mH(v))
+    idx, rest = (slice(None), None) if eps is not None else active_columns(gv, gw)
+    vt, wt, gvt = _cols(v, idx), _cols(w, idx), _cols(gv, idx)
+    gwt = None if gw is None else _cols(gw, idx)
+    tol = degeneracy_tol(w, w.shape[-1])
+    scale = _scale(gw, gv)
+    j = matmul(mH(vt), gvt)
+    if is_complex(j):
+        _check(imag(diag(j)), True, scale, _PHASE.format(name="linalg.eigh",
+                                                         what="eigenvectors"))
+    skew = (j - mH(j)) * 0.5
+    f = inverse_gaps(row(wt) - col(wt), tol, eps, skew, scale,
+                     _DEGENERATE.format(name="linalg.eigh", what="eigenvalues"))
+    flat = degenerate_pairs(wt, tol, nonzero=False)
+    coupled = flat & ~_negligible((j + mH(j)) * 0.5, scale)
+    vd = data_of(vt)
+    second_order_guard("linalg.eigh", "eigenvalues", w, flat, coupled, a,
+                       lambda t: mH(vd) @ herm(t) @ vd)
+    if eps is None:
+        _eigh_coupling_check(flat, coupled, gwt, scale)
+    inner = f * skew
+    if gwt is not None:
+        inner = inner + diag_matrix(gwt)
+    ga = matmul(vt, matmul(inner, mH(vt)))
+    if rest is not None:  # the discarded eigenvectors, as one block
+        a_perp = herm(a) - matmul(vt * row(wt), mH(vt))
+        x = resolvent(a_perp, wt, gvt - matmul(vt, j), _hint(v[..., rest]),
+                      _hint(w[..., rest]), n=w.shape[-1], name="linalg.eigh")
+        ga = ga + herm(matmul(x, mH(vt)))
+    return ga
 
 
-def _eigh_coupling_check(w, tol, j, gw, scale) -> None:
+def _touched(g, scale: float):
+    """Pairs ``(i, j)`` where the cotangent ``g`` of the values is not negligible at i or j."""
+    if g is None:
+        return False
+    hit = ~_negligible(g, scale)
+    return hit[..., :, None] | hit[..., None, :]
+
+
+def _eigh_coupling_check(flat, coupled, gw, scale) -> None:
     """At equal eigenvalues the term of the Hermitian part of ``V^H gV`` is a 0/0 limit (the
     divided difference of ``f`` in ``V diag(f(w)) V^H``). It is 0 when the loss depends on the
     degenerate eigenvectors only through their span (``gw`` zero there) or not at all."""
-    flat = degenerate_pairs(w, tol)
-    if gw is None or not flat.any():
+    if gw is None or not np.any(coupled):
         return
     quiet = _negligible(gw, scale)
-    ok = _negligible((j + mH(j)) * 0.5, scale) | (quiet[..., :, None] & quiet[..., None, :])
-    if np.any(flat & ~ok):
+    if np.any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
         raise GaugeError(_COUPLED.format(
             name="linalg.eigh", what="eigenvalues", example=" (as V diag(f(w)) V^H does)",
             advice="For V f(w) V^H use a matrix function (yaad.linalg.expm, logm, sqrtm), or "
@@ -232,7 +423,7 @@ def _eigh_jvp(t, ans, a, UPLO="L", eps=None):
     return (real(dw) if is_complex(dw) else dw), matmul(v, f * dp)
 
 
-eigh = op(_eigh, name="linalg.eigh", nout=2, save_args=False, vjp=_eigh_vjp, jvp=_eigh_jvp)
+eigh = op(_eigh, name="linalg.eigh", nout=2, vjp=_eigh_vjp, jvp=_eigh_jvp)
 
 
 # ---- eig ---------------------------------------------------------------------------------
@@ -257,12 +448,43 @@ def _eig_vjp(g, ans, a, eps=None):
         # Columns of unit norm: the part of gV along each column's own length is not seen.
         num = j - matmul(vh, v) * row(real(diag(j)))
         e = row(w) - col(w)
-        f = inverse_gaps(conj(e), degeneracy_tol(w, w.shape[-1]), eps, num, scale,
+        tol = degeneracy_tol(w, w.shape[-1])
+        f = inverse_gaps(conj(e), tol, eps, num, scale,
                          _DEGENERATE.format(name="linalg.eig", what="eigenvalues"))
+        if eps is None:
+            _eig_coupling_check(w, tol, gv, gw, scale, a, v)
         inner = f * num
+    else:
+        vd = data_of(v)
+        flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1]), nonzero=False)
+        second_order_guard("linalg.eig", "eigenvalues", w, flat, flat & _touched(gw, _scale(gw)),
+                           a, lambda t: np.linalg.solve(vd, t @ vd))
     if gw is not None:
         inner = diag_matrix(gw) if inner is None else inner + diag_matrix(gw)
     return solve(vh, matmul(inner, vh))
+
+
+def _eig_coupling_check(w, tol, gv, gw, scale, a, v) -> None:
+    """As for ``eigh``: at equal eigenvalues, a loss that depends on the eigenvalues and on
+    the eigenvectors of the block (``V diag(f(w)) V^-1``) needs a 0/0 limit the gradients do
+    not determine; a loss through the block's span only (a spectral projector) has ``gw``
+    zero there. (``V^H gV`` vanishes on the block for every loss that does not depend on the
+    basis there, so the eigenvectors' part of the coupling shows in ``gV`` itself.)"""
+    flat = degenerate_pairs(w, tol, nonzero=False)
+    if not flat.any():
+        return
+    used = np.any(~_negligible(gv, scale), axis=-2)
+    coupled = flat & (used[..., :, None] | used[..., None, :])
+    vd = data_of(v)
+    second_order_guard("linalg.eig", "eigenvalues", w, flat, coupled, a,
+                       lambda t: np.linalg.solve(vd, t @ vd))
+    if gw is None:
+        return
+    quiet = _negligible(gw, scale)
+    if np.any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
+        raise GaugeError(_COUPLED.format(
+            name="linalg.eig", what="eigenvalues", example=" (as V diag(f(w)) V^-1 does)",
+            advice="For V f(w) V^-1 use a matrix function (yaad.linalg.expm, logm, sqrtm). "))
 
 
 def _eig_jvp(t, ans, a, eps=None):
@@ -273,7 +495,7 @@ def _eig_jvp(t, ans, a, eps=None):
     return diag(dp), matmul(v, c)
 
 
-eig = op(_eig, name="linalg.eig", nout=2, save_args=False, vjp=_eig_vjp, jvp=_eig_jvp)
+eig = op(_eig, name="linalg.eig", nout=2, vjp=_eig_vjp, jvp=_eig_jvp)
 
 
 # ---- svd ---------------------------------------------------------------------------------
@@ -284,79 +506,126 @@ def _svd(a, full_matrices=True, hermitian=False, eps=None):
     return u, s, vh
 
 
-def _svd_core_vjp(u, s, v, gu, gs, gv, eps, scale):
-    """Gradient of the reduced SVD ``a = u diag(s) v^H`` (``u``: m x k, ``v``: n x k);
-    ``scale`` is the size of the incoming gradients (for the checks)."""
-    m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
-    tol = degeneracy_tol(s, max(m, n))
+def _svd_core_vjp(a, u, s, v, gu, gs, gv, eps, scale):
+    """Gradient of the reduced SVD ``a = u diag(s) v^H`` (``u``: m x r, ``v``: n x r);
+    ``scale`` is the size of the incoming gradients (for the checks).
+
+    The columns that receive a cotangent (all of them with ``eps``) are treated one by
+    one; the others, as one block through :func:`resolvent`, together with the null
+    spaces of ``a``.
+    """
+    m, n = u.shape[-2], v.shape[-2]
     name = "linalg.svd"
-    j = None if gu is None else matmul(mH(u), gu)
-    kk = None if gv is None else matmul(mH(v), gv)
+    tol = degeneracy_tol(s, max(m, n))
+    idx, rest = (slice(None), None) if eps is not None else active_columns(gu, gs, gv)
+    ut, st, vt = _cols(u, idx), _cols(s, idx), _cols(v, idx)
+    gut = None if gu is None else _cols(gu, idx)
+    gvt = None if gv is None else _cols(gv, idx)
+    gst = None if gs is None else _cols(gs, idx)
+    j = None if gut is None else matmul(mH(ut), gut)
+    kk = None if gvt is None else matmul(mH(vt), gvt)
+    flat = degenerate_pairs(st, tol, nonzero=False)
+    if j is None and kk is None:
+        coupled = flat & _touched(gst, scale)
+    else:
+        x = data_of(j if kk is None else kk if j is None else j + kk)
+        coupled = flat & ~_negligible((x + np.conj(np.swapaxes(x, -1, -2))) * 0.5, scale)
+    ud, vd = data_of(ut), data_of(vt)
+    second_order_guard(name, "singular values", s, flat, coupled, a,
+                       lambda t: herm(mH(ud) @ t @ vd))
     inner = None
     if j is not None or kk is not None:
         sj = 0 if j is None else j - mH(j)
         sk = 0 if kk is None else kk - mH(kk)
         plus, minus = sj + sk, sj - sk
         # (sj_ab s_b + s_a sk_ab) / (s_b^2 - s_a^2), split into 1/(s_b - s_a) and 1/(s_b + s_a)
-        fm = inverse_gaps(row(s) - col(s), tol, eps, plus, scale,
+        fm = inverse_gaps(row(st) - col(st), tol, eps, plus, scale,
                           _DEGENERATE.format(name=name, what="singular values"))
-        fp = inverse_gaps(row(s) + col(s), tol, eps, minus, scale,
+        fp = inverse_gaps(row(st) + col(st), tol, eps, minus, scale,
                           _DEGENERATE.format(name=name, what="zero singular values"))
         inner = (fm * plus + fp * minus) * 0.5
         if eps is None:
-            inner = inner + _svd_degenerate_term(s, tol, j, kk, gs, scale)
+            inner = inner + _svd_degenerate_term(st, tol, j, kk, gst, scale)
         if is_complex(inner):
             im_j = 0 if j is None else imag(diag(j))
             im_k = 0 if kk is None else imag(diag(kk))
             _check(im_j + im_k, True, scale, _PHASE.format(name=name, what="singular vectors"))
             phase = im_j - im_k
             inner = inner + diag_matrix(0.5j * phase * inverse_values(
-                s, tol, eps, phase, scale, _DEGENERATE.format(name=name,
-                                                                what="zero singular values")))
-    if gs is not None:
-        inner = diag_matrix(gs) if inner is None else inner + diag_matrix(gs)
-    ga = matmul(u, matmul(inner, mH(v)))
-    if m > k and gu is not None:  # (I - u u^H) gu s^{-1} v^H
-        rest = gu - matmul(u, j)
-        sinv = inverse_values(s, tol, eps, np.max(np.abs(data_of(rest)), axis=-2), scale,
-                              _DEGENERATE.format(name=name, what="zero singular values"))
-        ga = ga + matmul(rest * row(sinv), mH(v))
-    if n > k and gv is not None:  # u s^{-1} gv^H (I - v v^H)
-        rest = gv - matmul(v, kk)
-        sinv = inverse_values(s, tol, eps, np.max(np.abs(data_of(rest)), axis=-2), scale,
-                              _DEGENERATE.format(name=name, what="zero singular values"))
-        ga = ga + matmul(u, col(sinv) * mH(rest))
+                st, tol, eps, phase, scale, _DEGENERATE.format(name=name,
+                                                                 what="zero singular values")))
+    if gst is not None:
+        inner = diag_matrix(gst) if inner is None else inner + diag_matrix(gst)
+    ga = matmul(ut, matmul(inner, mH(vt)))
+    t = st.shape[-1]
+    if (j is not None or kk is not None) and (t < m or t < n):
+        # The rest of the space: the discarded columns and the null spaces, as one block.
+        zero = np.zeros(u.shape[:-2] + (m, t), dtype=u.dtype)
+        g_u = zero if j is None else gut - matmul(ut, j)
+        g_v = np.zeros(v.shape[:-2] + (n, t), dtype=v.dtype) if kk is None else gvt - matmul(
+            vt, kk)
+        sel = slice(0, 0) if rest is None else rest
+        a_perp = a - matmul(ut * row(st), mH(vt))
+        x = resolvent(a_perp, st, concat_last(g_u, g_v, axis=-2), _hint(u[..., sel]),
+                      _hint(s[..., sel]), _hint(v[..., sel]), n=max(m, n), name=name)
+        ga = ga + matmul(x[..., :m, :], mH(vt)) + matmul(ut, mH(x[..., m:, :]))
     return ga
 
 
 def _svd_degenerate_term(s, tol, j, kk, gs, scale):
-    """The Hermitian term of a pair of equal, non-zero singular values ``s_i = s_j``.
+    """The Hermitian term of a pair of equal, non-zero singular values ``s_a = s_b``.
 
-    It is the 0/0 limit of ``(sj + sk)_ij / (2 (s_j - s_i))``, which first-order data
-    determine in two cases: the loss depends on U and V jointly, as through ``u diag(s) vh``
-    or a bond split ``(u, diag(s) vh)`` (then ``herm(U^H gU) = herm(V^H gV) = s P`` in the
-    block and the term is ``herm(P)``), or on one of them only through its span (then 0).
-    Otherwise :class:`GaugeError`.
+    It is the 0/0 limit of ``plus_ab / (2 (s_b - s_a))`` (``plus = skew(J + K)``, ``J =
+    U^H gU``, ``K = V^H gV``), which first-order data determine for two kinds of losses:
+
+    - a bond of a tensor network, ``(U S^p, S^(1-p) V^H)`` contracted in a gauge-invariant
+      network (``U diag(S) Vh`` itself, a truncated split, TRG's ``(U sqrt(S), sqrt(S) Vh)``):
+      then ``S (J + K)`` is Hermitian and the term equals ``herm(J + K)_ab / (s_a + s_b)``
+      identically, a smooth expression whose derivatives are those of the exact term;
+    - a loss invariant under ``(U R, V R)`` (subspaces, ``U Vh``): ``J + K`` is Hermitian, the
+      numerator vanishes identically and the term is 0.
+
+    The two are told apart by the pairs that are not degenerate, where ``S (J + K)`` or ``J + K``
+    is Hermitian; when those carry nothing (a multiple of the identity), by ``gs``: ``s gs =
+    Re diag(J + K) / 2`` for a bond, ``gs = 0`` on the block for the other kind. Anything else
+    raises :class:`GaugeError`. (A coincidence in the basis LAPACK returns, such as a zero
+    diagonal of ``J + K`` on the block, can make a loss of neither kind pass for one.)
     """
     flat = degenerate_pairs(s, tol)
-    if not flat.any():
+    if not flat.any() or (j is None and kk is None):
         return 0
-    hj = 0 if j is None else (j + mH(j)) * 0.5
-    hk = 0 if kk is None else (kk + mH(kk)) * 0.5
-    joint = _negligible(hj - hk, scale)
-    quiet = True
-    if gs is not None:
-        q = _negligible(gs, scale)
-        quiet = q[..., :, None] & q[..., None, :]
-    one_sided = (_negligible(hj, scale) | _negligible(hk, scale)) & quiet
-    if np.any(flat & ~(joint | one_sided)):
+    x = data_of(j if kk is None else kk if j is None else j + kk)
+    xh = np.conj(np.swapaxes(x, -1, -2))
+    need = flat & ~_negligible((x + xh) * 0.5, scale)
+    if not need.any():
+        return 0
+    sd = data_of(s)
+    k = sd.shape[-1]
+    off = ~flat & ~np.eye(k, dtype=bool)
+    top = np.maximum(np.max(sd, axis=-1), np.finfo(sd.dtype).tiny)[..., None, None]
+    y = sd[..., :, None] * x
+
+    def holds(residual, where):
+        return np.all(_negligible(residual, scale) | ~where, axis=(-2, -1))
+
+    informative = np.any(off & ~_negligible(x, scale), axis=(-2, -1))
+    bond = holds((y - np.conj(np.swapaxes(y, -1, -2))) / top, off)
+    rotation = holds(x - xh, off)
+    rows = np.any(flat, axis=-1)
+    gsd = 0 if gs is None else data_of(gs)
+    diag_ok = np.all(_negligible((sd * gsd - np.real(np.diagonal(x, 0, -2, -1)) / 2)
+                                 / top[..., 0], scale) | ~rows, axis=-1)
+    quiet = np.all(_negligible(gsd, scale) | ~rows, axis=-1)
+    use_bond = np.where(informative, bond, diag_ok)
+    use_zero = np.where(informative, rotation, quiet) & ~use_bond
+    if np.any(np.any(need, axis=(-2, -1)) & ~(use_bond | use_zero)):
         raise GaugeError(_COUPLED.format(
             name="linalg.svd", what="singular values",
-            example=" through U and V separately (not only through U diag(s) Vh)", advice=""))
-    if j is None or kk is None:
-        return 0
-    use = flat & joint
-    return where(use, hj / col(where(data_of(s) <= tol, 1, s)), 0)
+            example=" through U and V otherwise than through U diag(s) Vh or a bond "
+                    "(U S^p, S^(1-p) Vh) of a network", advice=""))
+    use = flat & use_bond[..., None, None]
+    hx = herm(j if kk is None else kk if j is None else j + kk)
+    return where(use, hx / where(use, row(s) + col(s), 1), 0)
 
 
 def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False, eps=None):
@@ -370,7 +639,7 @@ def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False, eps=None):
     v = mH(vh)
     gv = None if gvh is None else mH(gvh)
     v, gv = fold_complement(v, gv, k, free) if v.shape[-1] > k else (v, gv)
-    ga = _svd_core_vjp(u, s, v, gu, gs, gv, eps, scale)
+    ga = _svd_core_vjp(herm(a) if hermitian else a, u, s, v, gu, gs, gv, eps, scale)
     return herm(ga) if hermitian else ga
 
 
@@ -410,7 +679,7 @@ def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False, eps=None):
     return du, (real(ds) if is_complex(ds) else ds), mH(dv)
 
 
-svd = op(_svd, name="linalg.svd", nout=3, save_args=False, vjp=_svd_vjp, jvp=_svd_jvp)
+svd = op(_svd, name="linalg.svd", nout=3, vjp=_svd_vjp, jvp=_svd_jvp)
 
 
 # ---- qr ------------------------------------------------------------------------------------
