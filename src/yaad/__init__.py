@@ -29,6 +29,7 @@ from .autograd import Function
 from .anomaly import detect_anomaly
 from .checkpoint import checkpoint
 from . import nn, optim, optimize
+from . import integrate, sparse
 from .serialization import load, save
 from .compile import CompileWarning, compile  # noqa: A004
 from . import methods as _methods

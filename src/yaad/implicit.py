@@ -80,7 +80,7 @@ class Closure:
         def hook(a: tuple, kw: dict) -> tuple:
             ea, ekw = outer(a, kw) if outer is not None else (a, kw)
             for raw, eff in zip((*a, *kw.values()), (*ea, *ekw.values())):
-                if isinstance(eff, Tensor) and eff.requires_grad:
+                if differentiable(eff):
                     self.found.setdefault(id(raw), (raw, eff))
             return ea, ekw
 
@@ -105,6 +105,11 @@ class Closure:
 
         with enable_grad():
             return _with_hook(hook, None, body)
+
+
+def differentiable(x: Any) -> bool:
+    """Whether ``x`` is a tensor that requires grad or carries a forward-mode tangent."""
+    return isinstance(x, Tensor) and (x.requires_grad or bool(getattr(x, "_tangents", None)))
 
 
 def data_of(x: Any) -> Any:
@@ -292,14 +297,21 @@ class _Implicit:
                 raise ValueError(f"{self.name}: the solution has shape {x.shape}, the "
                                  f"initial guess {like.shape}")
         self.xs = xs
-        if not inputs or not state.enabled:
-            return [make_tensor(x) for x in xs] if self.tensors else xs
-        out = _Node.apply(self, *inputs)
-        return list(out) if isinstance(out, tuple) else [out]
+        return record(self, inputs, self.tensors)
+
+
+def record(problem: Any, inputs: Sequence, tensors: bool) -> list:
+    """A solver's results ``problem.xs`` (arrays) as one recorded node whose inputs are
+    ``inputs`` and whose backward is ``problem.backward(inputs, xs, grads)``; as tensors
+    without a graph (arrays if not ``tensors``) when nothing needs a gradient."""
+    if not (state.enabled or state.levels) or not any(differentiable(t) for t in inputs):
+        return [make_tensor(x) for x in problem.xs] if tensors else list(problem.xs)
+    out = _Node.apply(problem, *inputs)
+    return list(out) if isinstance(out, tuple) else [out]
 
 
 class _Node(Function):
-    """The recorded node of an implicit function: its inputs are the parameters."""
+    """The recorded node of a solver: its inputs are the parameters (see :func:`record`)."""
 
     @staticmethod
     def forward(ctx: FunctionCtx, problem: _Implicit, *arrays: Any) -> Any:
@@ -313,11 +325,16 @@ class _Node(Function):
         saved = ctx.saved_tensors
         m = len(grads)
         inputs, xs = saved[:len(saved) - m], saved[len(saved) - m:]
-        problem = ctx.problem
-        return (None, *problem.backward(inputs, xs, grads))
+        return (None, *ctx.problem.backward(inputs, xs, grads))
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *tangents: Any) -> Any:
+        raise NotImplementedError(
+            f"{ctx.problem.name}: forward mode (jvp, jacfwd, hessian) does not go through "
+            f"this solver; use reverse mode (grad, vjp, jacrev)")
 
 
-_Node.__name__ = "implicit"
+_Node.__name__ = "solver"
 
 
 # ---- the public functions ---------------------------------------------------------------
@@ -345,7 +362,7 @@ def _prepare(fname: str, fun: Callable, x0: Any, params: tuple) -> tuple:
     of ``fun`` on a list of arrays, the differentiable slots and the captured tensors."""
     x0s, single = _as_list(x0)
     x0s = [_float_array(x, fname) for x in x0s]
-    slots = [k for k, p in enumerate(params) if isinstance(p, Tensor) and p.requires_grad]
+    slots = [k for k, p in enumerate(params) if differentiable(p)]
     plain = [p.detach() if k in slots else p for k, p in enumerate(params)]
 
     def call(xl: Sequence, ps: Sequence) -> list:

@@ -271,7 +271,9 @@ class Tensor:
                 "cannot convert a tensor that requires grad to a NumPy array implicitly: "
                 "the gradient would be lost. Use t.detach().numpy() (or t.numpy()) if that "
                 "is what you want; to build an array from tensors (np.array([...]), np.r_, "
-                "np.c_), use yaad.stack or yaad.concatenate.")
+                "np.c_), use yaad.stack or yaad.concatenate; for A @ t with a SciPy sparse "
+                "matrix or LinearOperator A, write yaad.matmul(A, t) or wrap A with "
+                "yaad.sparse.asarray(A).")
         tans = getattr(self, "_tangents", None) if state.levels else None
         if tans and any(lv in state.levels for lv in tans):
             raise TypeError(

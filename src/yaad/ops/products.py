@@ -125,20 +125,40 @@ def _matmul_vjp_b(g, ans, a, b):
     return _conj_product(lambda g, a: matmul(a.mT, g), g, (a,), b)
 
 
-matmul = op(np.matmul, name="matmul", save_ans=False, linear=True,
-            vjp=(_matmul_vjp_a, _matmul_vjp_b))
-matmul.__doc__ = """Matrix product with NumPy's broadcasting over leading axes (numpy.matmul).
+_matmul = op(np.matmul, name="matmul", save_ans=False, linear=True,
+             vjp=(_matmul_vjp_a, _matmul_vjp_b))
 
-Parameters
-----------
-x1, x2 : Tensor or array_like
-    Arrays of at least one dimension; 1-D arrays are vectors, as in NumPy.
+# Multipliers of operands that are not arrays (SciPy sparse matrices, LinearOperators):
+# yaad.sparse registers one. Each returns NotImplemented for operands it does not know.
+operand_handlers: list = []
 
-Returns
--------
-Tensor
-    The product; for complex inputs the gradients are ``g @ x2^H`` and ``x1^H @ g``.
-"""
+
+def matmul(x1: Any, x2: Any, /) -> Any:
+    """Matrix product with NumPy's broadcasting over leading axes (numpy.matmul).
+
+    Parameters
+    ----------
+    x1, x2 : Tensor or array_like
+        Arrays of at least one dimension; 1-D arrays are vectors, as in NumPy. One of them
+        may be a SciPy sparse matrix, a ``scipy.sparse.linalg.LinearOperator`` or a
+        ``yaad.sparse`` tensor (see ``yaad.sparse``): the product stays sparse.
+
+    Returns
+    -------
+    Tensor
+        The product; for complex inputs the gradients are ``g @ x2^H`` and ``x1^H @ g``.
+    """
+    try:
+        return _matmul(x1, x2)
+    except (TypeError, ValueError):
+        for handler in operand_handlers:
+            out = handler(x1, x2)
+            if out is not NotImplemented:
+                return out
+        raise
+
+
+matmul.op = _matmul.op
 
 
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):

@@ -1,0 +1,817 @@
+"""``yaad.sparse.linalg``: Krylov eigensolvers, time evolution and linear solvers with gradients.
+
+Every solver takes a SciPy sparse matrix, a SciPy ``LinearOperator``, a
+:class:`~yaad.sparse.SparseTensor` (``sum(theta[k] * H[k])``, differentiable nonzeros) or
+a :class:`LinearOperator` built from a Python function ``v -> A v`` written with yaad
+functions, and differentiates its result with respect to every tensor the operator
+depends on (the coefficients, the nonzeros, the tensors the function uses), and the
+right-hand side or initial vector. The forward computation is SciPy's (ARPACK, the
+Al-Mohy–Higham ``expm_multiply``, CG/MINRES/GMRES, SuperLU); the gradients are adjoint
+methods that only apply the operator to vectors (never a dense matrix):
+
+- ``eigsh``: eigenvalues by Hellmann–Feynman, eigenvectors by a MINRES solve projected
+  out of the computed eigenvectors (the other computed ones enter as in ``linalg.eigh``);
+- ``eigs``: a bordered GMRES solve per eigenpair (no left eigenvectors needed);
+- ``expm_multiply``: the adjoint vector ``exp(s A^H) g`` against the trajectory
+  ``exp((1-s) A) b``, integrated over ``s`` by Gauss–Legendre panels;
+- ``cg``, ``minres``, ``gmres``, ``spsolve``: one solve with ``A^H``.
+
+The parameter gradients are vector-Jacobian products of ``theta -> A(theta) V`` at the
+vectors the adjoint method gives, by running the operator once more on them. Degenerate
+eigenvalues behave as in ``yaad.linalg.eigh``: the gradient is exact where the loss does
+not depend on the basis of the degenerate subspace or on eigenvector phases, and
+:class:`yaad.linalg.GaugeError` is raised where it does. Solvers that stop above their
+tolerance raise :class:`ConvergenceError`. Second derivatives through these solvers are
+not implemented (they raise); forward mode does not go through them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sps
+import scipy.sparse.linalg as spla
+
+from ..grad_mode import enable_grad, no_grad, state
+from ..implicit import (
+    Closure,
+    ConvergenceError,
+    data_of,
+    leaf,
+    not_converged,
+    pack,
+    record,
+    unpack,
+    vjp_of,
+)
+from ..ops.linalg_spectral import (
+    _DEGENERATE,
+    _PHASE,
+    GaugeError,
+    _check,
+    _eigh_coupling_check,
+    _scale,
+    degeneracy_tol,
+    inverse_gaps,
+)
+from ..ops.shape import stack
+from ..tensor import Tensor, make_tensor
+from .tensor import WRAPPED, SparseTensor, _FunctionPart, asarray, is_operator
+
+__all__ = ["LinearOperator", "aslinearoperator", "eigsh", "eigs", "expm_multiply", "cg",
+           "minres", "gmres", "spsolve", "ConvergenceError", "GaugeError"]
+
+
+def LinearOperator(shape: tuple, matvec: Callable, rmatvec: Callable | None = None,  # noqa: N802
+                   dtype: Any = None) -> SparseTensor:
+    """A matrix-free operator ``v -> matvec(v)`` written with yaad functions.
+
+    Parameters
+    ----------
+    shape : tuple
+        ``(n_rows, n_cols)``.
+    matvec : callable
+        ``v -> A v`` for a vector ``v`` of length ``n_cols``. Tensors it uses that require
+        grad (``theta`` in ``lambda v: theta * (H0 @ v)``) get gradients through every
+        solver and product.
+    rmatvec : callable, optional
+        ``v -> A^H v``; without it the adjoint (needed by ``eigs``, ``gmres``,
+        ``expm_multiply``'s gradient) is the vector-Jacobian product of ``matvec``.
+    dtype : dtype, optional
+        The dtype of ``A v`` for a real ``v``; found by one call of ``matvec`` if omitted.
+
+    Returns
+    -------
+    SparseTensor
+        Usable with ``@`` and every solver of ``yaad.sparse.linalg``, and in sums.
+    """
+    shape = (int(shape[0]), int(shape[1]))
+    if dtype is None:
+        with no_grad():
+            dtype = data_of(matvec(np.zeros(shape[1]))).dtype
+    return SparseTensor([(None, _FunctionPart(shape, matvec, rmatvec, dtype))])
+
+
+def aslinearoperator(a: Any) -> SparseTensor:
+    """Any operator the solvers take (SciPy sparse or ``LinearOperator``, SparseTensor,
+    dense 2-D array) as a :class:`~yaad.sparse.SparseTensor`.
+
+    Parameters
+    ----------
+    a : operator
+
+    Returns
+    -------
+    SparseTensor
+    """
+    if isinstance(a, Tensor) and not isinstance(a, SparseTensor):
+        if is_operator(a.data):
+            raise TypeError(WRAPPED)
+        return LinearOperator(a.shape, lambda v: a @ v, dtype=a.dtype)
+    return asarray(a)
+
+
+class _Operator:
+    """An operator as the solvers use it: products on arrays (no graph), its adjoint, the
+    tensors it depends on, and the VJP of ``theta -> A(theta) V``."""
+
+    def __init__(self, a: Any, name: str) -> None:
+        self.name = name
+        if callable(a) and not isinstance(a, Tensor) and not is_operator(a):
+            raise TypeError(f"{name}: a Python function needs its shape: pass "
+                            f"yaad.sparse.linalg.LinearOperator((n, n), f)")
+        self.s = aslinearoperator(a)
+        self.shape = self.s.shape
+        self.dtype = self.s.dtype
+        self.closure = Closure(lambda v: self.s @ v)
+        self.closure.discover(np.zeros(self.shape[1], self.dtype))
+        self.inputs = self.closure.captured
+        self._adjoint_graph = None
+
+    def square(self) -> int:
+        n, m = self.shape
+        if n != m:
+            raise ValueError(f"{self.name}: the operator must be square, not {self.shape}")
+        return n
+
+    def mv(self, v: np.ndarray) -> np.ndarray:
+        """``A v`` for arrays ``(n,)`` or ``(n, m)``."""
+        with no_grad():
+            return np.asarray(data_of(self.s @ v))
+
+    def rmv(self, u: np.ndarray) -> np.ndarray:
+        """``A^H u`` for arrays ``(n,)`` or ``(n, m)``."""
+        try:
+            adj = self.s.mH
+        except NotImplementedError:  # a function without rmatvec: the VJP of matvec
+            if np.ndim(u) == 2:
+                return np.stack([self.rmv(u[:, j]) for j in range(u.shape[1])], axis=1)
+            if self._adjoint_graph is None:
+                x = leaf(np.zeros(self.shape[1], np.result_type(self.dtype, u.dtype)))
+                with enable_grad():
+                    self._adjoint_graph = (x, self.s @ x)
+            x, y = self._adjoint_graph
+            return np.asarray(vjp_of([y], [x], [u], True, False)[0])
+        with no_grad():
+            return np.asarray(data_of(adj @ u))
+
+    def scipy(self, dtype: Any = None) -> spla.LinearOperator:
+        """A SciPy LinearOperator over arrays."""
+        dt = np.result_type(self.dtype, dtype if dtype is not None else self.dtype)
+        return spla.LinearOperator(self.shape, matvec=self.mv, rmatvec=self.rmv,
+                                   matmat=self.mv, rmatmat=self.rmv, dtype=dt)
+
+    def sparse(self) -> Any:
+        """The SciPy sparse matrix of the current values, or None (matrix-free)."""
+        try:
+            return self.s.to_scipy()
+        except (TypeError, NotImplementedError):
+            return None
+
+    def vjp(self, v: np.ndarray, ybar: np.ndarray, inputs: tuple) -> list:
+        """The gradients of ``inputs`` (the captured tensors, as arrays) for
+        ``Re <ybar, A(theta) v>``."""
+        leaves = [leaf(a) for a in inputs]
+        y = self.closure.call(lambda: self.s @ v, leaves)
+        return vjp_of([y], leaves, [ybar], False, False)
+
+    def check_hermitian(self) -> None:
+        """Raise if random probes show that the operator is not Hermitian."""
+        n = self.square()
+        rng = np.random.default_rng(0)
+        u, v = rng.standard_normal((2, n))
+        if self.dtype.kind == "c":
+            u = u + 1j * rng.standard_normal(n)
+            v = v + 1j * rng.standard_normal(n)
+        au, av = self.mv(u), self.mv(v)
+        left, right = np.vdot(u, av), np.vdot(au, v)
+        scale = np.linalg.norm(au) * np.linalg.norm(v) + np.linalg.norm(av) * np.linalg.norm(u)
+        if abs(left - right) > 1e-10 * scale:
+            raise ValueError(
+                f"{self.name}: the operator is not Hermitian: for random vectors u, v, "
+                f"<u, A v> = {left:.6g} but <A u, v> = {right:.6g}. Use "
+                f"yaad.sparse.linalg.eigs for a general operator, or symmetrize it "
+                f"((A + A^H) / 2).")
+
+
+def _no_second_order(name: str) -> None:
+    if state.enabled:
+        raise NotImplementedError(
+            f"{name}: second derivatives (create_graph=True) through this solver are not "
+            f"implemented; take first derivatives, or differentiate a dense version "
+            f"(yaad.linalg) for second ones")
+
+
+def _result_tensors(op: _Operator, *others: Any) -> bool:
+    return bool(op.inputs) or any(isinstance(o, Tensor) for o in others)
+
+
+def hermitian_minres(apply: Callable, b: np.ndarray, shift: float, rtol: float,
+                     maxiter: int | None, x0: Any = None, M: Any = None) -> tuple:
+    """MINRES for ``(A - shift) x = b``, ``A`` Hermitian (``apply``: x -> A x). SciPy's
+    MINRES is for real symmetric matrices; a complex system is solved as the real
+    symmetric one of its real and imaginary parts."""
+    if b.dtype.kind != "c":
+        n = b.size
+        a = spla.LinearOperator((n, n), matvec=apply, dtype=b.dtype)
+        return spla.minres(a, b, x0, shift=shift, rtol=rtol, maxiter=maxiter, M=M)
+    if M is not None:
+        raise NotImplementedError("minres: a preconditioner with a complex system is not "
+                                  "supported")
+    like = [b]
+    n = 2 * b.size
+    a = spla.LinearOperator((n, n), dtype=b.real.dtype,
+                            matvec=lambda v: pack([apply(unpack(v, like)[0])], like))
+    x, info = spla.minres(a, pack([b], like), None if x0 is None else pack([x0], like),
+                          shift=shift, rtol=rtol, maxiter=maxiter)
+    return unpack(x, like)[0], info
+
+
+# ---- eigsh --------------------------------------------------------------------------------
+
+
+class _Eigsh:
+    def __init__(self, op: _Operator, w: np.ndarray, v: np.ndarray, tol: float,
+                 maxiter: int | None) -> None:
+        self.name = "sparse.linalg.eigsh"
+        self.op = op
+        self.xs = [w, v]
+        self.tol = tol
+        self.maxiter = maxiter
+
+    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+        _no_second_order(self.name)
+        w, v = self.xs
+        gw, gv = grads
+        gw = np.asarray(gw)
+        ybar = v * gw.astype(v.dtype)  # Hellmann-Feynman: dw_i = v_i^H dA v_i
+        if gv is not None and np.any(gv):
+            gv = np.asarray(gv)
+            ybar = ybar + self._vector_part(w, v, gw, gv)
+        return tuple(self.op.vjp(v, ybar, inputs))
+
+    def _vector_part(self, w, v, gw, gv) -> np.ndarray:
+        vh = v.conj().T
+        j = vh @ gv
+        scale = _scale(gw, gv)
+        if j.dtype.kind == "c":
+            _check(j.diagonal().imag, True, scale,
+                   _PHASE.format(name=self.name, what="eigenvectors"))
+        skew = (j - j.conj().T) * 0.5
+        k = w.size
+        tol = degeneracy_tol(w, max(k, 10))
+        f = inverse_gaps(w[None, :] - w[:, None], tol, None, skew, scale,
+                         _DEGENERATE.format(name=self.name, what="eigenvalues"))
+        _eigh_coupling_check(w, tol, j, gw, scale)
+        ybar = v @ (f * skew)
+        # The part of gV outside the computed eigenvectors: (A - w_i) xi = P gv_i in the
+        # complement, by MINRES; it enters with a minus sign.
+        rest = gv - v @ j
+        n = v.shape[0]
+        dt = np.result_type(v.dtype, self.op.dtype)
+
+        def project(x: np.ndarray) -> np.ndarray:
+            return x - v @ (vh @ x)
+
+        for i in range(k):
+            r = rest[:, i]
+            nr = np.linalg.norm(r)
+            if nr <= 1e-14 * max(scale, 1e-300) * np.sqrt(n):
+                continue
+            xi, _ = hermitian_minres(lambda x: project(self.op.mv(project(x))), r.astype(dt),
+                                     w[i], self.tol, self.maxiter or 20 * n)
+            reached = np.linalg.norm(project(self.op.mv(xi)) - w[i] * xi - r) / nr
+            if not reached <= 100 * self.tol:
+                raise GaugeError(
+                    f"{self.name}: the gradient of eigenvector {i} needs a solve with "
+                    f"A - w_{i} outside the computed eigenvectors, and MINRES stopped at a "
+                    f"relative residual {reached:.3g} (tolerance {self.tol:.3g}). Either "
+                    f"k cuts through a degenerate eigenvalue (the eigenvectors are not "
+                    f"determined: compute the whole degenerate level with a larger k, or "
+                    f"make the loss depend on eigenvalues only), or the solve needs a "
+                    f"larger adjoint_maxiter / looser adjoint_tol.")
+            ybar[:, i] -= xi
+        return ybar
+
+
+def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: str = "LM",
+          v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
+          return_eigenvectors: bool = True, *, adjoint_tol: float = 1e-12,
+          adjoint_maxiter: int | None = None) -> Any:
+    """k eigenvalues and eigenvectors of a Hermitian operator (``scipy.sparse.linalg.eigsh``),
+    differentiable.
+
+    Parameters
+    ----------
+    A : operator
+        A Hermitian SciPy sparse matrix or ``LinearOperator``, a
+        :class:`~yaad.sparse.SparseTensor` or a :class:`LinearOperator` of a function.
+        A non-Hermitian operator raises ``ValueError`` (use :func:`eigs`).
+    k, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    M : None
+        Generalized problems are not supported.
+    adjoint_tol, adjoint_maxiter : optional
+        Tolerance and iterations of the MINRES solves of eigenvector gradients.
+
+    Returns
+    -------
+    w : Tensor
+        The eigenvalues, ascending, shape ``(k,)``.
+    v : Tensor
+        The eigenvectors as columns, shape ``(n, k)`` (if ``return_eigenvectors``).
+
+    Raises
+    ------
+    ConvergenceError
+        If ARPACK does not converge (the message gives how many eigenpairs did).
+    yaad.linalg.GaugeError
+        In backward, for a loss that depends on an eigenvector's phase or on the basis
+        of a degenerate eigenspace.
+    """
+    if M is not None:
+        raise NotImplementedError("sparse.linalg.eigsh: generalized problems (M=) are not "
+                                  "supported")
+    op = _Operator(A, "sparse.linalg.eigsh")
+    op.check_hermitian()
+    v0 = None if v0 is None else np.asarray(data_of(v0))
+    w, v = _arpack(lambda **kw: spla.eigsh(**kw), op, k, sigma, which, v0, ncv, maxiter, tol,
+                   hermitian=True)
+    order = np.argsort(w)
+    w, v = w[order], v[:, order]
+    problem = _Eigsh(op, w, v, adjoint_tol, adjoint_maxiter)
+    out = record(problem, op.inputs, _result_tensors(op))
+    return tuple(out) if return_eigenvectors else out[0]
+
+
+def _arpack(solver: Callable, op: _Operator, k: int, sigma: Any, which: str, v0: Any,
+            ncv: Any, maxiter: Any, tol: float, hermitian: bool) -> tuple:
+    """Run ARPACK on the operator (shift-invert with a sparse LU or an iterative solve)."""
+    kw = dict(k=k, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
+              return_eigenvectors=True)
+    a = op.sparse()
+    if sigma is not None:
+        kw["sigma"] = sigma
+        if a is None:
+            kw["OPinv"] = _shift_inverse(op, sigma, hermitian)
+            a = op.scipy()
+    else:
+        a = op.scipy()
+    try:
+        return solver(A=a, **kw)
+    except spla.ArpackNoConvergence as e:
+        raise not_converged(
+            f"{op.name} (ARPACK)", _worst_residual(op, e.eigenvalues, e.eigenvectors),
+            tol or np.finfo(float).eps, maxiter or 10 * op.shape[0],
+            f"Only {len(e.eigenvalues)} of the {k} eigenpairs converged. Raise maxiter or "
+            f"ncv, or use sigma= (shift-invert) for interior or clustered eigenvalues."
+        ) from None
+
+
+def _worst_residual(op: _Operator, w: np.ndarray, v: np.ndarray) -> float:
+    if not len(w):
+        return float("inf")
+    r = op.mv(v) - v * w
+    return float(np.max(np.linalg.norm(r, axis=0)) / max(np.max(np.abs(w)), 1e-300))
+
+
+def _shift_inverse(op: _Operator, sigma: Any, hermitian: bool) -> spla.LinearOperator:
+    """``x -> (A - sigma)^-1 x`` by MINRES (Hermitian) or GMRES, for matrix-free A."""
+    n = op.shape[0]
+    dt = np.result_type(op.dtype, np.asarray(sigma).dtype)
+
+    def solve(b: np.ndarray) -> np.ndarray:
+        b = np.ravel(b)
+        b = b.astype(dt, copy=False)
+        shifted = spla.LinearOperator((n, n), matvec=lambda x: op.mv(x) - sigma * x, dtype=dt)
+        x, info = (hermitian_minres(op.mv, b, sigma, 1e-12, None) if hermitian
+                   else spla.gmres(shifted, b, rtol=1e-12, atol=0.0))
+        if info:
+            raise not_converged(f"{op.name} (shift-invert solve)",
+                                np.linalg.norm(shifted @ x - b) / np.linalg.norm(b), 1e-12,
+                                info, "Choose sigma away from an eigenvalue, or give a "
+                                "sparse matrix (exact LU).")
+        return x
+
+    return spla.LinearOperator((n, n), matvec=solve, dtype=dt)
+
+
+# ---- eigs ---------------------------------------------------------------------------------
+
+
+class _Eigs:
+    def __init__(self, op: _Operator, w: np.ndarray, v: np.ndarray, tol: float,
+                 maxiter: int | None) -> None:
+        self.name = "sparse.linalg.eigs"
+        self.op = op
+        self.xs = [w, v]
+        self.tol = tol
+        self.maxiter = maxiter
+
+    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+        _no_second_order(self.name)
+        w, v = self.xs
+        gw, gv = grads
+        gw = np.asarray(gw, dtype=w.dtype)
+        gv = np.zeros_like(v) if gv is None else np.asarray(gv, dtype=v.dtype)
+        n, k = v.shape
+        scale = _scale(gw, gv)
+        _check((v.conj() * gv).sum(axis=0).imag, True, scale,
+               _PHASE.format(name=self.name, what="eigenvectors"))
+        ybar = np.zeros_like(v)
+        for i in range(k):
+            if not (gw[i] or np.any(gv[:, i])):
+                continue
+            vi, li = v[:, i], w[i]
+
+            def bordered(x: np.ndarray, vi=vi, li=li) -> np.ndarray:
+                z, mu = x[:n], x[n]
+                return np.concatenate([self.op.rmv(z) - np.conj(li) * z + vi * mu,
+                                       [-np.vdot(vi, z)]])
+
+            rhs = np.concatenate([gv[:, i], [gw[i]]])
+            a = spla.LinearOperator((n + 1, n + 1), matvec=bordered, dtype=v.dtype)
+            x, _ = spla.gmres(a, rhs, rtol=self.tol, atol=0.0, restart=min(n + 1, 50),
+                              maxiter=self.maxiter)
+            reached = np.linalg.norm(bordered(x) - rhs) / np.linalg.norm(rhs)
+            if not reached <= 100 * self.tol:
+                raise GaugeError(
+                    f"{self.name}: the adjoint solve for eigenpair {i} stopped at a relative "
+                    f"residual {reached:.3g} (tolerance {self.tol:.3g}): the eigenvalue "
+                    f"{li:.6g} is (nearly) degenerate, where eigenvectors and their "
+                    f"derivatives are not determined, or the solve needs a larger "
+                    f"adjoint_maxiter / looser adjoint_tol.")
+            ybar[:, i] = -x[:n]
+        return tuple(self.op.vjp(v, ybar, inputs))
+
+
+def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
+         v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
+         return_eigenvectors: bool = True, *, adjoint_tol: float = 1e-12,
+         adjoint_maxiter: int | None = None) -> Any:
+    """k eigenvalues and eigenvectors of a general operator (``scipy.sparse.linalg.eigs``),
+    differentiable.
+
+    Parameters
+    ----------
+    A : operator
+        A square SciPy sparse matrix or ``LinearOperator``, a
+        :class:`~yaad.sparse.SparseTensor` or a :class:`LinearOperator` of a function.
+    k, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    M : None
+        Generalized problems are not supported.
+    adjoint_tol, adjoint_maxiter : optional
+        Tolerance and restart cycles of the GMRES solves of the gradient.
+
+    Returns
+    -------
+    w : Tensor
+        The eigenvalues (complex), shape ``(k,)``, in ARPACK's order.
+    v : Tensor
+        Unit eigenvectors as columns, shape ``(n, k)`` (complex; each up to a phase).
+
+    Notes
+    -----
+    The gradient of eigenpair ``(w_i, v_i)`` solves the bordered system
+    ``[[A^H - conj(w_i), v_i], [-v_i^H, 0]] [z; mu] = [gv_i; gw_i]`` by GMRES and is the
+    VJP of ``A(theta) v_i`` at ``-z``: losses must not depend on the phases of the
+    eigenvectors (``GaugeError`` otherwise).
+    """
+    if M is not None:
+        raise NotImplementedError("sparse.linalg.eigs: generalized problems (M=) are not "
+                                  "supported")
+    op = _Operator(A, "sparse.linalg.eigs")
+    op.square()
+    v0 = None if v0 is None else np.asarray(data_of(v0))
+    w, v = _arpack(lambda **kw: spla.eigs(**kw), op, k, sigma, which, v0, ncv, maxiter, tol,
+                   hermitian=False)
+    w = w.astype(np.result_type(w.dtype, np.complex64))
+    v = v.astype(np.result_type(v.dtype, np.complex64))
+    problem = _Eigs(op, w, v, adjoint_tol, adjoint_maxiter)
+    out = record(problem, op.inputs, _result_tensors(op))
+    return tuple(out) if return_eigenvectors else out[0]
+
+
+# ---- expm_multiply --------------------------------------------------------------------------
+
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
+_GL_NODES = (_GL_NODES + 1) / 2  # on [0, 1]
+_GL_WEIGHTS = _GL_WEIGHTS / 2
+
+
+def _taylor_exp(apply: Callable, v: np.ndarray, tau: complex, bound: float) -> np.ndarray:
+    """``exp(tau A) v`` by Taylor series in steps of ``|tau| bound <= 1/2`` (``bound``: an
+    upper estimate of ``|A|``)."""
+    steps = max(1, int(np.ceil(2 * abs(tau) * bound)))
+    h = tau / steps
+    for _ in range(steps):
+        term = v
+        out = v
+        for j in range(1, 60):
+            term = apply(term) * (h / j)
+            out = out + term
+            if np.max(np.abs(term)) <= 1e-17 * np.max(np.abs(out)):
+                break
+        v = out
+    return v
+
+
+class _Expm:
+    def __init__(self, op: _Operator, b: np.ndarray, y: np.ndarray) -> None:
+        self.name = "sparse.linalg.expm_multiply"
+        self.op = op
+        self.b = b
+        self.xs = [y]
+
+    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+        _no_second_order(self.name)
+        op = self.op
+        (g,) = grads
+        g = np.asarray(g)
+        dt = np.result_type(g.dtype, self.b.dtype, op.dtype)
+        bound = _norm_bound(op)
+        panels = max(1, int(np.ceil(bound)))
+        edges = np.linspace(0.0, 1.0, panels + 1)
+        # u(s) = exp((1 - s) A) b at the panel edges, from s = 1 down to 0.
+        u_edges = [None] * (panels + 1)
+        u_edges[panels] = self.b.astype(dt)
+        for p in range(panels - 1, -1, -1):
+            u_edges[p] = _taylor_exp(op.mv, u_edges[p + 1], edges[p + 1] - edges[p], bound)
+        lam = g.astype(dt)  # lambda(s) = exp(s A^H) g, from s = 0 up
+        grads_in = None
+        for p in range(panels):
+            s0, s1 = edges[p], edges[p + 1]
+            us, lams = [], []
+            lam_s, s_prev = lam, s0
+            for node, weight in zip(_GL_NODES, _GL_WEIGHTS):
+                s = s0 + (s1 - s0) * node
+                lam_s = _taylor_exp(op.rmv, lam_s, s - s_prev, bound)
+                s_prev = s
+                us.append(_taylor_exp(op.mv, u_edges[p + 1], s1 - s, bound))
+                lams.append(lam_s * (weight * (s1 - s0)))
+            lam = _taylor_exp(op.rmv, lam, s1 - s0, bound)
+            if len(inputs) > 1:
+                part = op.vjp(_columns(us), _columns(lams), inputs[1:])
+                grads_in = part if grads_in is None else [a + b for a, b in zip(grads_in, part)]
+        # lam is now exp(A^H) g: the gradient of b
+        return (lam, *(grads_in if grads_in is not None else ()))
+
+
+def _columns(vs: list) -> np.ndarray:
+    """Vectors (n,) or batches (n, m) side by side as the columns of one (n, M) array."""
+    return np.concatenate([v.reshape(v.shape[0], -1) for v in vs], axis=1)
+
+
+def _norm_bound(op: _Operator) -> float:
+    """An estimate of the 1-norm of the operator (exact for sparse matrices)."""
+    a = op.sparse()
+    if a is not None:
+        return float(abs(a).sum(axis=0).max()) if a.nnz else 0.0
+    return float(spla.onenormest(op.scipy()))
+
+
+def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int | None = None,
+                  endpoint: bool | None = None, traceA: Any = None) -> Any:  # noqa: N803
+    """``exp(A) @ B`` without forming ``exp(A)`` (``scipy.sparse.linalg.expm_multiply``),
+    differentiable.
+
+    Parameters
+    ----------
+    A : operator
+        A square SciPy sparse matrix or ``LinearOperator``, a
+        :class:`~yaad.sparse.SparseTensor` or a :class:`LinearOperator`. Write the time
+        into it, ``-1j * t * H`` with ``t`` a 0-d tensor, for the gradient with respect to
+        the time.
+    B : Tensor or array_like
+        A vector ``(n,)`` or a batch ``(n, m)``.
+    start, stop, num, endpoint
+        As in SciPy: the results ``exp(t A) B`` at ``num`` times ``t`` from ``start`` to
+        ``stop`` (numbers), stacked along a new first axis.
+    traceA : None
+        Accepted for SciPy's signature; the trace shift is chosen internally.
+
+    Returns
+    -------
+    Tensor
+        ``exp(A) B`` (or the stack of ``exp(t_j A) B``).
+
+    Notes
+    -----
+    The gradient for ``B`` is ``exp(A^H) g``; for the operator's parameters it is
+    ``int_0^1 VJP[A(theta) u(s)](lambda(s)) ds`` with ``u(s) = exp((1-s) A) B`` and
+    ``lambda(s) = exp(s A^H) g``, integrated by 8-point Gauss-Legendre panels of 1-norm
+    ``|A| / panels <= 1`` (Taylor steps between the nodes): about 30 |A|_1 products with A
+    or A^H, and memory for |A|_1 + 8 vectors.
+    """
+    if start is not None or stop is not None:
+        times = np.linspace(0.0 if start is None else start, 1.0 if stop is None else stop,
+                            50 if num is None else num,
+                            endpoint=True if endpoint is None else endpoint)
+        out, prev, t_prev = [], B, 0.0
+        for t in times:
+            prev = expm_multiply((t - t_prev) * aslinearoperator(A), prev)
+            t_prev = t
+            out.append(prev)
+        return stack(out)
+    op = _Operator(A, "sparse.linalg.expm_multiply")
+    n = op.square()
+    b = np.asarray(data_of(B))
+    if b.ndim not in (1, 2) or b.shape[0] != n:
+        raise ValueError(f"sparse.linalg.expm_multiply: B must have shape ({n},) or ({n}, m), "
+                         f"not {b.shape}")
+    a = op.sparse()
+    dt = np.result_type(op.dtype, b.dtype)
+    if a is not None:
+        y = spla.expm_multiply(a, b.astype(dt, copy=False), traceA=a.trace())
+    else:
+        y = spla.expm_multiply(op.scipy(b.dtype), b.astype(dt, copy=False), traceA=0.0)
+    problem = _Expm(op, b, np.asarray(y, dtype=dt))
+    inputs = [B if isinstance(B, Tensor) else make_tensor(b), *op.inputs]
+    return record(problem, inputs, _result_tensors(op, B))[0]
+
+
+# ---- linear solvers ---------------------------------------------------------------------------
+
+
+class _Solve:
+    """``x = A^-1 b`` and its gradient by one solve with ``A^H``."""
+
+    def __init__(self, name: str, op: _Operator, x: np.ndarray, adjoint: Callable) -> None:
+        self.name = name
+        self.op = op
+        self.xs = [x]
+        self.adjoint = adjoint  # g -> A^-H g
+
+    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+        _no_second_order(self.name)
+        (g,) = grads
+        lam = self.adjoint(np.asarray(g))
+        params = self.op.vjp(self.xs[0], -lam, inputs[1:]) if len(inputs) > 1 else []
+        return (lam, *params)
+
+
+def _krylov(name: str, solver: Callable, op: _Operator, b: Any, x0: Any, rtol: float,
+            atol: float, maxiter: int | None, M: Any, hermitian: bool, **kw: Any) -> tuple:
+    n = op.square()
+    bb = np.asarray(data_of(b))
+    if bb.shape != (n,):
+        raise ValueError(f"{name}: b must have shape ({n},), not {bb.shape}")
+    if hermitian:
+        op.check_hermitian()
+    dt = np.result_type(op.dtype, bb.dtype)
+    x0 = None if x0 is None else np.asarray(data_of(x0), dtype=dt)
+
+    def solve(a: Any, rhs: np.ndarray, guess: Any) -> np.ndarray:
+        if not np.any(rhs):
+            return np.zeros(n, dt)
+        x, info = solver(a, rhs.astype(dt, copy=False), guess, rtol=rtol, atol=atol,
+                         maxiter=maxiter, M=M, **kw)
+        if info:
+            reached = np.linalg.norm(a @ x - rhs) / np.linalg.norm(rhs)
+            raise not_converged(name, reached, rtol, info if info > 0 else maxiter or 0,
+                                "Raise maxiter, loosen rtol, or precondition (M=).")
+        return x
+
+    x = solve(op.scipy(bb.dtype), bb, x0)
+    if hermitian:
+        adjoint = lambda g: solve(op.scipy(bb.dtype), g, None)  # noqa: E731
+    else:
+        def adjoint(g: np.ndarray) -> np.ndarray:
+            ah = spla.LinearOperator((n, n), matvec=op.rmv, dtype=dt)
+            return solve(ah, g, None)
+
+    problem = _Solve(name, op, x, adjoint)
+    inputs = [b if isinstance(b, Tensor) else make_tensor(bb), *op.inputs]
+    return record(problem, inputs, _result_tensors(op, b))[0], 0
+
+
+def _minres(a: Any, b: np.ndarray, x0: Any, *, rtol: float, atol: float, maxiter: Any,
+            M: Any) -> tuple:
+    return hermitian_minres(a.matvec, b, 0.0, rtol, maxiter, x0, M)
+
+
+def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
+       maxiter: int | None = None, M: Any = None) -> tuple:
+    """Solve ``A x = b`` for Hermitian positive definite ``A`` by conjugate gradients
+    (``scipy.sparse.linalg.cg``), differentiable.
+
+    Parameters
+    ----------
+    A : operator
+        Hermitian positive definite (SciPy sparse or ``LinearOperator``,
+        :class:`~yaad.sparse.SparseTensor`, :class:`LinearOperator`).
+    b : Tensor or array_like
+        The right-hand side, ``(n,)``.
+    x0, rtol, atol, maxiter, M
+        As in SciPy (``M``: a SciPy preconditioner, used in both solves).
+
+    Returns
+    -------
+    x : Tensor
+        The solution; its gradient is one more CG solve (``b``: ``A^-1 g``; operator
+        parameters: the VJP of ``A(theta) x`` at ``-A^-1 g``).
+    info : int
+        0 (non-convergence raises :class:`ConvergenceError`, naming the residual).
+    """
+    return _krylov("sparse.linalg.cg", spla.cg, _Operator(A, "sparse.linalg.cg"), b, x0, rtol,
+                   atol, maxiter, M, True)
+
+
+def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int | None = None,
+           M: Any = None) -> tuple:
+    """Solve ``A x = b`` for Hermitian (possibly indefinite) ``A`` by MINRES
+    (``scipy.sparse.linalg.minres``), differentiable.
+
+    Parameters
+    ----------
+    A : operator
+        Hermitian.
+    b : Tensor or array_like
+        The right-hand side, ``(n,)``.
+    x0, rtol, maxiter, M
+        As in SciPy.
+
+    Returns
+    -------
+    x : Tensor
+        The solution (gradient: one more MINRES solve).
+    info : int
+        0 (non-convergence raises :class:`ConvergenceError`).
+    """
+    return _krylov("sparse.linalg.minres", _minres, _Operator(A, "sparse.linalg.minres"),
+                   b, x0, rtol, 0.0, maxiter, M, True)
+
+
+def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
+          restart: int | None = None, maxiter: int | None = None) -> tuple:
+    """Solve ``A x = b`` for a general square ``A`` by GMRES (``scipy.sparse.linalg.gmres``),
+    differentiable.
+
+    Parameters
+    ----------
+    A : operator
+        Square (SciPy sparse or ``LinearOperator``, :class:`~yaad.sparse.SparseTensor`,
+        :class:`LinearOperator`).
+    b : Tensor or array_like
+        The right-hand side, ``(n,)``.
+    x0, rtol, atol, restart, maxiter
+        As in SciPy (``maxiter`` counts restart cycles).
+
+    Returns
+    -------
+    x : Tensor
+        The solution; its gradient is a GMRES solve with ``A^H``.
+    info : int
+        0 (non-convergence raises :class:`ConvergenceError`).
+    """
+    return _krylov("sparse.linalg.gmres", spla.gmres, _Operator(A, "sparse.linalg.gmres"), b,
+                   x0, rtol, atol, maxiter, None, False, restart=restart)
+
+
+def spsolve(A: Any, b: Any) -> Any:
+    """Solve ``A x = b`` with a sparse LU factorisation (``scipy.sparse.linalg.spsolve``),
+    differentiable.
+
+    Parameters
+    ----------
+    A : operator
+        A square sparse matrix: SciPy's, or a :class:`~yaad.sparse.SparseTensor` without
+        matrix-free terms (its nonzeros may require grad).
+    b : Tensor or array_like
+        ``(n,)`` or ``(n, m)``.
+
+    Returns
+    -------
+    Tensor
+        The solution; the gradient reuses the factorisation (a solve with ``A^H``).
+    """
+    name = "sparse.linalg.spsolve"
+    op = _Operator(A, name)
+    n = op.square()
+    a = op.sparse()
+    if a is None:
+        raise TypeError(f"{name}: the operator has matrix-free terms; use gmres, cg or minres")
+    bb = np.asarray(data_of(b))
+    if bb.ndim not in (1, 2) or bb.shape[0] != n:
+        raise ValueError(f"{name}: b must have shape ({n},) or ({n}, m), not {bb.shape}")
+    lu = spla.splu(sps.csc_array(a))
+
+    def solve(rhs: np.ndarray, trans: str) -> np.ndarray:
+        if rhs.dtype.kind == "c" and a.dtype.kind != "c":  # a real factorisation
+            return lu.solve(rhs.real.copy(), trans) + 1j * lu.solve(rhs.imag.copy(), trans)
+        return lu.solve(rhs.astype(np.result_type(a.dtype, rhs.dtype)), trans)
+
+    x = solve(bb, "N")
+    problem = _Solve(name, op, x, lambda g: solve(g, "H"))
+    inputs = [b if isinstance(b, Tensor) else make_tensor(bb), *op.inputs]
+    return record(problem, inputs, _result_tensors(op, b))[0]
+
+
+def as_scipy_operator(s: SparseTensor) -> spla.LinearOperator:
+    """A SciPy ``LinearOperator`` applying ``s`` to arrays (values detached)."""
+    return _Operator(s, "to_scipy").scipy()
