@@ -286,26 +286,12 @@ def test_memory_does_not_grow_with_the_iterations():
 
 
 def test_mean_field_example():
-    import importlib.util
-    import pathlib
+    from test_examples import load
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "mean_field.py"
-    spec = importlib.util.spec_from_file_location("example_mean_field", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    r = module.main(["--L", "8"])
+    r = load("mean_field").main(["--L", "8"])
     assert r["relative_difference"] < 1e-8
     assert r["iterations"] > 100
     assert r["memory"][0] < r["memory"][1]
     # the susceptibility is positive everywhere (ferromagnetic couplings)
     assert np.all(r["grad"][0] > 0)
 
-
-def test_docs_sparse_code_runs():
-    import pathlib
-    import re
-
-    page = pathlib.Path(__file__).resolve().parents[1] / "docs" / "sparse.md"
-    code = "\n".join(re.findall(r"```python\n(.*?)```", page.read_text(), re.S))
-    assert code.strip()
-    exec(compile(code, str(page), "exec"), {"__name__": "docs"})

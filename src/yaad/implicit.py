@@ -64,8 +64,9 @@ class Closure:
     from outside); ``call`` runs it again with those tensors replaced.
     """
 
-    def __init__(self, f: Callable) -> None:
+    def __init__(self, f: Callable, name: str) -> None:
         self.f = f
+        self.name = name
         self.found: dict = {}  # id(tensor as f uses it) -> (that tensor, as the ops saw it)
 
     @property
@@ -75,6 +76,10 @@ class Closure:
 
     def discover(self, *args: Any) -> Any:
         """``f(*args)`` under ``no_grad``, noting the captured tensors."""
+        if state.levels:  # forward mode resolves tangents before the hook could see them
+            raise NotImplementedError(
+                f"{self.name}: forward mode (jvp, jacfwd, hessian) does not go through this "
+                f"solver; use reverse mode (grad, vjp, jacrev)")
         outer = state.segment
 
         def hook(a: tuple, kw: dict) -> tuple:
@@ -140,6 +145,15 @@ def vjp_of(outputs: Sequence, inputs: Sequence, cotangents: Sequence, retain: bo
     grads = run_backward([o for o, _ in roots], [c for _, c in roots], retain, create,
                          list(inputs), capture=True, allow_unused=True)
     return [np.zeros(t.shape, t.dtype) if g is None else g for g, t in zip(grads, inputs)]
+
+
+def first_order_only(name: str) -> None:
+    """Raise in a backward pass that is being recorded (``create_graph=True``)."""
+    if state.enabled:
+        raise NotImplementedError(
+            f"{name}: second derivatives (create_graph=True) through this solver are not "
+            f"implemented; take first derivatives, or differentiate a dense version "
+            f"(yaad.linalg, an unrolled loop) for second ones")
 
 
 # ---- a linear solve on the real vector space of a list of arrays ------------------------
@@ -381,7 +395,7 @@ def _prepare(fname: str, fun: Callable, x0: Any, params: tuple) -> tuple:
                                 f"x; start from a complex initial guess (x0 + 0j)")
         return outs
 
-    closure = Closure(lambda xl: call(xl, plain))
+    closure = Closure(lambda xl: call(xl, plain), fname)
     first = closure.discover([make_tensor(x) for x in x0s])
     return x0s, single, slots, closure, call, [data_of(o) for o in first]
 

@@ -5,15 +5,15 @@ Every solver takes a SciPy sparse matrix, a SciPy ``LinearOperator``, a
 a :class:`LinearOperator` built from a Python function ``v -> A v`` written with yaad
 functions, and differentiates its result with respect to every tensor the operator
 depends on (the coefficients, the nonzeros, the tensors the function uses), and the
-right-hand side or initial vector. The forward computation is SciPy's (ARPACK, the
-Al-Mohy–Higham ``expm_multiply``, CG/MINRES/GMRES, SuperLU); the gradients are adjoint
-methods that only apply the operator to vectors (never a dense matrix):
+right-hand side or initial vector. The forward computations are SciPy's (ARPACK,
+CG/MINRES/GMRES, SuperLU) or, for ``expm_multiply``, Taylor steps as in Al-Mohy and
+Higham's algorithm; the gradients are adjoint methods that only apply the operator to
+vectors (never a dense matrix):
 
 - ``eigsh``: eigenvalues by Hellmann–Feynman, eigenvectors by a MINRES solve projected
   out of the computed eigenvectors (the other computed ones enter as in ``linalg.eigh``);
 - ``eigs``: a bordered GMRES solve per eigenpair (no left eigenvectors needed);
-- ``expm_multiply``: the adjoint vector ``exp(s A^H) g`` against the trajectory
-  ``exp((1-s) A) b``, integrated over ``s`` by Gauss–Legendre panels;
+- ``expm_multiply``: the Taylor steps run backwards (the discrete adjoint, exact);
 - ``cg``, ``minres``, ``gmres``, ``spsolve``: one solve with ``A^H``.
 
 The parameter gradients are vector-Jacobian products of ``theta -> A(theta) V`` at the
@@ -33,11 +33,12 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
-from ..grad_mode import enable_grad, no_grad, state
+from ..grad_mode import enable_grad, no_grad
 from ..implicit import (
     Closure,
     ConvergenceError,
     data_of,
+    first_order_only,
     leaf,
     not_converged,
     pack,
@@ -124,7 +125,7 @@ class _Operator:
         self.s = aslinearoperator(a)
         self.shape = self.s.shape
         self.dtype = self.s.dtype
-        self.closure = Closure(lambda v: self.s @ v)
+        self.closure = Closure(lambda v: self.s @ v, name)
         self.closure.discover(np.zeros(self.shape[1], self.dtype))
         self.inputs = self.closure.captured
         self._adjoint_graph = None
@@ -195,14 +196,6 @@ class _Operator:
                 f"((A + A^H) / 2).")
 
 
-def _no_second_order(name: str) -> None:
-    if state.enabled:
-        raise NotImplementedError(
-            f"{name}: second derivatives (create_graph=True) through this solver are not "
-            f"implemented; take first derivatives, or differentiate a dense version "
-            f"(yaad.linalg) for second ones")
-
-
 def _result_tensors(op: _Operator, *others: Any) -> bool:
     return bool(op.inputs) or any(isinstance(o, Tensor) for o in others)
 
@@ -231,17 +224,22 @@ def hermitian_minres(apply: Callable, b: np.ndarray, shift: float, rtol: float,
 # ---- eigsh --------------------------------------------------------------------------------
 
 
-class _Eigsh:
+class _Eig:
+    """Eigenpairs ``(w, v)`` of an operator and the settings of their adjoint solves."""
+
     def __init__(self, op: _Operator, w: np.ndarray, v: np.ndarray, tol: float,
                  maxiter: int | None) -> None:
-        self.name = "sparse.linalg.eigsh"
+        self.name = op.name
         self.op = op
         self.xs = [w, v]
         self.tol = tol
         self.maxiter = maxiter
 
+
+class _Eigsh(_Eig):
+
     def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
-        _no_second_order(self.name)
+        first_order_only(self.name)
         w, v = self.xs
         gw, gv = grads
         gw = np.asarray(gw)
@@ -263,7 +261,10 @@ class _Eigsh:
         tol = degeneracy_tol(w, max(k, 10))
         f = inverse_gaps(w[None, :] - w[:, None], tol, None, skew, scale,
                          _DEGENERATE.format(name=self.name, what="eigenvalues"))
-        _eigh_coupling_check(w, tol, j, gw, scale)
+        try:
+            _eigh_coupling_check(w, tol, j, gw, scale)
+        except GaugeError as e:
+            raise GaugeError(str(e).replace("linalg.eigh", self.name)) from None
         ybar = v @ (f * skew)
         # The part of gV outside the computed eigenvectors: (A - w_i) xi = P gv_i in the
         # complement, by MINRES; it enters with a minus sign.
@@ -340,11 +341,20 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
     v0 = None if v0 is None else np.asarray(data_of(v0))
     w, v = _arpack(lambda **kw: spla.eigsh(**kw), op, k, sigma, which, v0, ncv, maxiter, tol,
                    hermitian=True)
-    order = np.argsort(w)
-    w, v = w[order], v[:, order]
+    w, v = _rayleigh_ritz(op, v)
     problem = _Eigsh(op, w, v, adjoint_tol, adjoint_maxiter)
     out = record(problem, op.inputs, _result_tensors(op))
     return tuple(out) if return_eigenvectors else out[0]
+
+
+def _rayleigh_ritz(op: _Operator, v: np.ndarray) -> tuple:
+    """Orthonormal Ritz pairs of ``A`` in the span of ``v``, ascending. ARPACK has no
+    complex Hermitian driver (SciPy runs its general one), whose eigenvectors of a
+    degenerate eigenvalue are not orthogonal: one QR and a k x k eigh fix that."""
+    q, _ = np.linalg.qr(v)
+    small = q.conj().T @ op.mv(q)
+    w, u = np.linalg.eigh((small + small.conj().T) / 2)
+    return w, q @ u
 
 
 def _arpack(solver: Callable, op: _Operator, k: int, sigma: Any, which: str, v0: Any,
@@ -402,17 +412,10 @@ def _shift_inverse(op: _Operator, sigma: Any, hermitian: bool) -> spla.LinearOpe
 # ---- eigs ---------------------------------------------------------------------------------
 
 
-class _Eigs:
-    def __init__(self, op: _Operator, w: np.ndarray, v: np.ndarray, tol: float,
-                 maxiter: int | None) -> None:
-        self.name = "sparse.linalg.eigs"
-        self.op = op
-        self.xs = [w, v]
-        self.tol = tol
-        self.maxiter = maxiter
+class _Eigs(_Eig):
 
     def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
-        _no_second_order(self.name)
+        first_order_only(self.name)
         w, v = self.xs
         gw, gv = grads
         gw = np.asarray(gw, dtype=w.dtype)
@@ -499,67 +502,69 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
 
 # ---- expm_multiply --------------------------------------------------------------------------
 
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
-_GL_NODES = (_GL_NODES + 1) / 2  # on [0, 1]
-_GL_WEIGHTS = _GL_WEIGHTS / 2
+_STEP_NORM = 4.0  # the 1-norm of A / s in each Taylor step
 
 
-def _taylor_exp(apply: Callable, v: np.ndarray, tau: complex, bound: float) -> np.ndarray:
-    """``exp(tau A) v`` by Taylor series in steps of ``|tau| bound <= 1/2`` (``bound``: an
-    upper estimate of ``|A|``)."""
-    steps = max(1, int(np.ceil(2 * abs(tau) * bound)))
-    h = tau / steps
-    for _ in range(steps):
-        term = v
-        out = v
-        for j in range(1, 60):
-            term = apply(term) * (h / j)
-            out = out + term
-            if np.max(np.abs(term)) <= 1e-17 * np.max(np.abs(out)):
-                break
-        v = out
-    return v
+def _taylor_terms(mv: Callable, y: np.ndarray, scale: float) -> list:
+    """The terms ``(scale A)^k y / k!`` of ``exp(scale A) y`` until two in a row are
+    negligible (below the unit roundoff times the sum so far)."""
+    terms = [y]
+    total = np.max(np.abs(y))
+    eps = np.finfo(y.real.dtype).eps
+    small = 0
+    for k in range(1, 200):
+        t = mv(terms[-1]) * (scale / k)
+        terms.append(t)
+        size = np.max(np.abs(t))
+        total = max(total, size)
+        small = small + 1 if size <= eps * total else 0
+        if small == 2:
+            return terms
+    raise ConvergenceError("sparse.linalg.expm_multiply: the Taylor series of a step did "
+                           "not converge in 200 terms (is the operator's norm finite?)")
 
 
 class _Expm:
-    def __init__(self, op: _Operator, b: np.ndarray, y: np.ndarray) -> None:
+    """``y = exp(A) b`` as ``s`` Taylor steps ``y_j = sum_k (A/s)^k y_(j-1) / k!``; the
+    gradient is that of this computation (the discrete adjoint), exact to rounding."""
+
+    def __init__(self, op: _Operator, b: np.ndarray) -> None:
         self.name = "sparse.linalg.expm_multiply"
         self.op = op
-        self.b = b
+        bound = _norm_bound(op)
+        self.steps = max(1, int(np.ceil(bound / _STEP_NORM)))
+        self.scale = 1.0 / self.steps
+        y = b.astype(np.result_type(b.dtype, op.dtype))
+        self.starts = []  # the vector at the start of each step (for backward)
+        for _ in range(self.steps):
+            self.starts.append(y)
+            y = np.sum(_taylor_terms(op.mv, y, self.scale), axis=0)
         self.xs = [y]
 
     def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
-        _no_second_order(self.name)
+        first_order_only(self.name)
         op = self.op
         (g,) = grads
-        g = np.asarray(g)
-        dt = np.result_type(g.dtype, self.b.dtype, op.dtype)
-        bound = _norm_bound(op)
-        panels = max(1, int(np.ceil(bound)))
-        edges = np.linspace(0.0, 1.0, panels + 1)
-        # u(s) = exp((1 - s) A) b at the panel edges, from s = 1 down to 0.
-        u_edges = [None] * (panels + 1)
-        u_edges[panels] = self.b.astype(dt)
-        for p in range(panels - 1, -1, -1):
-            u_edges[p] = _taylor_exp(op.mv, u_edges[p + 1], edges[p + 1] - edges[p], bound)
-        lam = g.astype(dt)  # lambda(s) = exp(s A^H) g, from s = 0 up
-        grads_in = None
-        for p in range(panels):
-            s0, s1 = edges[p], edges[p + 1]
-            us, lams = [], []
-            lam_s, s_prev = lam, s0
-            for node, weight in zip(_GL_NODES, _GL_WEIGHTS):
-                s = s0 + (s1 - s0) * node
-                lam_s = _taylor_exp(op.rmv, lam_s, s - s_prev, bound)
-                s_prev = s
-                us.append(_taylor_exp(op.mv, u_edges[p + 1], s1 - s, bound))
-                lams.append(lam_s * (weight * (s1 - s0)))
-            lam = _taylor_exp(op.rmv, lam, s1 - s0, bound)
-            if len(inputs) > 1:
-                part = op.vjp(_columns(us), _columns(lams), inputs[1:])
-                grads_in = part if grads_in is None else [a + b for a, b in zip(grads_in, part)]
-        # lam is now exp(A^H) g: the gradient of b
-        return (lam, *(grads_in if grads_in is not None else ()))
+        ybar = np.asarray(g).astype(self.xs[0].dtype)
+        params = inputs[1:]
+        total = None
+        for y in reversed(self.starts):
+            terms = _taylor_terms(op.mv, y, self.scale)
+            # terms[k] = (scale / k) A terms[k-1]; every term adds to y_j
+            tbar = ybar
+            pairs = []
+            for k in range(len(terms) - 1, 0, -1):
+                weighted = tbar * (self.scale / k)
+                pairs.append(weighted)
+                tbar = ybar + op.rmv(weighted)
+            ybar = tbar  # the gradient of the step's start
+            if params:
+                # the operator met terms[k-1] with the cotangent weighted_k
+                ins = _columns(terms[:-1])
+                outs = _columns(pairs[::-1])
+                part = op.vjp(ins, outs, params)
+                total = part if total is None else [a + b for a, b in zip(total, part)]
+        return (ybar, *(total if total is not None else ()))
 
 
 def _columns(vs: list) -> np.ndarray:
@@ -568,7 +573,7 @@ def _columns(vs: list) -> np.ndarray:
 
 
 def _norm_bound(op: _Operator) -> float:
-    """An estimate of the 1-norm of the operator (exact for sparse matrices)."""
+    """The 1-norm of the operator (exact for sparse matrices, else SciPy's estimate)."""
     a = op.sparse()
     if a is not None:
         return float(abs(a).sum(axis=0).max()) if a.nnz else 0.0
@@ -593,7 +598,7 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
         As in SciPy: the results ``exp(t A) B`` at ``num`` times ``t`` from ``start`` to
         ``stop`` (numbers), stacked along a new first axis.
     traceA : None
-        Accepted for SciPy's signature; the trace shift is chosen internally.
+        Accepted for SciPy's signature (no trace shift is made).
 
     Returns
     -------
@@ -602,11 +607,12 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
 
     Notes
     -----
-    The gradient for ``B`` is ``exp(A^H) g``; for the operator's parameters it is
-    ``int_0^1 VJP[A(theta) u(s)](lambda(s)) ds`` with ``u(s) = exp((1-s) A) B`` and
-    ``lambda(s) = exp(s A^H) g``, integrated by 8-point Gauss-Legendre panels of 1-norm
-    ``|A| / panels <= 1`` (Taylor steps between the nodes): about 30 |A|_1 products with A
-    or A^H, and memory for |A|_1 + 8 vectors.
+    ``exp(A) B`` is computed in ``s = ceil(|A|_1 / 4)`` steps of a Taylor series truncated
+    when two consecutive terms fall below the unit roundoff (as in Al-Mohy and Higham's
+    algorithm). The gradient is that of this computation, by reversing it: about twice the
+    products with ``A`` (recomputing each step's terms) and as many with ``A^H`` as the
+    forward pass, plus one vector-Jacobian product of ``A(theta)`` per step; memory holds
+    ``s`` vectors and one step's terms.
     """
     if start is not None or stop is not None:
         times = np.linspace(0.0 if start is None else start, 1.0 if stop is None else stop,
@@ -624,13 +630,7 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
     if b.ndim not in (1, 2) or b.shape[0] != n:
         raise ValueError(f"sparse.linalg.expm_multiply: B must have shape ({n},) or ({n}, m), "
                          f"not {b.shape}")
-    a = op.sparse()
-    dt = np.result_type(op.dtype, b.dtype)
-    if a is not None:
-        y = spla.expm_multiply(a, b.astype(dt, copy=False), traceA=a.trace())
-    else:
-        y = spla.expm_multiply(op.scipy(b.dtype), b.astype(dt, copy=False), traceA=0.0)
-    problem = _Expm(op, b, np.asarray(y, dtype=dt))
+    problem = _Expm(op, b)
     inputs = [B if isinstance(B, Tensor) else make_tensor(b), *op.inputs]
     return record(problem, inputs, _result_tensors(op, B))[0]
 
@@ -648,7 +648,7 @@ class _Solve:
         self.adjoint = adjoint  # g -> A^-H g
 
     def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
-        _no_second_order(self.name)
+        first_order_only(self.name)
         (g,) = grads
         lam = self.adjoint(np.asarray(g))
         params = self.op.vjp(self.xs[0], -lam, inputs[1:]) if len(inputs) > 1 else []

@@ -1,0 +1,362 @@
+"""yaad.sparse.linalg: eigsh, eigs, expm_multiply, cg, minres, gmres, spsolve; values against
+SciPy and NumPy, gradients against the dense yaad.linalg versions (eigh, eig, expm, solve)
+and central finite differences, real and complex; degenerate and gauge cases; errors."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+import scipy.sparse.linalg as spla
+
+import yaad
+from yaad.implicit import ConvergenceError
+from yaad.linalg import GaugeError
+from yaad.sparse import linalg as sl
+
+RNG = np.random.default_rng(11)
+N = 30
+TH0 = np.array([0.7, 1.3])
+
+
+def sparse(complex_, seed, hermitian=False, n=N, density=0.15):
+    a = sps.random(n, n, density=density, random_state=seed, format="csr")
+    if complex_:
+        a = a + 1j * sps.random(n, n, density=density, random_state=seed + 100, format="csr")
+    if hermitian:
+        a = a + a.conj().T
+    return sps.csr_array(a)
+
+
+def two_terms(complex_, hermitian):
+    a = sparse(complex_, 1, hermitian)
+    b = sps.csr_array(sps.diags(RNG.standard_normal(N)))
+    return a, b
+
+
+def sparse_op(th, a, b):
+    return th[0] * yaad.sparse.asarray(a) + th[1] * yaad.sparse.asarray(b)
+
+
+def dense_op(th, a, b):
+    return th[0] * a.toarray() + th[1] * b.toarray()
+
+
+def vec(complex_, shape=(N,)):
+    x = RNG.standard_normal(shape)
+    return x + 1j * RNG.standard_normal(shape) if complex_ else x
+
+
+def central(f, x, eps=1e-6):
+    out = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        out.flat[i] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
+    return out
+
+
+# ---- eigsh ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("which", ["SA", "LA", "LM"])
+def test_eigsh_gradients_match_dense_eigh(complex_, which):
+    a, b = two_terms(complex_, True)
+    c = vec(True)
+    k = 3
+
+    def pick(w, v):  # the k eigenpairs eigsh returns, ascending
+        w = w.data if isinstance(w, yaad.Tensor) else w
+        order = {"SA": np.arange(k), "LA": np.arange(N - k, N),
+                 "LM": np.sort(np.argsort(-np.abs(w))[:k])}[which]
+        return order
+
+    def loss(w, v):
+        return w[0] + 0.5 * w[2] + yaad.sum(abs(yaad.matmul(c, v)) ** 2 * np.arange(1.0, 4.0))
+
+    def sparse_loss(th):
+        w, v = sl.eigsh(sparse_op(th, a, b), k=k, which=which, tol=1e-14)
+        return loss(w, v)
+
+    def dense_loss(th):
+        w, v = yaad.linalg.eigh(dense_op(th, a, b))
+        idx = pick(w, v)
+        return loss(w[idx], v[:, idx])
+
+    g = yaad.func.grad(sparse_loss)(TH0)
+    np.testing.assert_allclose(g, yaad.func.grad(dense_loss)(TH0), rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(g, central(sparse_loss, TH0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_eigsh_values_and_nonzeros_gradient(complex_):
+    a = sparse(complex_, 4, hermitian=True)
+    rows = np.repeat(np.arange(N), np.diff(a.indptr))
+
+    def loss(w, v):
+        return w[1] - 0.3 * w[0] + yaad.sum(abs(v[:4, 0]) ** 2)
+
+    vals = yaad.tensor(a.data.copy(), requires_grad=True)
+    h = yaad.sparse.csr_array((vals, a.indices, a.indptr), shape=a.shape)
+    w, v = sl.eigsh(h, k=2, which="LA", tol=1e-14)
+    np.testing.assert_allclose(w.data, np.linalg.eigvalsh(a.toarray())[-2:], rtol=1e-12)
+    loss(w, v).backward()
+    ad = yaad.tensor(a.toarray(), requires_grad=True)
+    wd, vd = yaad.linalg.eigh(ad)
+    loss(wd[-2:], vd[:, -2:]).backward()
+    # eigh's gradient is that for Hermitian perturbations: compare along them, on the
+    # (symmetric) pattern
+    g = np.zeros((N, N), complex)
+    g[rows, a.indices] = vals.grad
+    on = a.toarray() != 0
+    np.testing.assert_allclose((g + g.conj().T)[on], (ad.grad + ad.grad.conj().T)[on],
+                               rtol=1e-7, atol=1e-9)
+
+
+def test_eigsh_matrix_free_operator_with_closure_and_shift_invert():
+    a, b = two_terms(True, True)
+    th = yaad.tensor(TH0, requires_grad=True)
+    op = sl.LinearOperator((N, N), lambda v: th[0] * (a @ v) + th[1] * (b @ v),
+                           dtype=complex)
+    w, v = sl.eigsh(op, k=2, sigma=0.1, which="LM", tol=1e-14)
+    (w[0] + w[1]).backward()
+    wd = np.linalg.eigvalsh(dense_op(TH0, a, b))
+    closest = np.sort(wd[np.argsort(np.abs(wd - 0.1))[:2]])
+    np.testing.assert_allclose(w.data, closest, rtol=1e-10)
+    g = yaad.func.grad(lambda t: yaad.sum(yaad.linalg.eigvalsh(dense_op(t, a, b))[
+        np.sort(np.argsort(np.abs(wd - 0.1))[:2])]))(TH0)
+    np.testing.assert_allclose(th.grad, g, rtol=1e-8)
+
+
+def test_eigsh_of_a_constant_operator_has_no_graph():
+    a = sparse(False, 5, hermitian=True)
+    w, v = sl.eigsh(a, k=2, which="SA")
+    assert isinstance(w, np.ndarray) and isinstance(v, np.ndarray)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a.toarray())[:2], rtol=1e-10)
+
+
+def degenerate_operator(complex_):
+    """A Hermitian operator with eigenvalues 1, 1, 1 (a triple level), 2, 3, ..."""
+    q, _ = np.linalg.qr(vec(complex_, (N, N)))
+    w = np.concatenate([[1.0, 1.0, 1.0], np.arange(2.0, N - 1)])
+    return q, w
+
+
+def level_operator(complex_, s):
+    """D + (s - 1) E with D's eigenvalues 1, 1, 1 (a triple level), 2, 3, ...: at s = 1
+    the level is exactly degenerate."""
+    q, w = degenerate_operator(complex_)
+    d = sps.csr_array(q @ np.diag(w) @ q.conj().T)
+    e = sps.csr_array(np.diag((np.arange(N) % 3).astype(float)))
+    h = yaad.sparse.asarray(d) + (s - 1) * yaad.sparse.asarray(e)
+    dense = lambda sv: d.toarray() + (sv - 1) * e.toarray()  # noqa: E731
+    return h, dense
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_eigsh_degenerate_level_exact_where_gauge_invariant(complex_):
+    def level(sv):
+        return np.linalg.eigh(sv)[0][:3], np.linalg.eigh(sv)[1][:, :3]
+
+    losses = {  # gauge-invariant functions of the computed level
+        "sum of the level": (lambda w, v: yaad.sum(w),
+                             lambda w, v: np.sum(w)),
+        "projector": (lambda w, v: yaad.real((v @ yaad.conj(v).T)[0, 1]) * 3,
+                      lambda w, v: np.real((v @ v.conj().T)[0, 1]) * 3),
+    }
+    for name, (loss, ref) in losses.items():
+        s = yaad.tensor(1.0, requires_grad=True)
+        h, dense = level_operator(complex_, s)
+        w, v = sl.eigsh(h, k=3, which="SA", tol=1e-14, ncv=N)
+        loss(w, v).backward()
+        fd = (ref(*level(dense(1 + 1e-6))) - ref(*level(dense(1 - 1e-6)))) / 2e-6
+        np.testing.assert_allclose(s.grad, fd, rtol=1e-6, atol=1e-8, err_msg=name)
+    # one eigenvector of the level: the basis inside it is arbitrary
+    s = yaad.tensor(1.0, requires_grad=True)
+    w, v = sl.eigsh(level_operator(complex_, s)[0], k=3, which="SA", tol=1e-14, ncv=N)
+    with pytest.raises(GaugeError, match="sparse.linalg.eigsh: the loss depends on the basis"):
+        yaad.sum(abs(v[:, 0]) ** 2 * np.arange(N)).backward()
+    # values and basis together (as in V diag(w) V^H): refused, as linalg.eigh refuses it
+    for solve in (lambda t: sl.eigsh(level_operator(complex_, t)[0], k=3, which="SA", ncv=N),
+                  lambda t: tuple(x[..., :3] for x in yaad.linalg.eigh(
+                      level_operator(complex_, t)[1](t)))):
+        s = yaad.tensor(1.0, requires_grad=True)
+        w, v = solve(s)
+        with pytest.raises(GaugeError, match="0/0 limit"):
+            yaad.real((v * w @ yaad.conj(v).T)[0, 1]).backward()
+
+
+def test_eigsh_k_cutting_a_degenerate_level():
+    s = yaad.tensor(1.0, requires_grad=True)
+    h, _ = level_operator(False, s)
+    w, v = sl.eigsh(h, k=2, which="SA", tol=1e-14, ncv=N)
+    yaad.sum(w).backward()  # eigenvalues only: exact (Hellmann-Feynman)
+    assert np.isfinite(s.grad)
+    w, v = sl.eigsh(h, k=2, which="SA", tol=1e-14, ncv=N)
+    with pytest.raises(GaugeError, match="cuts through a degenerate"):
+        (v @ v.T)[0, 1].backward()  # the span of 2 of the 3 degenerate vectors: arbitrary
+
+
+def test_eigsh_phase_dependent_loss_raises():
+    a = sparse(True, 6, hermitian=True)
+    s = yaad.tensor(1.0, requires_grad=True)
+    w, v = sl.eigsh(s * yaad.sparse.asarray(a), k=1, which="SA")
+    with pytest.raises(GaugeError, match="phases"):
+        yaad.real(v[0, 0]).backward()
+
+
+def test_eigsh_refuses_non_hermitian_and_reports_no_convergence():
+    a = sparse(False, 7)  # not symmetric
+    with pytest.raises(ValueError, match=r"not Hermitian.*eigs"):
+        sl.eigsh(a, k=1)
+    h = sparse(False, 8, hermitian=True, n=400, density=0.05)
+    with pytest.raises(ConvergenceError, match=r"eigsh \(ARPACK\): no convergence after 2 "
+                                               r"iterations.*eigenpairs converged"):
+        sl.eigsh(h, k=3, which="SM", maxiter=2, tol=1e-15)
+
+
+# ---- eigs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_eigs_gradients_match_dense_eig(complex_):
+    a = sparse(complex_, 9) + sps.eye(N) * 2
+    b = sps.csr_array(sps.diags(RNG.standard_normal(N)))
+    c = vec(True)
+
+    def loss(w, v):
+        return yaad.real(w[0]) + 0.3 * yaad.imag(w[1]) + yaad.sum(abs(yaad.matmul(c, v)) ** 2)
+
+    def sparse_loss(th):
+        w, v = sl.eigs(sparse_op(th, a, b), k=2, which="LM", tol=1e-14)
+        order = np.argsort(-np.abs(w.data))
+        return loss(w[order], v[:, order])
+
+    def dense_loss(th):
+        w, v = yaad.linalg.eig(dense_op(th, a, b))
+        order = np.argsort(-np.abs(w.data))[:2]
+        return loss(w[order], v[:, order])
+
+    g = yaad.func.grad(sparse_loss)(TH0)
+    np.testing.assert_allclose(g, yaad.func.grad(dense_loss)(TH0), rtol=1e-8, atol=1e-9)
+
+
+def test_eigs_phase_dependent_loss_raises():
+    a = sparse(True, 10) + sps.eye(N) * 2
+    s = yaad.tensor(1.0, requires_grad=True)
+    w, v = sl.eigs(s * yaad.sparse.asarray(a), k=1)
+    with pytest.raises(GaugeError, match="phases"):
+        yaad.imag(v[0, 0]).backward()
+
+
+# ---- expm_multiply --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_expm_multiply_gradients_match_dense_expm(complex_, hermitian):
+    a, b = two_terms(complex_, hermitian)
+    x0 = vec(True)
+    c = vec(True)
+
+    def sparse_loss(th, t, x):
+        y = sl.expm_multiply(-1j * t * sparse_op(th, a, b), x)
+        return yaad.sum(abs(y[:5]) ** 2) + yaad.real(yaad.vdot(c, y))
+
+    def dense_loss(th, t, x):
+        y = yaad.linalg.expm(-1j * t * dense_op(th, a, b)) @ x
+        return yaad.sum(abs(y[:5]) ** 2) + yaad.real(yaad.vdot(c, y))
+
+    args = (TH0, 1.7, x0)
+    np.testing.assert_allclose(float(sparse_loss(*args)), float(dense_loss(*args)),
+                               rtol=1e-12)
+    got = yaad.func.grad(sparse_loss, argnums=(0, 1, 2))(*args)
+    want = yaad.func.grad(dense_loss, argnums=(0, 1, 2))(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-10)
+
+
+def test_expm_multiply_real_batch_and_time_grid():
+    a = sparse(False, 12)
+    x0 = RNG.standard_normal((N, 3))
+    y = sl.expm_multiply(yaad.sparse.asarray(a), x0)
+    np.testing.assert_allclose(y, spla.expm_multiply(a, x0), rtol=1e-12)
+    ys = sl.expm_multiply(a, x0[:, 0], start=0.0, stop=2.0, num=5)
+    np.testing.assert_allclose(ys, spla.expm_multiply(a, x0[:, 0], start=0.0, stop=2.0,
+                                                      num=5, endpoint=True), rtol=1e-11)
+    s = yaad.tensor(0.5, requires_grad=True)
+    ys = sl.expm_multiply(s * yaad.sparse.asarray(a), x0, start=0.0, stop=2.0, num=3)
+    yaad.sum(ys ** 2).backward()
+    g = yaad.func.grad(lambda sv: yaad.sum(yaad.stack(
+        [yaad.linalg.expm(t * sv * a.toarray()) @ x0 for t in (0.0, 1.0, 2.0)]) ** 2))(0.5)
+    np.testing.assert_allclose(s.grad, g, rtol=1e-9)
+
+
+# ---- linear solvers ---------------------------------------------------------------------------
+
+
+def spd(complex_):
+    a = sparse(complex_, 13)
+    return sps.csr_array(a @ a.conj().T + sps.eye(N))
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("name", ["cg", "minres", "gmres", "spsolve"])
+def test_solvers_gradients_match_dense_solve(name, complex_):
+    m = spd(complex_) if name in ("cg", "minres") else sparse(complex_, 14) + sps.eye(N)
+    eye = sps.eye(N, format="csr")
+    solver = getattr(sl, name)
+    weights = np.arange(N) / N
+
+    def sparse_loss(th, b):
+        h = sparse_op(th, m, eye)
+        x = solver(h, b) if name == "spsolve" else solver(h, b, rtol=1e-13)[0]
+        return yaad.sum(abs(x) ** 2 * weights)
+
+    def dense_loss(th, b):
+        return yaad.sum(abs(yaad.linalg.solve(dense_op(th, m, eye), b)) ** 2 * weights)
+
+    args = (TH0, vec(complex_))
+    got = yaad.func.grad(sparse_loss, argnums=(0, 1))(*args)
+    want = yaad.func.grad(dense_loss, argnums=(0, 1))(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10)
+
+
+def test_solve_gradient_with_respect_to_the_nonzeros():
+    m = spd(False)
+    vals = yaad.tensor(m.data.copy(), requires_grad=True)
+    b = RNG.standard_normal(N)
+    x, info = sl.cg(yaad.sparse.csr_array((vals, m.indices, m.indptr), shape=m.shape), b,
+                    rtol=1e-13)
+    assert info == 0
+    yaad.sum(x ** 2).backward()
+    md = yaad.tensor(m.toarray(), requires_grad=True)
+    yaad.sum(yaad.linalg.solve(md, b) ** 2).backward()
+    rows = np.repeat(np.arange(N), np.diff(m.indptr))
+    np.testing.assert_allclose(vals.grad, md.grad[rows, m.indices], rtol=1e-8, atol=1e-12)
+
+
+def test_solver_errors():
+    with pytest.raises(ConvergenceError, match=r"sparse.linalg.cg: no convergence after 2 "
+                                               r"iterations: the relative residual is"):
+        sl.cg(spd(False), np.ones(N), rtol=1e-14, maxiter=2)
+    with pytest.raises(ValueError, match="not Hermitian"):
+        sl.cg(sparse(False, 15), np.ones(N))
+    with pytest.raises(TypeError, match="matrix-free"):
+        sl.spsolve(sl.LinearOperator((N, N), lambda v: v), np.ones(N))
+    with pytest.raises(TypeError, match="needs its shape"):
+        sl.gmres(lambda v: v, np.ones(N))
+
+
+def test_second_order_and_forward_mode_raise():
+    a = spd(False)
+    s = yaad.tensor(1.0, requires_grad=True)
+    x, _ = sl.cg(s * yaad.sparse.asarray(a), np.ones(N))
+    (g,) = yaad.autograd.grad(yaad.sum(x), s, create_graph=False)
+    assert np.isfinite(g)
+    x, _ = sl.cg(s * yaad.sparse.asarray(a), np.ones(N))
+    with pytest.raises(NotImplementedError, match="second derivatives"):
+        yaad.autograd.grad(yaad.sum(x), s, create_graph=True)
+    with pytest.raises(NotImplementedError, match="forward mode"):
+        yaad.func.jvp(lambda t: sl.cg(t * yaad.sparse.asarray(a), np.ones(N))[0], (1.0,),
+                      (1.0,))
