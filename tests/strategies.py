@@ -1362,6 +1362,36 @@ case("linalg.trace", _la("trace"), lambda data, dtype: Call((data.draw(values(dt
 case("linalg.diagonal", _la("diagonal"), lambda data, dtype: Call((data.draw(values(
     dtype, data.draw(shapes(min_dims=2)))),), {"offset": data.draw(st.integers(-2, 2))}))
 case("linalg.matmul", _la("matmul"), _draw_matmul)
+# yaad.sparse: products of a fixed pattern with values (rows 0: cols 0, 2; 1: col 1;
+# 2: cols 0, 2), of its transpose and of a constant SciPy matrix, with vectors or batches.
+_SPARSE_INDPTR, _SPARSE_INDICES = np.array([0, 2, 3, 5]), np.array([0, 2, 1, 0, 2])
+
+
+def _sparse_dense(v):
+    m = np.zeros((3, 3), dtype=np.asarray(v).dtype)
+    np.add.at(m, (np.repeat(np.arange(3), np.diff(_SPARSE_INDPTR)), _SPARSE_INDICES), v)
+    return m
+
+
+def _sparse_products(v, x):
+    import scipy.sparse as sps
+
+    s = yaad.sparse.csr_array((v, _SPARSE_INDICES, _SPARSE_INDPTR), shape=(3, 3))
+    fixed = yaad.sparse.asarray(sps.csr_array(_sparse_dense(np.arange(1.0, 6.0))))
+    return yaad.concatenate([s @ x, s.T @ x, fixed @ x, fixed.mH @ x])
+
+
+def _sparse_products_ref(v, x):
+    m, fixed = _sparse_dense(v), _sparse_dense(np.arange(1.0, 6.0))
+    return np.concatenate([m @ x, m.T @ x, fixed @ x, fixed.T @ x])
+
+
+case("sparse.csr_array", _sparse_products_ref, lambda data, dtype: Call((
+    data.draw(values(dtype, (5,))),
+    data.draw(values(dtype, data.draw(st.sampled_from([(3,), (3, 1), (3, 2)])))))),
+    call=_sparse_products, exact=False,
+    covers=("sparse.pattern_matmul", "sparse.pattern_matmul_transposed",
+            "sparse.operator_matmul"))
 case("linalg.matrix_transpose", _la("matrix_transpose"), lambda data, dtype: Call((data.draw(
     values(dtype, data.draw(shapes(min_dims=2)))),)))
 case("linalg.tensordot", lambda a, b, axes=2: np.linalg.tensordot(a, b, axes=axes),

@@ -145,6 +145,9 @@ def resolvent_case(hermitian):
     return make
 
 
+SPARSE_PATTERN = yaad.sparse.tensor.Pattern(np.array([0, 2, 3, 5]), np.array([0, 2, 1, 0, 2]),
+                                             (3, 3))
+SPARSE_FIXED = SPARSE_PATTERN.matrix(np.arange(1.0, 6.0))
 IDX = np.array([0, 2, 0])
 COND = np.array([[True, False, True], [False, True, False]])
 Z = 0.5 + 0.5j
@@ -263,6 +266,16 @@ CASES = {
     "tensordot": cases((lambda fn: lambda a, b: fn(a, b, 1), (real(2, 3), cplx(3, 2)))),
     "trace": same((real(3, 3),), (cplx(2, 2),)),
     "vdot": same((real(3), real(3)), (cplx(3), cplx(3))),
+    # yaad.sparse: a fixed pattern with values (rows 0: cols 0, 2; 1: col 1; 2: cols 0, 2)
+    "sparse.pattern_matmul": cases(
+        (lambda fn: lambda v, x: fn(v, x, SPARSE_PATTERN), (real(5), real(3))),
+        (lambda fn: lambda v, x: fn(v, x, SPARSE_PATTERN), (cplx(5), cplx(3, 2)))),
+    "sparse.pattern_matmul_transposed": cases(
+        (lambda fn: lambda v, x: fn(v, x, SPARSE_PATTERN), (real(5), real(3, 2))),
+        (lambda fn: lambda v, x: fn(v, x, SPARSE_PATTERN), (cplx(5), real(3)))),
+    "sparse.operator_matmul": cases(
+        (lambda fn: lambda x: fn(x, SPARSE_FIXED), (real(3),)),
+        (lambda fn: lambda x: fn(x, SPARSE_FIXED * (1 + 2j)), (cplx(3, 2),))),
     # linear algebra
     "linalg.cholesky": cases(
         (lambda fn: lambda a: fn(herm(a) + 3 * np.eye(3)), (real(3, 3),)),
