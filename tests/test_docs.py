@@ -47,6 +47,7 @@ INTERNAL = {"yaad.checkpoint", "yaad.compile", "yaad.compiled", "yaad.creation",
             "yaad.engine", "yaad.grad_mode", "yaad.implicit", "yaad.methods",
             "yaad.numpy_dispatch",
             "yaad.op", "yaad.ops", "yaad.tensor", "yaad.nn.layers", "yaad.nn.module",
+            "yaad.sparse.tensor",
             "yaad.optim.lr_scheduler", "yaad.optim.optimizer"}
 
 

@@ -35,6 +35,8 @@ QUICK = {
     "mlp_digits.py": ["--epochs", "1", "--hidden", "16"],
     "mps.py": ["--L", "6", "--D", "4", "--steps", "30"],
     "quantum_vmc.py": ["--L", "4", "--steps", "20", "--alpha", "1"],
+    "quench.py": ["--L", "6", "--K", "2", "--iterations", "2"],
+    "tfim_eigsh.py": ["--L", "8"],
 }
 
 RUN_EXAMPLES = """

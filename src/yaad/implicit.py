@@ -50,7 +50,8 @@ def not_converged(solver: str, reached: float, tol: float, iterations: int,
     """The error of a solver that stopped early, naming what it reached."""
     return ConvergenceError(
         f"{solver}: no convergence after {iterations} iterations: the relative residual is "
-        f"{reached:.3g}, above the tolerance {tol:.3g}. {advice}")
+        f"{reached:.3g}, above the tolerance {tol:.3g}. {advice} "
+        f"(see docs/errors.md#solver-convergence)")
 
 
 # ---- functions and the tensors they capture -----------------------------------------

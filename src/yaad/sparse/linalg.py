@@ -52,8 +52,10 @@ from ..ops.linalg_spectral import (
     GaugeError,
     _check,
     _eigh_coupling_check,
+    _negligible,
     _scale,
     degeneracy_tol,
+    degenerate_pairs,
     inverse_gaps,
 )
 from ..ops.shape import stack
@@ -261,10 +263,12 @@ class _Eigsh(_Eig):
         tol = degeneracy_tol(w, max(k, 10))
         f = inverse_gaps(w[None, :] - w[:, None], tol, None, skew, scale,
                          _DEGENERATE.format(name=self.name, what="eigenvalues"))
+        flat = degenerate_pairs(w, tol, nonzero=False)
         try:
-            _eigh_coupling_check(w, tol, j, gw, scale)
+            _eigh_coupling_check(flat, flat & ~_negligible((j + j.conj().T) * 0.5, scale), gw,
+                                 scale)
         except GaugeError as e:
-            raise GaugeError(str(e).replace("linalg.eigh", self.name)) from None
+            raise GaugeError(e.args[0].replace("linalg.eigh", self.name)) from None
         ybar = v @ (f * skew)
         # The part of gV outside the computed eigenvectors: (A - w_i) xi = P gv_i in the
         # complement, by MINRES; it enters with a minus sign.

@@ -643,7 +643,8 @@ def _with_data(pattern: Pattern, data: Any, where: str) -> SparseTensor:
 
 
 WRAPPED = ("this tensor holds a SciPy sparse matrix: tensor * sparse_matrix cannot be "
-           "recorded by NumPy. Wrap the matrix first: theta * yaad.sparse.asarray(H)")
+           "recorded by NumPy. Wrap the matrix first: theta * yaad.sparse.asarray(H) "
+           "(see docs/errors.md#sparse-operand)")
 
 
 def _handler(x1: Any, x2: Any) -> Any:
