@@ -257,7 +257,7 @@ def test_bad_functions():
 def test_memory_does_not_grow_with_the_iterations():
     import tracemalloc
 
-    n = 20000
+    n = 2000
     b = yaad.tensor(RNG.standard_normal(n), requires_grad=True)
 
     def peak(run):
@@ -267,7 +267,7 @@ def test_memory_does_not_grow_with_the_iterations():
         tracemalloc.stop()
         return top
 
-    def implicit(rate):  # rate 0.9: ~250 iterations; 0.99: ~2500
+    def implicit(rate):  # rate 0.9: ~250 iterations; 0.98: ~1300
         def f(x, b):
             return rate * yaad.tanh(x) + (1 - rate) * b
 
@@ -280,7 +280,7 @@ def test_memory_does_not_grow_with_the_iterations():
             x = 0.9 * yaad.tanh(x) + 0.1 * b
         yaad.sum(yaad.sin(x)).backward()
 
-    short, long = peak(implicit(0.9)), peak(implicit(0.99))
+    short, long = peak(implicit(0.9)), peak(implicit(0.98))
     assert long < 1.5 * short
     assert short * 3 < peak(unrolled)
 
