@@ -360,3 +360,24 @@ def test_second_order_and_forward_mode_raise():
     with pytest.raises(NotImplementedError, match="forward mode"):
         yaad.func.jvp(lambda t: sl.cg(t * yaad.sparse.asarray(a), np.ones(N))[0], (1.0,),
                       (1.0,))
+
+
+def test_dense_tensor_and_float32_operators():
+    a = RNG.standard_normal((8, 8))
+    a = a + a.T
+    t = yaad.tensor(a, requires_grad=True)
+    w, _ = sl.eigsh(t, k=2, which="SA")
+    (w[0] + w[1]).backward()
+    td = yaad.tensor(a, requires_grad=True)
+    wd, _ = yaad.linalg.eigh(td)
+    (wd[0] + wd[1]).backward()
+    # eigh reads one triangle: compare along symmetric perturbations
+    np.testing.assert_allclose(t.grad + t.grad.T, td.grad + td.grad.T, atol=1e-12)
+    m = spd(False).astype(np.float32)
+    b = yaad.tensor(np.ones(N, dtype=np.float32), requires_grad=True)
+    x, _ = sl.cg(m, b, rtol=1e-6)
+    assert x.dtype == np.float32
+    yaad.sum(x).backward()
+    assert b.grad.dtype == np.float32
+    np.testing.assert_allclose(b.grad, np.linalg.solve(m.toarray().astype(float), np.ones(N)),
+                               rtol=1e-4)
