@@ -337,17 +337,15 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
         In backward, for a loss that depends on an eigenvector's phase or on the basis
         of a degenerate eigenspace.
     """
-    if M is not None:
-        raise NotImplementedError("sparse.linalg.eigsh: generalized problems (M=) are not "
-                                  "supported")
     op = _Operator(A, "sparse.linalg.eigsh")
     op.check_hermitian()
-    v0 = None if v0 is None else np.asarray(data_of(v0))
-    w, v = _arpack(lambda **kw: spla.eigsh(**kw), op, k, sigma, which, v0, ncv, maxiter, tol,
-                   hermitian=True)
+    _, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=True)
     w, v = _rayleigh_ritz(op, v)
-    problem = _Eigsh(op, w, v, adjoint_tol, adjoint_maxiter)
-    out = record(problem, op.inputs, _result_tensors(op))
+    return _eig_outputs(_Eigsh(op, w, v, adjoint_tol, adjoint_maxiter), return_eigenvectors)
+
+
+def _eig_outputs(problem: _Eig, return_eigenvectors: bool) -> Any:
+    out = record(problem, problem.op.inputs, _result_tensors(problem.op))
     return tuple(out) if return_eigenvectors else out[0]
 
 
@@ -361,9 +359,13 @@ def _rayleigh_ritz(op: _Operator, v: np.ndarray) -> tuple:
     return w, q @ u
 
 
-def _arpack(solver: Callable, op: _Operator, k: int, sigma: Any, which: str, v0: Any,
-            ncv: Any, maxiter: Any, tol: float, hermitian: bool) -> tuple:
+def _arpack(op: _Operator, M: Any, k: int, sigma: Any, which: str, v0: Any, ncv: Any,
+            maxiter: Any, tol: float, hermitian: bool) -> tuple:
     """Run ARPACK on the operator (shift-invert with a sparse LU or an iterative solve)."""
+    if M is not None:
+        raise NotImplementedError(f"{op.name}: generalized problems (M=) are not supported")
+    v0 = None if v0 is None else np.asarray(data_of(v0))
+    solver = spla.eigsh if hermitian else spla.eigs
     kw = dict(k=k, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
               return_eigenvectors=True)
     a = op.sparse()
@@ -489,19 +491,12 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
     VJP of ``A(theta) v_i`` at ``-z``: losses must not depend on the phases of the
     eigenvectors (``GaugeError`` otherwise).
     """
-    if M is not None:
-        raise NotImplementedError("sparse.linalg.eigs: generalized problems (M=) are not "
-                                  "supported")
     op = _Operator(A, "sparse.linalg.eigs")
     op.square()
-    v0 = None if v0 is None else np.asarray(data_of(v0))
-    w, v = _arpack(lambda **kw: spla.eigs(**kw), op, k, sigma, which, v0, ncv, maxiter, tol,
-                   hermitian=False)
+    w, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=False)
     w = w.astype(np.result_type(w.dtype, np.complex64))
     v = v.astype(np.result_type(v.dtype, np.complex64))
-    problem = _Eigs(op, w, v, adjoint_tol, adjoint_maxiter)
-    out = record(problem, op.inputs, _result_tensors(op))
-    return tuple(out) if return_eigenvectors else out[0]
+    return _eig_outputs(_Eigs(op, w, v, adjoint_tol, adjoint_maxiter), return_eigenvectors)
 
 
 # ---- expm_multiply --------------------------------------------------------------------------
