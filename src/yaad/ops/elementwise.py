@@ -20,10 +20,15 @@ import numpy as np
 import scipy.special as sp
 
 from ..op import exported, op
+from . import parameter_derivatives as _pd
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _SQRT_PI = math.sqrt(math.pi)
+_SQRT2 = math.sqrt(2.0)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_TWO_I_OVER_SQRT_PI = 2j / math.sqrt(math.pi)
 
 
 def _is_complex(v) -> bool:
@@ -197,6 +202,134 @@ i1 = elementwise_op("i1", sp.i1, lambda _a, x: where(abs(x) < 1e-150, 0.5,
 i0e = elementwise_op("i0e", sp.i0e, lambda ans, x: i1e(x) - sign(x) * ans, real_only=True)
 i1e = elementwise_op("i1e", sp.i1e, lambda ans, x: 0.5 * (i0e(x) + ive(2, x)) - sign(x) * ans,
           real_only=True)
+
+# ---- more of scipy.special: what jax.scipy.special differentiates, and its neighbours ----
+
+ndtr = elementwise_op("ndtr", sp.ndtr, lambda _a, x: exp(-0.5 * x * x) / _SQRT_2PI)
+# phi(x) / Phi(x) written with erfcx: no cancellation for large negative x
+log_ndtr = elementwise_op("log_ndtr", sp.log_ndtr,
+                          lambda _a, x: _SQRT_2_OVER_PI / erfcx(-x / _SQRT2))
+ndtri = elementwise_op("ndtri", sp.ndtri, lambda ans, _x: _SQRT_2PI * exp(0.5 * ans * ans),
+                       real_only=True)
+log_expit = elementwise_op("log_expit", sp.log_expit, lambda _a, x: expit(-x), real_only=True)
+rgamma = elementwise_op("rgamma", sp.rgamma, lambda ans, x: -ans * digamma(x))
+loggamma = elementwise_op("loggamma", sp.loggamma, lambda _a, x: digamma(x))
+gammasgn = elementwise_op("gammasgn", sp.gammasgn, lambda _a, _x: 0, real_only=True)
+multigammaln = elementwise_op(
+    "multigammaln", sp.multigammaln,
+    lambda _a, a, d: sum(digamma(a - 0.5 * j) for j in range(int(d))), None, real_only=True)
+multigammaln.__doc__ = """Log of the multivariate gamma function of dimension ``d``
+(scipy.special.multigammaln); differentiable in ``a``."""
+factorial = elementwise_op(
+    "factorial", lambda n: sp.factorial(n, exact=False),
+    lambda ans, n: where(n < 0, 0, ans * digamma(where(n < 0, 1, n + 1))), real_only=True)
+factorial.__doc__ = """n! = gamma(n + 1) for real n >= 0, 0 for n < 0
+(scipy.special.factorial with exact=False); differentiable."""
+poch = elementwise_op("poch", sp.poch,
+                      lambda ans, z, m: ans * (digamma(z + m) - digamma(z)),
+                      lambda ans, z, m: ans * digamma(z + m), real_only=True)
+entr = elementwise_op("entr", sp.entr, lambda _a, x: -(log(x) + 1), real_only=True)
+rel_entr = elementwise_op("rel_entr", sp.rel_entr,
+                          lambda _a, x, y: log(x / y) + 1, lambda _a, x, y: -x / y,
+                          real_only=True)
+kl_div = elementwise_op("kl_div", sp.kl_div,
+                        lambda _a, x, y: log(x / y), lambda _a, x, y: 1 - x / y, real_only=True)
+exp1 = elementwise_op("exp1", sp.exp1, lambda _a, x: -exp(-x) / x)
+expi = elementwise_op("expi", sp.expi, lambda _a, x: exp(x) / x)
+# E_n' = -E_{n-1}, and E_0(x) = exp(-x) / x
+expn = elementwise_op("expn", sp.expn, None, lambda _a, n, x: where(
+    n >= 1, -expn(maximum(n - 1, 0), x), -exp(-x) * (1 + x) / (x * x)), real_only=True)
+spence = elementwise_op("spence", sp.spence, lambda _a, z: where(
+    z == 1, -1, log(where(z == 1, 2, z)) / (1 - where(z == 1, 2, z))))
+zeta = elementwise_op("zeta", sp.zeta, None, lambda _a, x, q: -x * zeta(x + 1, q),
+                      real_only=True)
+zeta.__doc__ = """Hurwitz zeta function zeta(x, q) (scipy.special.zeta); differentiable in
+``q`` (no closed form exists in ``x``, as in JAX)."""
+dawsn = elementwise_op("dawsn", sp.dawsn, lambda ans, x: 1 - 2 * x * ans)
+wofz = elementwise_op("wofz", sp.wofz, lambda ans, z: _TWO_I_OVER_SQRT_PI - 2 * z * ans)
+owens_t = elementwise_op(
+    "owens_t", sp.owens_t,
+    lambda _a, h, a: -exp(-0.5 * h * h) * erf(a * h / _SQRT2) / (2 * _SQRT_2PI),
+    lambda _a, h, a: exp(-0.5 * h * h * (1 + a * a)) / (2 * math.pi * (1 + a * a)),
+    real_only=True)
+hyp1f1 = elementwise_op("hyp1f1", sp.hyp1f1, None, None,
+                        lambda _a, a, b, x: (a / b) * hyp1f1(a + 1, b + 1, x))
+hyp2f1 = elementwise_op("hyp2f1", sp.hyp2f1, None, None, None,
+                        lambda _a, a, b, c, z: (a * b / c) * hyp2f1(a + 1, b + 1, c + 1, z))
+yn = elementwise_op("yn", sp.yn, None, lambda _a, n, x: 0.5 * (yn(n - 1, x) - yn(n + 1, x)),
+                    real_only=True)
+jn = jv
+boxcox = elementwise_op(
+    "boxcox", sp.boxcox, lambda _a, x, lmbda: exp((lmbda - 1) * log(x)),
+    lambda _a, x, lmbda: _boxcox_dlmbda(log(x), lmbda), real_only=True)
+boxcox1p = elementwise_op(
+    "boxcox1p", sp.boxcox1p, lambda _a, x, lmbda: exp((lmbda - 1) * log1p(x)),
+    lambda _a, x, lmbda: _boxcox_dlmbda(log1p(x), lmbda), real_only=True)
+
+
+def _boxcox_dlmbda(lx, lmbda):
+    """d/d lmbda of lx * expm1(u) / u at u = lmbda * lx: lx^2 * (u e^u - expm1(u)) / u^2,
+    by its Taylor series sum_m (m+1) u^m / (m+2)! near u = 0 (no cancellation)."""
+    u = lmbda * lx
+    small = abs(u) < 0.01
+    us = where(small, u, 0)
+    series = 1 / 2 + us * (1 / 3 + us * (1 / 8 + us * (1 / 30 + us * (1 / 144 + us * (
+        1 / 840 + us * (1 / 5760 + us / 45360))))))
+    ub = where(small, 1, u)
+    return lx * lx * where(small, series, (ub * exp(ub) - expm1(ub)) / (ub * ub))
+
+
+# Regularized incomplete gamma and beta functions. The derivatives in x are closed forms;
+# those in the parameters (no closed form) are ops of parameter_derivatives.py, to second
+# order: gammainc_da(k, a, x) = d^k P / da^k, betainc_dab(i, j, a, b, x) = d^(i+j) I / da^i db^j.
+def _gammainc_density(k, a, x):
+    """d^k/da^k of dP/dx = x^(a-1) exp(-x) / gamma(a)."""
+    dens = exp(xlogy(a - 1, x) - x - gammaln(a))
+    if k == 0:
+        return dens
+    u = log(x) - digamma(a)
+    return dens * u if k == 1 else dens * (u * u - polygamma(1, a))
+
+
+def _betainc_density(i, j, a, b, x):
+    """d^(i+j)/da^i db^j of dI/dx = x^(a-1) (1-x)^(b-1) / B(a, b) (i + j <= 2)."""
+    dens = exp(xlogy(a - 1, x) + xlog1py(b - 1, -x) - betaln(a, b))
+    if i + j == 0:
+        return dens
+    ab = a + b
+    u = log(x) - digamma(a) + digamma(ab)
+    v = log1p(-x) - digamma(b) + digamma(ab)
+    if (i, j) == (1, 0):
+        return dens * u
+    if (i, j) == (0, 1):
+        return dens * v
+    t = polygamma(1, ab)
+    if (i, j) == (2, 0):
+        return dens * (u * u - polygamma(1, a) + t)
+    if (i, j) == (1, 1):
+        return dens * (u * v + t)
+    return dens * (v * v - polygamma(1, b) + t)
+
+
+_gammainc_da = elementwise_op(
+    "gammainc_da", _pd.gammainc_da, None,
+    lambda _ans, k, a, x: _gammainc_da(k + 1, a, x),
+    lambda _ans, k, a, x: _gammainc_density(k, a, x), real_only=True)
+_betainc_dab = elementwise_op(
+    "betainc_dab", _pd.betainc_dab, None, None,
+    lambda _ans, i, j, a, b, x: _betainc_dab(i + 1, j, a, b, x),
+    lambda _ans, i, j, a, b, x: _betainc_dab(i, j + 1, a, b, x),
+    lambda _ans, i, j, a, b, x: _betainc_density(i, j, a, b, x), real_only=True)
+gammainc = elementwise_op("gammainc", sp.gammainc,
+                          lambda _ans, a, x: _gammainc_da(1, a, x),
+                          lambda _ans, a, x: _gammainc_density(0, a, x), real_only=True)
+gammaincc = elementwise_op("gammaincc", sp.gammaincc,
+                           lambda _ans, a, x: -_gammainc_da(1, a, x),
+                           lambda _ans, a, x: -_gammainc_density(0, a, x), real_only=True)
+betainc = elementwise_op("betainc", sp.betainc,
+                         lambda _ans, a, b, x: _betainc_dab(1, 0, a, b, x),
+                         lambda _ans, a, b, x: _betainc_dab(0, 1, a, b, x),
+                         lambda _ans, a, b, x: _betainc_density(0, 0, a, b, x), real_only=True)
 
 multiply = elementwise_op("multiply", np.multiply, lambda _a, _x, y: y, lambda _a, x, _y: x)
 arctan2 = elementwise_op("arctan2", np.arctan2,
