@@ -333,6 +333,15 @@ CASES = {
         (resolvent_case(False)(fn), (cplx(2, 3), np.array([1.8]), cplx(5, 1)), {})],
     "linalg.cross": same((real(3), real(2, 3)), (cplx(3), real(3))),
     "linalg.vector_norm": same((away(2, 3),), (cplx(3, center=Z),)),
+    # numpy.fft: n pads or crops, the Hermitian weighting of irfft
+    "fft.fft": cases((lambda fn: lambda a: fn(a, 5, 0, "ortho"), (cplx(3, 2),)),
+                     (lambda fn: lambda a: fn(a, 2), (real(2, 3),))),
+    "fft.ifft": cases((lambda fn: lambda a: fn(a, None, -1, "forward"), (cplx(2, 3),))),
+    "fft.rfft": cases((lambda fn: lambda a: fn(a, 6), (real(2, 5),)),
+                      (lambda fn: lambda a: fn(a, 3, 0, "ortho"), (real(4, 2),))),
+    "fft.irfft": cases((lambda fn: lambda a: fn(a), (cplx(2, 4),)),
+                       (lambda fn: lambda a: fn(a, 5, 0, "ortho"), (cplx(2, 2),)),
+                       (lambda fn: lambda a: fn(a, 3), (real(2, 4),))),
 }
 
 

@@ -22,6 +22,7 @@ from .ops.reductions import sum  # noqa: A004
 from .ops.products import *
 from .ops.nn import *
 from . import linalg
+from . import fft
 from .linalg import vecdot
 from . import autograd, testing
 from . import func
