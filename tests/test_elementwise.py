@@ -134,6 +134,7 @@ CASES: dict[str, Case] = {
     "gammainc": _c(sp.gammainc, (POS, POS), complex="raises"),
     "gammaincc": _c(sp.gammaincc, (POS, POS), complex="raises"),
     "betainc": _c(sp.betainc, (POS, POS, PROB), complex="raises"),
+    "stdtr": _c(sp.stdtr, (POS, R), complex="raises"),
     # derivatives of gammainc, betainc in their parameters (values: see test_special.py);
     # the forward oracle is the op's own, second derivatives would be of third order
     "gammainc_da": _c(pd.gammainc_da, (POS, POS), order=1, complex="raises", second="no",

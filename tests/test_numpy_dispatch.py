@@ -144,8 +144,8 @@ def test_missing_function_raises_naming_it():
     t = _leaf(rand((3,)))
     with pytest.raises(TypeError, match=r"numpy\.median has no yaad op"):
         np.median(t)
-    with pytest.raises(TypeError, match=r"numpy\.fft\.fft has no yaad op"):
-        np.fft.fft(t)
+    with pytest.raises(TypeError, match=r"numpy\.unwrap has no yaad op"):
+        np.unwrap(t)
     with pytest.raises(TypeError, match="cannot convert a tensor that requires grad"):
         np.asarray(t)
     assert_like(np.asarray(t.detach()), t.data)

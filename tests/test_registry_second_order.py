@@ -209,6 +209,7 @@ CASES = {
     "poch": binary(0.5, 2), "rel_entr": binary(0.5, 2), "kl_div": binary(0.5, 2),
     "owens_t": binary(), "boxcox": binary(0.5, 2, -1, 1), "boxcox1p": binary(0.5, 2, -1, 1),
     "gammainc": binary(0.5, 2), "gammaincc": binary(0.5, 2),
+    "stdtr": binary(0.5, 3, 0.2, 2),
     "betainc": cases((lambda fn: fn, (real(2, 3, lo=0.5, hi=2), real(3, lo=0.5, hi=2),
                                       real(2, 3, lo=0.1, hi=0.9)))),
     "hyp1f1": cases((lambda fn: lambda x: fn(0.7, 1.3, x), (real(2, 3),)),

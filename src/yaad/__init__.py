@@ -23,6 +23,7 @@ from .ops.products import *
 from .ops.nn import *
 from . import linalg
 from . import fft
+from . import stats
 from .linalg import vecdot
 from . import autograd, testing
 from . import func

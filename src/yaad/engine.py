@@ -620,9 +620,11 @@ class _NodeRun:
 
 
 def _strong_zero_grads(node: Node, g: Any, ans: Any, args: Any, kw: dict) -> list:
-    """Rule results with exact zeros wherever ``g`` is zero (a masked, untaken branch):
-    0 * inf and 0 * nan there become 0 instead of nan."""
-    from . import where
+    """Rule results with exact zeros wherever ``g`` is zero (a masked, untaken branch) and
+    the result is not finite: 0 * inf and 0 * nan there become 0 instead of nan. A finite
+    result is kept as it is: under create_graph, a ``g`` that is zero by accident (it
+    depends on the inputs) must keep its derivatives."""
+    from . import isfinite, where
 
     spec = node.op
     zero = g == 0
@@ -634,5 +636,5 @@ def _strong_zero_grads(node: Node, g: Any, ans: Any, args: Any, kw: dict) -> lis
                 continue
             gi = (spec.vjps[0](i, g, ans, *args, **kw) if spec.variadic
                   else spec.vjps[i](g, ans, *args, **kw))
-            grads.append(None if gi is None else where(zero, 0, gi))
+            grads.append(None if gi is None else where(zero & ~isfinite(gi), 0, gi))
     return grads

@@ -331,6 +331,26 @@ betainc = elementwise_op("betainc", sp.betainc,
                          lambda _ans, a, b, x: _betainc_dab(0, 1, a, b, x),
                          lambda _ans, a, b, x: _betainc_density(0, 0, a, b, x), real_only=True)
 
+
+def _t_log_density(df, t):
+    return (gammaln(0.5 * (df + 1)) - gammaln(0.5 * df) - 0.5 * log(df * math.pi)
+            - 0.5 * (df + 1) * log1p(t * t / df))
+
+
+def _stdtr_ddf(df, t):
+    """d/d df of Student's t cdf: the tail 0.5 I_x(df/2, 1/2), x = df / (df + t^2), moves
+    with its parameter and with x; 1 - x = t^2 / (df + t^2) is written out (no
+    cancellation near t = 0, where the derivative vanishes)."""
+    s = df + t * t
+    x = df / s
+    da = 0.25 * _betainc_dab(1, 0, 0.5 * df, 0.5, x)
+    dx = 0.5 * t * exp(xlogy(0.5 * df - 1, x) - betaln(0.5 * df, 0.5)) / (s * sqrt(s))
+    return -sign(t) * da - dx
+
+
+stdtr = elementwise_op("stdtr", sp.stdtr, lambda _ans, df, t: _stdtr_ddf(df, t),
+                       lambda _ans, df, t: exp(_t_log_density(df, t)), real_only=True)
+
 multiply = elementwise_op("multiply", np.multiply, lambda _a, _x, y: y, lambda _a, x, _y: x)
 arctan2 = elementwise_op("arctan2", np.arctan2,
               lambda _a, y, x: x / (x * x + y * y),

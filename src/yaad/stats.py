@@ -1,0 +1,448 @@
+"""yaad.stats: probability distributions of ``scipy.stats``, differentiable.
+
+The names, parameters and conventions are SciPy's: ``yaad.stats.norm.logpdf(x, loc=0,
+scale=1)``, ``yaad.stats.t.cdf(x, df, loc=0, scale=1)``, ``yaad.stats.poisson.logpmf(k,
+mu)``, ``yaad.stats.multivariate_normal.logpdf(x, mean, cov)``; calling a distribution
+freezes its parameters (``yaad.stats.gamma(a, scale=s).logpdf(x)``). Every function is
+composed of yaad functions, so gradients (and higher derivatives, forward mode) flow to
+the value and to every parameter, tensors or not; on plain arrays the results are arrays.
+
+Continuous distributions: ``norm t gamma beta chi2 expon laplace cauchy uniform lognorm``,
+each with ``logpdf pdf logcdf cdf logsf sf``. Discrete: ``poisson binom`` with ``logpmf
+pmf``. Multivariate: ``dirichlet`` and ``multivariate_normal`` (full covariance, batched)
+with ``logpdf pdf``.
+
+As in SciPy, invalid parameters (a scale <= 0, a shape out of range) give NaN, and values
+outside the support give ``logpdf = -inf``, ``cdf = 0`` or ``1``. Differences, all
+deliberate: float32 inputs give float32 results; the gradient of a discrete
+distribution in ``k`` (and of ``binom`` in ``n``) is that of the formula's continuous
+extension; ``dirichlet`` returns NaN for invalid ``alpha`` and -inf for ``x`` outside
+the simplex's bounds instead of raising, and does not check that ``x`` sums to one (its
+gradient in ``x`` is that of the formula off the simplex); ``multivariate_normal`` also
+broadcasts ``mean`` and ``cov`` over leading batch axes, reads ``cov`` through its
+symmetric part, and does not take ``allow_singular=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from . import linalg
+from .ops.elementwise import (
+    arctan2,
+    betainc,
+    betaln,
+    exp,
+    expm1,
+    floor,
+    gammainc,
+    gammaincc,
+    gammaln,
+    log,
+    log1p,
+    log_ndtr,
+    ndtr,
+    stdtr,
+    where,
+    xlog1py,
+    xlogy,
+)
+from .ops.elementwise import abs as _abs
+from .ops.reductions import sum as _sum
+from .ops.shape import concatenate, diagonal, expand_dims, matrix_transpose, squeeze
+
+__all__ = ["norm", "t", "gamma", "beta", "chi2", "expon", "laplace", "cauchy", "uniform",
+           "lognorm", "poisson", "binom", "dirichlet", "multivariate_normal"]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_LOG2 = math.log(2.0)
+_INF = math.inf
+
+
+def _finite_shape(x: Any) -> tuple:
+    return tuple(getattr(x, "shape", np.shape(x)))
+
+
+class _Params:
+    """Parsing of SciPy's ``f(x, *shapes, loc=0, scale=1)`` calling convention."""
+
+    def __init__(self, name: str, shapes: tuple, extra: tuple):
+        self.name = name
+        self.shapes = shapes
+        self.names = shapes + tuple(k for k, _ in extra)
+        self.defaults = dict(extra)
+
+    def parse(self, method: str, args: tuple, kwds: dict, x: Any = None) -> list:
+        """The parameters in order; Python numbers become arrays of ``x``'s precision (as
+        NumPy treats Python numbers: float32 stays float32)."""
+        what = f"stats.{self.name}.{method}"
+        if len(args) > len(self.names):
+            raise TypeError(f"{what}: takes at most {len(self.names)} parameters "
+                            f"{self.names} after the value, got {len(args)}")
+        values = dict(self.defaults)
+        values.update(zip(self.names, args))
+        for k, v in kwds.items():
+            if k not in self.names:
+                raise TypeError(f"{what}: unexpected keyword argument {k!r} (parameters: "
+                                f"{', '.join(self.names)})")
+            if k in dict(zip(self.names, args)):
+                raise TypeError(f"{what}: got multiple values for {k!r}")
+            values[k] = v
+        missing = [k for k in self.shapes if k not in values]
+        if missing:
+            raise TypeError(f"{what}: missing the shape parameter(s) {missing}")
+        dtype = np.result_type(getattr(x, "dtype", np.float64), np.float32)
+        return [np.asarray(v, dtype=dtype) if isinstance(v, (int, float)) and not isinstance(
+            v, bool) else v for v in (values[k] for k in self.names)]
+
+
+class _Frozen:
+    """A distribution with its parameters fixed (``yaad.stats.norm(loc, scale)``)."""
+
+    def __init__(self, dist: Any, args: tuple, kwds: dict):
+        self.dist, self.args, self.kwds = dist, args, kwds
+
+    def __getattr__(self, method: str) -> Callable:
+        f = getattr(self.dist, method)
+        return lambda x: f(x, *self.args, **self.kwds)
+
+    def __repr__(self) -> str:
+        return f"<frozen yaad.stats.{self.dist.name}{self.args or ''}{self.kwds or ''}>"
+
+
+def _guard(ok: Any, value: Any, safe: float) -> Any:
+    """``value`` where the parameters are valid, ``safe`` elsewhere; a Python number stays
+    one when all are valid (a 0-d array would promote float32 inputs to float64)."""
+    if ok is True or ok is np.True_:
+        return value
+    return where(ok, value, safe)
+
+
+class _Continuous:
+    """A continuous distribution in SciPy's location-scale form: for ``z = (x - loc) /
+    scale``, ``logpdf(x) = logpdf_z(z) - log(scale)`` and ``cdf(x) = cdf_z(z)``.
+
+    ``std`` maps "logpdf", "cdf", "sf" and optionally "logcdf", "logsf" to functions
+    ``f(z, *shapes)`` of the standard distribution, evaluated only inside the support
+    ``[lo, hi]`` (``lo`` excluded when ``open_lo``). ``valid(*shapes)`` says where the
+    shape parameters are in range; ``safe`` are in-range values substituted elsewhere
+    (so that nothing outside the domain is computed, not even in a branch not taken).
+    """
+
+    def __init__(self, name: str, shapes: tuple, std: dict, lo: float = -_INF,
+                 hi: float = _INF, open_lo: bool = False, valid: Callable | None = None,
+                 safe: tuple = (), doc: str = ""):
+        self.name = name
+        self.params = _Params(name, shapes, (("loc", 0.0), ("scale", 1.0)))
+        self.std = std
+        self.lo, self.hi, self.open_lo = lo, hi, open_lo
+        self.valid = valid
+        self.safe = safe
+        sig = ", ".join(("x",) + shapes + ("loc=0", "scale=1"))
+        self.__doc__ = (
+            f"The {doc} distribution (scipy.stats.{name}), differentiable in x and in every "
+            f"parameter.\n\nMethods ``logpdf pdf logcdf cdf logsf sf``, each called as "
+            f"``f({sig})`` (SciPy's convention); calling ``{name}({sig[3:]})`` freezes the "
+            f"parameters.")
+
+    def __call__(self, *args: Any, **kwds: Any) -> _Frozen:
+        self.params.parse("__call__", args, kwds)
+        return _Frozen(self, args, kwds)
+
+    def __repr__(self) -> str:
+        return f"<yaad.stats.{self.name}>"
+
+    def _standard(self, method: str, x: Any, args: tuple, kwds: dict):
+        *shapes, loc, scale = self.params.parse(method, args, kwds, x)
+        ok = scale > 0
+        if self.valid is not None:
+            ok = ok & self.valid(*shapes)
+        scale = _guard(ok, scale, 1.0)
+        shapes = [_guard(ok, s, d) for s, d in zip(shapes, self.safe)]
+        z = (x - loc) / scale
+        below = (z <= self.lo) if self.open_lo else (z < self.lo)
+        above = z > self.hi
+        inside = ~(below | above)
+        mid = 1.0 if self.lo == -_INF or self.hi == _INF else 0.5 * (self.lo + self.hi)
+        zs = where(inside, z, self.lo + 1.0 if self.hi == _INF and self.lo > -_INF else mid)
+        return ok, below, above, zs, shapes, scale
+
+    def _piecewise(self, method, x, args, kwds, f, low, high):
+        ok, below, above, zs, shapes, _ = self._standard(method, x, args, kwds)
+        return where(ok, where(below, low, where(above, high, f(zs, *shapes))), _NAN)
+
+    def logpdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
+        """Log of the probability density at ``x``."""
+        ok, below, above, zs, shapes, scale = self._standard("logpdf", x, args, kwds)
+        inside = self.std["logpdf"](zs, *shapes) - log(scale)
+        return where(ok, where(below | above, -_INF, inside), _NAN)
+
+    def pdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
+        """Probability density at ``x``."""
+        return exp(self.logpdf(x, *args, **kwds))
+
+    def cdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
+        """Cumulative distribution function, P(X <= x)."""
+        return self._piecewise("cdf", x, args, kwds, self.std["cdf"], 0.0, 1.0)
+
+    def sf(self, x: Any, *args: Any, **kwds: Any) -> Any:
+        """Survival function, P(X > x) = 1 - cdf(x)."""
+        return self._piecewise("sf", x, args, kwds, self.std["sf"], 1.0, 0.0)
+
+    def logcdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
+        """Log of the cumulative distribution function."""
+        f = self.std.get("logcdf") or (lambda z, *s: log(self.std["cdf"](z, *s)))
+        return self._piecewise("logcdf", x, args, kwds, f, -_INF, 0.0)
+
+    def logsf(self, x: Any, *args: Any, **kwds: Any) -> Any:
+        """Log of the survival function."""
+        f = self.std.get("logsf") or (lambda z, *s: log(self.std["sf"](z, *s)))
+        return self._piecewise("logsf", x, args, kwds, f, 0.0, -_INF)
+
+
+_NAN = math.nan
+
+
+# ---- the standard forms ------------------------------------------------------------------
+
+def _xlogy(c, y):
+    """``c log(y)`` (0 where c == y == 0) with the gradient ``log(y)`` in ``c`` also at
+    ``c == 0`` (the xlogy op gives 0 there, PyTorch's choice, wrong for a parameter)."""
+    pos = y > 0
+    return where(pos, c * log(where(pos, y, 1.0)), xlogy(c, y))
+
+
+def _xlog1py(c, y):
+    """``c log1p(y)``, as :func:`_xlogy`."""
+    pos = y > -1
+    return where(pos, c * log1p(where(pos, y, 0.0)), xlog1py(c, y))
+
+
+def _t_logpdf(z, df):
+    return (gammaln(0.5 * (df + 1)) - gammaln(0.5 * df) - 0.5 * log(df * math.pi)
+            - 0.5 * (df + 1) * log1p(z * z / df))
+
+
+def _laplace_cdf(z):
+    left = z <= 0
+    return where(left, 0.5 * exp(where(left, z, 0)), 1 - 0.5 * exp(-where(left, 0, z)))
+
+
+def _laplace_logcdf(z):
+    left = z <= 0
+    return where(left, where(left, z, 0) - _LOG2, log1p(-0.5 * exp(-where(left, 0, z))))
+
+
+norm = _Continuous("norm", (), {
+    "logpdf": lambda z: -0.5 * z * z - _LOG_SQRT_2PI,
+    "cdf": ndtr, "sf": lambda z: ndtr(-z), "logcdf": log_ndtr, "logsf": lambda z: log_ndtr(-z),
+}, doc="normal")
+t = _Continuous("t", ("df",), {
+    "logpdf": _t_logpdf, "cdf": lambda z, df: stdtr(df, z), "sf": lambda z, df: stdtr(df, -z),
+}, valid=lambda df: df > 0, safe=(1.0,), doc="Student's t")
+gamma = _Continuous("gamma", ("a",), {
+    "logpdf": lambda z, a: _xlogy(a - 1, z) - z - gammaln(a),
+    "cdf": lambda z, a: gammainc(a, z), "sf": lambda z, a: gammaincc(a, z),
+}, lo=0.0, valid=lambda a: a > 0, safe=(1.0,), doc="gamma")
+chi2 = _Continuous("chi2", ("df",), {
+    "logpdf": lambda z, df: (_xlogy(0.5 * df - 1, z) - 0.5 * z - gammaln(0.5 * df)
+                          - 0.5 * df * _LOG2),
+    "cdf": lambda z, df: gammainc(0.5 * df, 0.5 * z),
+    "sf": lambda z, df: gammaincc(0.5 * df, 0.5 * z),
+}, lo=0.0, valid=lambda df: df > 0, safe=(1.0,), doc="chi-squared")
+beta = _Continuous("beta", ("a", "b"), {
+    "logpdf": lambda z, a, b: _xlogy(a - 1, z) + _xlog1py(b - 1, -z) - betaln(a, b),
+    "cdf": lambda z, a, b: betainc(a, b, z), "sf": lambda z, a, b: betainc(b, a, 1 - z),
+}, lo=0.0, hi=1.0, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), doc="beta")
+expon = _Continuous("expon", (), {
+    "logpdf": lambda z: -z, "cdf": lambda z: -expm1(-z), "sf": lambda z: exp(-z),
+    "logsf": lambda z: -z, "logcdf": lambda z: log(-expm1(-z)),
+}, lo=0.0, doc="exponential")
+laplace = _Continuous("laplace", (), {
+    "logpdf": lambda z: -_abs(z) - _LOG2,
+    "cdf": _laplace_cdf, "sf": lambda z: _laplace_cdf(-z),
+    "logcdf": _laplace_logcdf, "logsf": lambda z: _laplace_logcdf(-z),
+}, doc="Laplace (double exponential)")
+cauchy = _Continuous("cauchy", (), {
+    "logpdf": lambda z: -math.log(math.pi) - log1p(z * z),
+    "cdf": lambda z: arctan2(1.0, -z) / math.pi, "sf": lambda z: arctan2(1.0, z) / math.pi,
+}, doc="Cauchy")
+uniform = _Continuous("uniform", (), {
+    "logpdf": lambda z: 0.0 * z, "cdf": lambda z: z, "sf": lambda z: 1 - z,
+    "logcdf": log, "logsf": lambda z: log1p(-z),
+}, lo=0.0, hi=1.0, doc="uniform (on [loc, loc + scale])")
+lognorm = _Continuous("lognorm", ("s",), {
+    "logpdf": lambda z, s: -log(s * z) - _LOG_SQRT_2PI - 0.5 * (log(z) / s) ** 2,
+    "cdf": lambda z, s: ndtr(log(z) / s), "sf": lambda z, s: ndtr(-log(z) / s),
+    "logcdf": lambda z, s: log_ndtr(log(z) / s), "logsf": lambda z, s: log_ndtr(-log(z) / s),
+}, lo=0.0, open_lo=True, valid=lambda s: s > 0, safe=(1.0,), doc="log-normal")
+
+
+# ---- discrete ----------------------------------------------------------------------------
+
+
+class _Discrete:
+    """A discrete distribution on the integers, shifted by ``loc``: ``logpmf(k, *shapes,
+    loc=0)``; ``logpmf_k(k, *shapes)`` is evaluated only on the support."""
+
+    def __init__(self, name: str, shapes: tuple, logpmf_k: Callable, support: Callable,
+                 valid: Callable, safe: tuple, doc: str):
+        self.name = name
+        self.params = _Params(name, shapes, (("loc", 0),))
+        self.logpmf_k, self.support, self.valid, self.safe = logpmf_k, support, valid, safe
+        sig = ", ".join(("k",) + shapes + ("loc=0",))
+        self.__doc__ = (
+            f"The {doc} distribution (scipy.stats.{name}), differentiable in its "
+            f"parameters.\n\nMethods ``logpmf pmf``, called as ``f({sig})``; calling "
+            f"``{name}({sig[3:]})`` freezes the parameters. The gradient in ``k`` is that "
+            f"of the formula's continuous extension.")
+
+    def __call__(self, *args: Any, **kwds: Any) -> _Frozen:
+        self.params.parse("__call__", args, kwds)
+        return _Frozen(self, args, kwds)
+
+    def __repr__(self) -> str:
+        return f"<yaad.stats.{self.name}>"
+
+    def logpmf(self, k: Any, *args: Any, **kwds: Any) -> Any:
+        """Log of the probability mass at ``k``."""
+        *shapes, loc = self.params.parse("logpmf", args, kwds, k)
+        ok = self.valid(*shapes)
+        shapes = [_guard(ok, s, d) for s, d in zip(shapes, self.safe)]
+        k = k - loc
+        on = self.support(k, *shapes) & (k == floor(k))
+        ks = where(on, k, 0.0)
+        return where(ok, where(on, self.logpmf_k(ks, *shapes), -_INF), _NAN)
+
+    def pmf(self, k: Any, *args: Any, **kwds: Any) -> Any:
+        """Probability mass at ``k``."""
+        return exp(self.logpmf(k, *args, **kwds))
+
+
+poisson = _Discrete(
+    "poisson", ("mu",), lambda k, mu: _xlogy(k, mu) - gammaln(k + 1) - mu,
+    support=lambda k, mu: k >= 0, valid=lambda mu: mu >= 0, safe=(1.0,), doc="Poisson")
+binom = _Discrete(
+    "binom", ("n", "p"),
+    lambda k, n, p: (gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + _xlogy(k, p)
+                     + _xlog1py(n - k, -p)),
+    support=lambda k, n, p: (k >= 0) & (k <= n),
+    valid=lambda n, p: (n >= 0) & (n == floor(n)) & (p >= 0) & (p <= 1),
+    safe=(1.0, 0.5), doc="binomial")
+
+
+# ---- multivariate ------------------------------------------------------------------------
+
+
+def _squeezed(out: Any) -> Any:
+    """SciPy's multivariate results: every axis of length 1 squeezed out."""
+    return squeeze(out) if 1 in _finite_shape(out) else out
+
+
+class _Dirichlet:
+    """The Dirichlet distribution (scipy.stats.dirichlet), differentiable in ``x`` and
+    ``alpha``.
+
+    Methods ``logpdf(x, alpha)`` and ``pdf(x, alpha)``: ``alpha`` has shape ``(K,)``,
+    ``x`` has shape ``(K, ...)`` (components first, as in SciPy) or ``(K - 1, ...)``
+    (the last component is then ``1 - sum``). Calling ``dirichlet(alpha)`` freezes it.
+    """
+
+    name = "dirichlet"
+
+    def __call__(self, alpha: Any) -> _Frozen:
+        return _Frozen(self, (alpha,), {})
+
+    def __repr__(self) -> str:
+        return "<yaad.stats.dirichlet>"
+
+    def logpdf(self, x: Any, alpha: Any) -> Any:
+        """Log of the density at ``x`` (components along the first axis)."""
+        ka, kx = _finite_shape(alpha), _finite_shape(x)
+        if len(ka) != 1 or not kx or kx[0] not in (ka[0], ka[0] - 1):
+            raise ValueError(
+                f"stats.dirichlet.logpdf: alpha must be 1-D (K,) and x must have K or K - 1 "
+                f"entries along its first axis; got alpha.shape = {ka}, x.shape = {kx}")
+        if kx[0] == ka[0] - 1:
+            x = concatenate([x, 1 - _sum(x, axis=0, keepdims=True)], axis=0)
+        a = expand_dims(alpha, tuple(range(1, len(kx)))) if len(kx) > 1 else alpha
+        ok = _sum(alpha <= 0) == 0
+        a = _guard(ok, a, 1.0)
+        inside = _sum((x < 0) | (x > 1), axis=0) == 0
+        xs = where(inside, x, 0.5)
+        out = _sum(_xlogy(a - 1, xs), axis=0) + gammaln(_sum(a, axis=0)) - _sum(gammaln(a),
+                                                                                axis=0)
+        return _squeezed(where(ok, where(inside, out, -_INF), _NAN))
+
+    def pdf(self, x: Any, alpha: Any) -> Any:
+        """Density at ``x``."""
+        return exp(self.logpdf(x, alpha))
+
+
+class _MultivariateNormal:
+    """The multivariate normal distribution (scipy.stats.multivariate_normal),
+    differentiable in ``x``, ``mean`` and ``cov``.
+
+    Methods ``logpdf(x, mean=None, cov=1, allow_singular=False)`` and ``pdf``: ``x`` has
+    shape ``(..., K)``; ``cov`` is a number (a multiple of the identity), a vector (the
+    diagonal) or a full matrix ``(K, K)``; beyond SciPy, ``mean (..., K)`` and ``cov
+    (..., K, K)`` may carry batch axes, broadcast with those of ``x``. The result is
+    squeezed as SciPy squeezes it. Calling ``multivariate_normal(mean, cov)`` freezes it.
+    """
+
+    name = "multivariate_normal"
+
+    def __call__(self, mean: Any = None, cov: Any = 1, allow_singular: bool = False) -> _Frozen:
+        return _Frozen(self, (mean, cov, allow_singular), {})
+
+    def __repr__(self) -> str:
+        return "<yaad.stats.multivariate_normal>"
+
+    def logpdf(self, x: Any, mean: Any = None, cov: Any = 1,
+               allow_singular: bool = False) -> Any:
+        """Log of the density at ``x`` (the last axis holds the components)."""
+        what = "stats.multivariate_normal.logpdf"
+        if allow_singular:
+            raise NotImplementedError(
+                f"{what}: allow_singular=True is not supported (the density of a singular "
+                f"covariance lives on a subspace; its gradient in cov is not defined)")
+        cshape = _finite_shape(cov)
+        mshape = _finite_shape(mean) if mean is not None else None
+        # SciPy's dimension: from the mean, else from a matrix cov, else 1
+        k = (mshape[-1] if mshape else 1) if mean is not None else (
+            cshape[-1] if len(cshape) >= 2 else 1)
+        xshape = _finite_shape(x)
+        if not xshape or (len(xshape) == 1 and k == 1):
+            x = expand_dims(x, -1)  # SciPy: a 1-D x of a 1-D distribution holds samples
+        if _finite_shape(x)[-1] != k:
+            raise ValueError(f"{what}: x has {_finite_shape(x)[-1]} components along its last "
+                             f"axis, the distribution {k} (x.shape = {xshape})")
+        if len(cshape) == 1 and cshape[0] != k:
+            raise ValueError(f"{what}: a 1-D cov (the diagonal) must have {k} entries, got "
+                             f"{cshape[0]}")
+        diff = x if mean is None else x - mean
+        if len(cshape) < 2:  # a multiple of the identity, or the diagonal
+            var = cov * np.ones(k) if len(cshape) == 0 else cov
+            maha = _sum(diff * diff / var, axis=-1)
+            logdet = _sum(log(var * np.ones(k)), axis=-1)
+        else:
+            if cshape[-2:] != (k, k):
+                raise ValueError(f"{what}: cov has shape {cshape}, expected (..., {k}, {k})")
+            chol = linalg.cholesky(0.5 * (cov + matrix_transpose(cov)))
+            batch = np.broadcast_shapes(_finite_shape(diff)[:-1], cshape[:-2])
+            sol = linalg.solve_triangular(chol, expand_dims(diff, -1) + np.zeros(batch + (k, 1)),
+                                          lower=True)
+            maha = _sum(squeeze(sol, -1) ** 2, axis=-1)
+            logdet = 2 * _sum(log(diagonal(chol, 0, -2, -1)), axis=-1)
+        return _squeezed(-0.5 * (k * math.log(2 * math.pi) + logdet + maha))
+
+    def pdf(self, x: Any, mean: Any = None, cov: Any = 1, allow_singular: bool = False) -> Any:
+        """Density at ``x``."""
+        return exp(self.logpdf(x, mean, cov, allow_singular))
+
+
+dirichlet = _Dirichlet()
+multivariate_normal = _MultivariateNormal()
