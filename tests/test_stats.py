@@ -100,7 +100,7 @@ def test_gradient_in_a_shape_parameter_equal_to_one():
         xs = x / 3 if name == "beta" else x
         ps = [yaad.tensor(np.array(s), requires_grad=True) for s in shapes]
         yaad.sum(_fn(S, name, "logpdf")(xs, *ps)).backward()
-        jg = jax.grad(lambda *a, name=name: jnp.sum(_fn(jst, name, "logpdf")(xs, *a)),
+        jg = jax.grad(lambda *a, name=name, xs=xs: jnp.sum(_fn(jst, name, "logpdf")(xs, *a)),
                       argnums=tuple(range(len(shapes))))(*shapes)
         for p, g in zip(ps, jg):
             np.testing.assert_allclose(p.grad, g, rtol=1e-12, err_msg=name)

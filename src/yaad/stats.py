@@ -31,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import linalg
+from .ops.elementwise import abs as _abs
 from .ops.elementwise import (
     arctan2,
     betainc,
@@ -50,7 +51,6 @@ from .ops.elementwise import (
     xlog1py,
     xlogy,
 )
-from .ops.elementwise import abs as _abs
 from .ops.reductions import sum as _sum
 from .ops.shape import concatenate, diagonal, expand_dims, matrix_transpose, squeeze
 
