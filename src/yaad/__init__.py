@@ -21,9 +21,12 @@ from .ops.reductions import *
 from .ops.reductions import sum  # noqa: A004
 from .ops.products import *
 from .ops.nn import *
+from .ops.composed import *
+from .ops.convolution import convolve, correlate
 from . import linalg
 from . import fft
 from . import stats
+from . import signal
 from .linalg import vecdot
 from . import autograd, testing
 from . import func

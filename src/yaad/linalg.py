@@ -2,8 +2,10 @@
 
 The functions of ``numpy.linalg`` with their names and signatures, batched over leading
 axes ``(..., m, n)``, for real and complex inputs, each with a VJP and a JVP (so second
-derivatives and forward mode work), plus SciPy's ``expm``, ``logm``, ``sqrtm`` and
-``solve_triangular``. ``numpy.linalg.f(t)`` on a tensor calls ``yaad.linalg.f``.
+derivatives and forward mode work), plus SciPy's ``expm``, ``logm``, ``sqrtm``,
+``solve_triangular``, ``solve_sylvester``, ``solve_continuous_lyapunov``,
+``solve_banded``, ``polar`` and ``schur`` (without gradient). ``numpy.linalg.f(t)`` on a
+tensor calls ``yaad.linalg.f``.
 
 Differences from NumPy, all deliberate:
 
@@ -44,6 +46,13 @@ from .ops.linalg_basic import (
 )
 from .ops.linalg_matfuncs import expm, logm, sqrtm
 from .ops.linalg_norms import matrix_norm, norm, vector_norm
+from .ops.linalg_scipy import (
+    polar,
+    schur,
+    solve_banded,
+    solve_continuous_lyapunov,
+    solve_sylvester,
+)
 from .ops.linalg_spectral import GaugeError
 from .ops.linalg_spectral import eig as _eig
 from .ops.linalg_spectral import eigh as _eigh
@@ -65,12 +74,14 @@ __all__ = [
     "cholesky", "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "norm",
     "matrix_norm", "vector_norm", "cond", "matrix_rank", "matrix_power", "cross", "outer",
     "tensordot", "vecdot", "matmul", "matrix_transpose", "multi_dot", "tensorinv",
-    "tensorsolve", "expm", "logm", "sqrtm", "solve_triangular",
+    "tensorsolve", "expm", "logm", "sqrtm", "solve_triangular", "solve_sylvester",
+    "solve_continuous_lyapunov", "solve_banded", "polar", "schur",
 ]
 
 # The ops keep their "linalg."-prefixed names in errors and in the registry; as functions
 # of this namespace they go by NumPy's names.
-for _f in (cholesky, cross, det, inv, pinv, solve, solve_triangular, expm, logm, sqrtm):
+for _f in (cholesky, cross, det, inv, pinv, solve, solve_triangular, expm, logm, sqrtm,
+           solve_sylvester, solve_banded):
     _f.__name__ = _f.__qualname__ = _f.op.name.removeprefix("linalg.")
 
 

@@ -615,6 +615,34 @@ def sort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = No
     return take_along_axis(a, perm, axis=axis)
 
 
+def partition(a: Any, kth: Any, axis: int | None = -1, kind: str = "introselect",
+              order: Any = None) -> Any:
+    """A copy with the ``kth`` element(s) where a full sort would put them, smaller ones
+    before and larger ones after (numpy.partition); the gradient goes back through the
+    same permutation (ties are broken as numpy.argpartition breaks them).
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+    kth : int or sequence of int
+    axis : int or None
+        None partitions the flattened input.
+    kind : str
+    order : None
+        Structured arrays are not supported.
+
+    Returns
+    -------
+    Tensor
+    """
+    if not isinstance(a, Tensor):
+        return np.partition(a, kth, axis=axis, kind=kind, order=order)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), -1
+    perm = np.argpartition(a.data, kth, axis=axis, kind=kind, order=order)
+    return take_along_axis(a, perm, axis=axis)
+
+
 # ---- without gradient ------------------------------------------------------------------
 
 def _nondiff(fn, name: str, doc: str):
@@ -676,6 +704,26 @@ axis : int or None
 kind : str, optional
 order : None
 stable : bool, optional
+
+Returns
+-------
+Tensor
+    Integer, without gradient.
+""")
+
+
+argpartition = _nondiff(
+    lambda a, kth, axis=-1, kind="introselect", order=None: np.argpartition(
+        a, kth, axis=axis, kind=kind, order=order), "argpartition",
+    """Indices that partition the array (numpy.argpartition).
+
+Parameters
+----------
+a : Tensor or array_like
+kth : int or sequence of int
+axis : int or None
+kind : str
+order : None
 
 Returns
 -------

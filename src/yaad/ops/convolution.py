@@ -1,0 +1,247 @@
+"""Convolution and correlation: ``numpy.convolve`` and ``numpy.correlate`` (1-D),
+``scipy.signal.convolve`` and ``scipy.signal.correlate`` (n-D), and ``fftconvolve``.
+
+Every mode's output is a window of the full output. For the full convolution
+``y = a * v`` the VJPs are correlations of the cotangent, zero-padded from the window
+to the full output (``G``), with the other input (``correlate`` conjugates its second
+argument, as NumPy and SciPy do, which is PyTorch's complex convention)::
+
+    grad_a = correlate(G, v, "valid")        grad_v = correlate(G, a, "valid")
+
+and since ``correlate(a, v) = a * conj(flip(v))``::
+
+    grad_a = convolve(G, v, "valid")         grad_v = conj(flip(correlate(G, a, "valid")))
+
+Both are real-linear in each input (``correlate`` plugs the tangent of ``v`` into the
+conjugated slot, which is right), so the JVP is the op applied to the tangent. The rules
+use the n-D SciPy ops, so second derivatives come from the same two rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.signal as ssig
+from numpy.lib.array_utils import normalize_axis_tuple
+
+from ..op import op
+from .elementwise import conj
+from .shape import flip, getitem, pad
+
+_MODES = ("full", "valid", "same")
+
+
+def _check_mode(name: str, mode: Any) -> None:
+    if mode not in _MODES:
+        raise ValueError(f"{name}: mode must be 'full', 'valid' or 'same', got {mode!r}")
+
+
+def _numpy_window(name: str, n: int, m: int, mode: str) -> tuple:
+    """(start, length) of NumPy's ``mode`` output inside the full one."""
+    lo, hi = min(n, m), max(n, m)
+    if mode == "full":
+        return 0, n + m - 1
+    if mode == "valid":
+        return lo - 1, hi - lo + 1
+    start = (lo - 1) // 2
+    if name == "correlate" and n < m:  # NumPy correlates the swapped inputs, reversed
+        start = lo - 1 - start
+    return start, hi
+
+
+def _scipy_window(n: int, m: int, mode: str) -> tuple:
+    """(start, length) of SciPy's ``mode`` output inside the full one, along one axis."""
+    if mode == "full":
+        return 0, n + m - 1
+    if mode == "valid":
+        return min(n, m) - 1, abs(n - m) + 1
+    return (m - 1) // 2, n
+
+
+def _embed(g: Any, windows: Sequence[tuple], full: Sequence[int]) -> Any:
+    """The cotangent of a window, zero-padded to the full output."""
+    widths = [(s, f - s - k) for (s, k), f in zip(windows, full)]
+    return pad(g, widths) if any(w != (0, 0) for w in widths) else g
+
+
+def _full_shape(a: Any, v: Any) -> list:
+    return [n + m - 1 for n, m in zip(a.shape, v.shape)]
+
+
+def _rules(windows, default, correlation):
+    """VJPs of a convolution (or a correlation), given ``windows(a_shape, v_shape,
+    mode)``, the mode's default and whether the op conjugates ``v``."""
+    def full(g, a, v, mode):
+        return _embed(g, windows(a.shape, v.shape, mode), _full_shape(a, v))
+
+    if correlation:
+        return (lambda g, ans, a, v, mode=default, method="auto": signal_convolve(
+                    full(g, a, v, mode), v, "valid"),
+                lambda g, ans, a, v, mode=default, method="auto": flip(conj(signal_correlate(
+                    full(g, a, v, mode), a, "valid"))))
+    return (lambda g, ans, a, v, mode=default, method="auto": signal_correlate(
+                full(g, a, v, mode), v, "valid"),
+            lambda g, ans, a, v, mode=default, method="auto": signal_correlate(
+                full(g, a, v, mode), a, "valid"))
+
+
+def _scipy_windows(a_shape, v_shape, mode):
+    return [_scipy_window(n, m, mode) for n, m in zip(a_shape, v_shape)]
+
+
+def _signal(fn, name):
+    def forward(in1, in2, mode="full", method="auto"):
+        _check_mode(f"signal.{name}", mode)
+        return fn(in1, in2, mode=mode, method=method)
+
+    return forward
+
+
+signal_convolve = op(_signal(ssig.convolve, "convolve"), name="signal.convolve", linear=True,
+                     vjp=_rules(_scipy_windows, "full", False))
+signal_convolve.__doc__ = """N-dimensional convolution (scipy.signal.convolve), differentiable
+in both inputs.
+
+Parameters
+----------
+in1, in2 : array_like or Tensor
+    The same number of dimensions; real or complex.
+mode : {"full", "valid", "same"}
+    "same": the size of ``in1``, centred; "valid": where one input covers the other.
+method : {"auto", "direct", "fft"}
+    How SciPy computes the forward (the gradients use "auto").
+
+Returns
+-------
+Tensor or ndarray
+"""
+signal_correlate = op(_signal(ssig.correlate, "correlate"), name="signal.correlate",
+                      linear=True, vjp=_rules(_scipy_windows, "full", True))
+signal_correlate.__doc__ = """N-dimensional cross-correlation (scipy.signal.correlate):
+``sum in1[k + n] conj(in2[n])``, differentiable in both inputs.
+
+Parameters
+----------
+in1, in2 : array_like or Tensor
+mode : {"full", "valid", "same"}
+method : {"auto", "direct", "fft"}
+
+Returns
+-------
+Tensor or ndarray
+"""
+
+
+def _numpy_windows(name):
+    def windows(a_shape, v_shape, mode):
+        return [_numpy_window(name, a_shape[0], v_shape[0], mode)]
+
+    return windows
+
+
+def _np_convolve(a, v, mode="full"):
+    _check_mode("convolve", mode)
+    return np.convolve(a, v, mode)
+
+
+def _np_correlate(a, v, mode="valid"):
+    _check_mode("correlate", mode)
+    return np.correlate(a, v, mode)
+
+
+def _as_1d(rules):
+    """Rules of a 1-D NumPy op: a 0-d input is used as a vector of length one."""
+    def wrap(rule):
+        return lambda g, ans, a, v, *mode: rule(g, ans, _vector(a), _vector(v), *mode)
+
+    return tuple(wrap(r) for r in rules)
+
+
+def _vector(x):
+    return x if len(x.shape) == 1 else getitem(x, (None,))
+
+
+convolve = op(_np_convolve, name="convolve", linear=True,
+              vjp=_as_1d(_rules(_numpy_windows("convolve"), "full", False)))
+convolve.__doc__ = """Discrete linear convolution of two 1-D sequences (numpy.convolve),
+differentiable in both.
+
+Parameters
+----------
+a, v : 1-D array_like or Tensor
+mode : {"full", "valid", "same"}
+    "same" has length max(len(a), len(v)), as in NumPy.
+
+Returns
+-------
+Tensor or ndarray
+"""
+
+correlate = op(_np_correlate, name="correlate", linear=True,
+               vjp=_as_1d(_rules(_numpy_windows("correlate"), "valid", True)))
+correlate.__doc__ = """Cross-correlation of two 1-D sequences, ``sum a[n + k] conj(v[n])``
+(numpy.correlate), differentiable in both.
+
+Parameters
+----------
+a, v : 1-D array_like or Tensor
+mode : {"valid", "same", "full"}
+
+Returns
+-------
+Tensor or ndarray
+"""
+
+
+def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any:
+    """N-dimensional convolution by FFTs (scipy.signal.fftconvolve), composed of
+    ``yaad.fft`` (values equal SciPy's to rounding; SciPy pads to fast lengths).
+
+    Parameters
+    ----------
+    in1, in2 : array_like or Tensor
+        The same number of dimensions; along axes not in ``axes`` their lengths must be
+        equal or 1.
+    mode : {"full", "valid", "same"}
+    axes : int or sequence of int, optional
+        The axes convolved (default: all).
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    from .. import fft
+
+    _check_mode("signal.fftconvolve", mode)
+    s1, s2 = np.shape(getattr(in1, "data", in1)), np.shape(getattr(in2, "data", in2))
+    if len(s1) != len(s2):
+        raise ValueError("signal.fftconvolve: in1 and in2 should have the same "
+                         f"dimensionality, got shapes {s1} and {s2}")
+    if not s1:
+        return in1 * in2
+    nd = len(s1)
+    axes = list(range(nd)) if axes is None else sorted(normalize_axis_tuple(axes, nd))
+    if any(n == 0 for n in s1 + s2):
+        raise ValueError("signal.fftconvolve: inputs must not be empty")
+    if mode == "valid":
+        if all(a >= b for a, b in zip((s1[i] for i in axes), (s2[i] for i in axes))):
+            pass
+        elif all(a <= b for a, b in zip((s1[i] for i in axes), (s2[i] for i in axes))):
+            in1, in2, s1, s2 = in2, in1, s2, s1
+        else:
+            raise ValueError("signal.fftconvolve: for 'valid' mode, one must be at least as "
+                             "large as the other in every dimension")
+    full = [s1[i] + s2[i] - 1 for i in axes]
+    dtypes = [np.asarray(getattr(x, "data", x)).dtype for x in (in1, in2)]
+    if any(d.kind == "c" for d in dtypes):
+        ret = fft.ifftn(fft.fftn(in1, full, axes) * fft.fftn(in2, full, axes), full, axes)
+    else:
+        ret = fft.irfftn(fft.rfftn(in1, full, axes) * fft.rfftn(in2, full, axes), full, axes)
+    if mode == "full":
+        return ret
+    index = [slice(None)] * nd
+    for i in axes:
+        start, k = _scipy_window(s1[i], s2[i], mode)
+        index[i] = slice(start, start + k)
+    return getitem(ret, tuple(index))
