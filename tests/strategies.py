@@ -1727,6 +1727,252 @@ for _method in ("logpdf", "pdf"):
          _draw_mvn, dtypes=(F64,), exact=False)
 
 
+# ---- NumPy and SciPy stragglers ----------------------------------------------------------
+
+
+def _draw_cross(data, dtype):
+    sa, sb = data.draw(broadcastable_shapes(2, max_dims=2))
+    na, nb = data.draw(st.sampled_from([(3, 3), (3, 3), (2, 3), (3, 2), (2, 2)]))
+    a = data.draw(values(dtype, sa + (na,)))
+    b = data.draw(values(_other_dtype(data, dtype, False), sb + (nb,)))
+    kw = {}
+    if data.draw(st.booleans()) and a.ndim > 1:
+        a = np.moveaxis(a, -1, 0)
+        kw["axisa"] = 0
+    if data.draw(st.booleans()) and (na, nb) != (2, 2):
+        kw["axisc"] = 0
+    return Call((a, b), kw)
+
+
+case("cross", np.cross, _draw_cross)
+
+
+def _draw_gradient(data, dtype):
+    shape = data.draw(shapes(min_dims=1, max_dims=2, min_side=3, max_side=4))
+    kw = {"edge_order": data.draw(st.sampled_from([1, 2]))}
+    axes_ = tuple(range(len(shape)))
+    if data.draw(st.booleans()):
+        kw["axis"] = data.draw(st.integers(0, len(shape) - 1))
+        axes_ = (kw["axis"],)
+    kind = data.draw(st.sampled_from(["none", "scalar", "each"]))
+    spacing = ()
+    if kind == "scalar":
+        spacing = (data.draw(st.floats(0.5, 2.0)),)
+    elif kind == "each":
+        spacing = tuple(np.cumsum(data.draw(values(F64, (shape[ax],), Domain(
+            real=((0.5, 1.5),))))) for ax in axes_)
+    return Call((data.draw(values(dtype, shape)),) + spacing, kw)
+
+
+case("gradient", np.gradient, _draw_gradient, note="differentiable in the coordinates too")
+
+
+def _draw_rollaxis(data, shape):
+    n = len(shape)
+    return (data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-n, n))), {}
+
+
+case("rollaxis", np.rollaxis, _one(shapes(min_dims=1), _draw_rollaxis))
+
+
+def _draw_partition(data, shape):
+    ax = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+    n = math.prod(shape) if ax is None else shape[ax]
+    kth = data.draw(st.one_of(st.integers(-n, n - 1), st.lists(st.integers(0, n - 1),
+                                                                min_size=1, max_size=2)))
+    return (kth,), {"axis": ax}
+
+
+case("partition", np.partition, _one(shapes(min_dims=1, min_side=1), _draw_partition,
+                                      unique=True), dtypes=REAL, ok=_distinct())
+case("argpartition", np.argpartition, _one(shapes(min_dims=1, min_side=1), _draw_partition),
+     dtypes=REAL, grad="none")
+
+
+def _draw_select(data, dtype):
+    k = data.draw(st.integers(1, 3))
+    shs = data.draw(broadcastable_shapes(2 * k + 1))
+    conds = [data.draw(npst.arrays(np.bool_, s)) for s in shs[:k]]
+    choices = [data.draw(values(_other_dtype(data, dtype, False), s)) for s in shs[k:2 * k]]
+    default = (data.draw(values(dtype, shs[-1])) if data.draw(st.booleans())
+               else data.draw(st.floats(-2, 2)))
+    return Call((k, *conds, *choices, default))
+
+
+def _select(fn):
+    def call(k, *rest):
+        return fn(list(rest[:k]), list(rest[k:2 * k]), rest[2 * k])
+
+    return call
+
+
+case("select", _select(np.select), _draw_select, call=_select(yaad.select))
+
+
+def _draw_nan_to_num(data, dtype):
+    x = data.draw(special_values(dtype, data.draw(shapes())).filter(
+        lambda a: np.all(np.abs(a[np.isfinite(a)]) < 1e3)))
+    kw = {}
+    if data.draw(st.booleans()):
+        kw = {"nan": data.draw(st.floats(-2, 2)), "posinf": data.draw(st.floats(2, 9)),
+              "neginf": data.draw(st.floats(-9, -2))}
+    return Call((x,), kw)
+
+
+case("nan_to_num", np.nan_to_num, _draw_nan_to_num,
+     ok=lambda c: bool(np.all(np.isfinite(c.args[0]))),
+     note="gradient 1 where kept, 0 where replaced (test_numpy_more)")
+
+
+def _draw_real_if_close(data, dtype):
+    x = data.draw(values(dtype, data.draw(shapes())))
+    if np.dtype(dtype).kind == "c" and data.draw(st.booleans()):
+        x = np.asarray(x.real + 1j * np.finfo(dtype).eps * data.draw(st.sampled_from(
+            [0.0, 10.0, 1e3])), dtype=dtype)
+    return Call((x,), {"tol": data.draw(st.sampled_from([100, 1e-3]))})
+
+
+case("real_if_close", np.real_if_close, _draw_real_if_close)
+
+
+def _draw_interp(data, dtype):
+    n = data.draw(st.integers(1, 5))
+    xp = np.cumsum(data.draw(values(F64, (n,), Domain(real=((0.2, 1.0),))))) - 1.5
+    fp = data.draw(values(data.draw(st.sampled_from([F64, C128])), (n,)))
+    x = data.draw(values(dtype if np.dtype(dtype).kind == "f" else F64, data.draw(shapes()),
+                         Domain(real=((-2.5, 3.5),))))
+    kw = {}
+    if data.draw(st.booleans()):
+        kw = {"left": data.draw(st.floats(-3, 3)), "right": data.draw(st.floats(-3, 3))}
+    elif data.draw(st.booleans()):
+        kw = {"period": data.draw(st.floats(1.0, 6.0))}
+    return Call((x, xp, fp), kw)
+
+
+def _interp_ok(call):
+    x, xp = call.args[0], call.args[1]
+    if "period" in call.kwargs:
+        p = call.kwargs["period"]
+        x, xp = np.mod(x, p), np.concatenate([np.mod(xp, p) - p, np.mod(xp, p),
+                                              np.mod(xp, p) + p])
+    return bool(np.all(np.abs(np.subtract.outer(np.ravel(x), xp)) > 0.02))
+
+
+case("interp", np.interp, _draw_interp, dtypes=REAL, ok=_interp_ok,
+     note="kinks at the knots: away from them")
+
+
+def _draw_polyval(data, dtype):
+    p = data.draw(values(dtype, (data.draw(st.integers(1, 4)),)))
+    return Call((p, data.draw(values(_other_dtype(data, dtype, False), data.draw(shapes())))))
+
+
+case("polyval", np.polyval, _draw_polyval)
+
+
+def _draw_convolve_1d(default):
+    def draw(data, dtype):
+        a = data.draw(values(dtype, (data.draw(st.integers(1, 5)),)))
+        v = data.draw(values(_other_dtype(data, dtype, False), (data.draw(st.integers(1, 5)),)))
+        mode = data.draw(st.sampled_from([None, "full", "same", "valid"]))
+        return Call((a, v), {} if mode is None else {"mode": mode})
+
+    return draw
+
+
+case("convolve", np.convolve, _draw_convolve_1d("full"))
+case("correlate", np.correlate, _draw_convolve_1d("valid"))
+
+
+def _draw_convolve_nd(data, dtype):
+    nd = data.draw(st.integers(1, 2))
+    a = data.draw(values(dtype, tuple(data.draw(st.integers(1, 4)) for _ in range(nd))))
+    v = data.draw(values(_other_dtype(data, dtype, False),
+                         tuple(data.draw(st.integers(1, 3)) for _ in range(nd))))
+    if data.draw(st.booleans()):
+        a, v = v, a
+    return Call((a, v), {"mode": data.draw(st.sampled_from(["full", "same", "valid"])),
+                         "method": data.draw(st.sampled_from(["auto", "direct", "fft"]))})
+
+
+def _scipy_signal(name):
+    import scipy.signal as ssig
+
+    return lambda *a, **kw: getattr(ssig, name)(*a, **kw)
+
+
+case("signal.convolve", _scipy_signal("convolve"), _draw_convolve_nd)
+case("signal.correlate", _scipy_signal("correlate"), _draw_convolve_nd)
+
+
+def _draw_fftconvolve(data, dtype):
+    call = _draw_convolve_nd(data, dtype)
+    kw = {"mode": call.kwargs["mode"]}
+    if call.args[0].ndim == 2 and data.draw(st.booleans()):
+        kw["axes"] = data.draw(st.sampled_from([0, 1, (0, 1), -1]))
+        other = 1 - kw["axes"] % 2 if kw["axes"] != (0, 1) else None
+        if other is not None:  # the other axis is a batch: lengths equal
+            a, v = call.args
+            v = np.repeat(v[(slice(None),) * other + (slice(0, 1),)], a.shape[other], other)
+            return Call((a, v), kw)
+    return Call(call.args, kw)
+
+
+case("signal.fftconvolve", _scipy_signal("fftconvolve"), _draw_fftconvolve, exact=False)
+
+
+def _draw_sylvester(data, dtype):
+    m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    batch = data.draw(st.sampled_from([(), (2,)]))
+    a = data.draw(values(dtype, batch + (m, m), SMALL)) + 3 * np.eye(m, dtype=dtype)
+    b = data.draw(values(_other_dtype(data, dtype, False), (n, n), SMALL)) + 2 * np.eye(n)
+    q = data.draw(values(dtype, (m, n)))
+    return Call((a, b.astype(np.result_type(b, dtype)), q))
+
+
+def _sylvester_ref(a, b, q):
+    return np.vectorize(sla.solve_sylvester, signature="(m,m),(n,n),(m,n)->(m,n)")(a, b, q)
+
+
+case("linalg.solve_sylvester", _sylvester_ref, _draw_sylvester, exact=False)
+
+
+def _draw_lyapunov(data, dtype):
+    n = data.draw(st.integers(1, 3))
+    a = data.draw(values(dtype, (n, n), SMALL)) + 3 * np.eye(n, dtype=dtype)
+    return Call((a, data.draw(values(dtype, (n, n)))))
+
+
+case("linalg.solve_continuous_lyapunov", lambda a, q: sla.solve_continuous_lyapunov(a, q),
+     _draw_lyapunov, exact=False)
+
+
+def _draw_banded(data, dtype):
+    n = data.draw(st.integers(1, 5))
+    lower, upper = data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2))
+    ab = data.draw(values(dtype, (lower + upper + 1, n), SMALL))
+    ab[upper] += 4
+    b = data.draw(values(dtype, data.draw(st.sampled_from([(n,), (n, 2)]))))
+    return Call(((lower, upper), ab, b))
+
+
+case("linalg.solve_banded", lambda lu, ab, b: sla.solve_banded(lu, ab, b), _draw_banded,
+     exact=False, note="entries of ab outside the matrix are not read: zero gradient")
+
+
+def _draw_polar(data, dtype):
+    side = data.draw(st.sampled_from(["right", "left"]))
+    return Call((_rect(data, dtype, batch=False),), {"side": side})
+
+
+case("linalg.polar", lambda a, side="right": sla.polar(a, side), _draw_polar, ok=_svd_ok,
+     exact=False)
+case("linalg.schur", lambda a, output="real": sla.schur(a, output),
+     lambda data, dtype: Call((_square(data, dtype, batch=False),), {"output": data.draw(
+         st.sampled_from(["real", "complex"]))}), grad="none", nondiff=(0,),
+     note="no gradient: the Schur vectors' phases and the eigenvalue order are gauge")
+
+
 # ---------------------------------------------------------------------------------------
 # Which ops are built in
 

@@ -334,6 +334,22 @@ CASES = {
         (resolvent_case(False)(fn), (cplx(2, 3), np.array([1.8]), cplx(5, 1)), {})],
     "linalg.cross": same((real(3), real(2, 3)), (cplx(3), real(3))),
     "linalg.vector_norm": same((away(2, 3),), (cplx(3, center=Z),)),
+    # convolutions: every mode, complex with real
+    "convolve": cases((lambda fn: lambda a, v: fn(a, v, "same"), (real(5), cplx(3))),
+                      (lambda fn: lambda a, v: fn(a, v), (real(2), real(4)))),
+    "correlate": cases((lambda fn: lambda a, v: fn(a, v, "full"), (cplx(4), cplx(3))),
+                       (lambda fn: lambda a, v: fn(a, v, "same"), (real(2), real(5)))),
+    "signal.convolve": cases((lambda fn: lambda a, v: fn(a, v, "valid"), (real(3, 4),
+                                                                          cplx(2, 2)))),
+    "signal.correlate": cases((lambda fn: lambda a, v: fn(a, v, "same"), (cplx(3, 2),
+                                                                          real(2, 3)))),
+    # scipy.linalg equations
+    "linalg.solve_sylvester": same((well(3), well(2), real(3, 2)),
+                                   (well(2, True), well(2), cplx(2, 2))),
+    "linalg.solve_banded": cases((lambda fn: lambda ab, b: fn((1, 2), ab, b),
+                                  (real(4, 5) + np.array([[0], [0], [4], [0]]), real(5, 2))),
+                                 (lambda fn: lambda ab, b: fn((1, 0), ab, b),
+                                  (cplx(2, 3) + np.array([[4], [0]]), cplx(3)))),
     # numpy.fft: n pads or crops, the Hermitian weighting of irfft
     "fft.fft": cases((lambda fn: lambda a: fn(a, 5, 0, "ortho"), (cplx(3, 2),)),
                      (lambda fn: lambda a: fn(a, 2), (real(2, 3),))),

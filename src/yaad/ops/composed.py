@@ -281,7 +281,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     values = [c if type(c) in (int, float, complex) else _data(c)
               for c in (*choicelist, default)]
     dtype = np.result_type(*values)
-    out = default
+    out = astype(_operand(default), dtype)  # NumPy fills the result with it, in dtype
     for cond, choice in zip(condlist[::-1], choicelist[::-1]):
         out = _where(cond, choice, out)
     shape = np.broadcast_shapes(*(np.shape(_data(v)) for v in (*condlist, *choicelist,

@@ -153,7 +153,8 @@ def _np_correlate(a, v, mode="valid"):
 def _as_1d(rules):
     """Rules of a 1-D NumPy op: a 0-d input is used as a vector of length one."""
     def wrap(rule):
-        return lambda g, ans, a, v, *mode: rule(g, ans, _vector(a), _vector(v), *mode)
+        return lambda g, ans, a, v, *args, **kw: rule(g, ans, _vector(a), _vector(v), *args,
+                                                       **kw)
 
     return tuple(wrap(r) for r in rules)
 
@@ -196,13 +197,15 @@ Tensor or ndarray
 
 def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any:
     """N-dimensional convolution by FFTs (scipy.signal.fftconvolve), composed of
-    ``yaad.fft`` (values equal SciPy's to rounding; SciPy pads to fast lengths).
+    ``yaad.fft`` (values equal SciPy's to rounding: SciPy pads to fast lengths).
+
+    As in SciPy, an axis where either input has length 1 is a broadcast product, and the
+    axes not in ``axes`` are a batch (lengths equal or 1).
 
     Parameters
     ----------
     in1, in2 : array_like or Tensor
-        The same number of dimensions; along axes not in ``axes`` their lengths must be
-        equal or 1.
+        The same number of dimensions.
     mode : {"full", "valid", "same"}
     axes : int or sequence of int, optional
         The axes convolved (default: all).
@@ -214,34 +217,43 @@ def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any
     from .. import fft
 
     _check_mode("signal.fftconvolve", mode)
-    s1, s2 = np.shape(getattr(in1, "data", in1)), np.shape(getattr(in2, "data", in2))
+    s1, s2 = np.shape(_data(in1)), np.shape(_data(in2))
     if len(s1) != len(s2):
         raise ValueError("signal.fftconvolve: in1 and in2 should have the same "
                          f"dimensionality, got shapes {s1} and {s2}")
     if not s1:
         return in1 * in2
-    nd = len(s1)
-    axes = list(range(nd)) if axes is None else sorted(normalize_axis_tuple(axes, nd))
-    if any(n == 0 for n in s1 + s2):
+    if 0 in s1 + s2:
         raise ValueError("signal.fftconvolve: inputs must not be empty")
+    nd = len(s1)
+    given = list(range(nd)) if axes is None else list(normalize_axis_tuple(axes, nd))
+    if axes is not None and not given:
+        raise ValueError("signal.fftconvolve: when provided, axes cannot be empty")
+    axes = [a for a in given if s1[a] != 1 and s2[a] != 1]
+    if not all(s1[a] == s2[a] or 1 in (s1[a], s2[a]) for a in range(nd) if a not in axes):
+        raise ValueError(f"signal.fftconvolve: incompatible shapes for in1 and in2: {s1} "
+                         f"and {s2}")
     if mode == "valid":
-        if all(a >= b for a, b in zip((s1[i] for i in axes), (s2[i] for i in axes))):
-            pass
-        elif all(a <= b for a, b in zip((s1[i] for i in axes), (s2[i] for i in axes))):
-            in1, in2, s1, s2 = in2, in1, s2, s1
-        else:
+        ok1 = all(s1[a] >= s2[a] for a in axes)
+        if not (ok1 or all(s2[a] >= s1[a] for a in axes)):
             raise ValueError("signal.fftconvolve: for 'valid' mode, one must be at least as "
                              "large as the other in every dimension")
-    full = [s1[i] + s2[i] - 1 for i in axes]
-    dtypes = [np.asarray(getattr(x, "data", x)).dtype for x in (in1, in2)]
-    if any(d.kind == "c" for d in dtypes):
-        ret = fft.ifftn(fft.fftn(in1, full, axes) * fft.fftn(in2, full, axes), full, axes)
+        if not ok1:
+            in1, in2, s1, s2 = in2, in1, s2, s1
+    if not axes:
+        ret = in1 * in2
     else:
-        ret = fft.irfftn(fft.rfftn(in1, full, axes) * fft.rfftn(in2, full, axes), full, axes)
+        full = [s1[a] + s2[a] - 1 for a in axes]
+        complex_ = any(np.asarray(_data(x)).dtype.kind == "c" for x in (in1, in2))
+        forward, inverse = (fft.fftn, fft.ifftn) if complex_ else (fft.rfftn, fft.irfftn)
+        ret = inverse(forward(in1, full, axes) * forward(in2, full, axes), full, axes)
     if mode == "full":
         return ret
-    index = [slice(None)] * nd
-    for i in axes:
-        start, k = _scipy_window(s1[i], s2[i], mode)
-        index[i] = slice(start, start + k)
-    return getitem(ret, tuple(index))
+    shape = np.shape(_data(ret))
+    keep = s1 if mode == "same" else [s1[a] - s2[a] + 1 if a in axes else shape[a]
+                                      for a in range(nd)]
+    return getitem(ret, tuple(slice((n - k) // 2, (n - k) // 2 + k) for n, k in zip(shape, keep)))
+
+
+def _data(x: Any) -> Any:
+    return getattr(x, "data", x) if hasattr(x, "requires_grad") else x

@@ -108,9 +108,11 @@ def solve_continuous_lyapunov(a: Any, q: Any) -> Any:
 
 def _shifted(row: Any, s: int, n: int) -> Any:
     """``out[j] = row[j + s]`` along the first axis (zero where ``j + s`` is outside)."""
+    k = min(abs(s), n)
+    rest = [(0, 0)] * (len(row.shape) - 1)
     if s >= 0:
-        return pad(getitem(row, slice(s, n)), [(0, s)] + [(0, 0)] * (len(row.shape) - 1))
-    return pad(getitem(row, slice(0, n + s)), [(-s, 0)] + [(0, 0)] * (len(row.shape) - 1))
+        return pad(getitem(row, slice(k, n)), [(0, k)] + rest)
+    return pad(getitem(row, slice(0, n - k)), [(k, 0)] + rest)
 
 
 def _band_adjoint(lower: int, upper: int, ab: Any) -> Any:
@@ -193,6 +195,12 @@ def polar(a: Any, side: str = "right") -> tuple:
     """Polar decomposition ``a = u p`` (side "right") or ``a = p u`` (side "left")
     (scipy.linalg.polar), differentiable where ``a`` has full rank.
 
+    The values are SciPy's (from the SVD). The derivatives are those of ``p = sqrtm(a^H
+    a)``, ``u = a p^-1`` (or ``p = sqrtm(a a^H)``, ``u = p^-1 a``), which stay defined
+    where singular values repeat (an orthogonal matrix, say), unlike the SVD's basis;
+    when that Gram matrix is singular (``a`` wide for "right", tall for "left") they
+    come from the SVD, whose gauge the factors do not depend on.
+
     Parameters
     ----------
     a : (m, n) array_like or Tensor
@@ -212,10 +220,21 @@ def polar(a: Any, side: str = "right") -> tuple:
     a = as_array(a)
     if a.ndim != 2:
         raise ValueError(f"polar: a must be a 2-D array, got shape {a.shape}")
-    w, s, vh = linalg.svd(a, full_matrices=False)
-    u = matmul(w, vh)
-    p = matmul(mH(vh) * s, vh) if side == "right" else matmul(w * s, mH(w))
-    return u, p
+    m, n = a.shape
+    if not isinstance(a, Tensor) or not (m >= n if side == "right" else m <= n):
+        w, s, vh = linalg.svd(a, full_matrices=False)
+        u = matmul(w, vh)
+        p = matmul(mH(vh) * s, vh) if side == "right" else matmul(w * s, mH(w))
+        return u, p
+    u0, p0 = polar(a.data, side)
+    if side == "right":
+        p = linalg.sqrtm(matmul(mH(a), a))
+        u = matmul(a, linalg.inv(p))
+    else:
+        p = linalg.sqrtm(matmul(a, mH(a)))
+        u = matmul(linalg.inv(p), a)
+    # SciPy's values, these derivatives: x - x.detach() is exactly 0 and carries x's
+    return u0 + (u - u.detach()), p0 + (p - p.detach())
 
 
 def _schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
