@@ -92,7 +92,7 @@ def test_gradient_with_coordinates_and_nan_to_num_against_torch():
     f = rng.standard_normal((5, 4))
     x = np.cumsum(rng.uniform(0.5, 1.5, 5))
     for edge in (1, 2):
-        (g,), w = _grads(lambda t: yaad.gradient(t, x, axis=0, edge_order=edge), [f])
+        (g,), w = _grads(lambda t, e=edge: yaad.gradient(t, x, axis=0, edge_order=e), [f])
         tf = torch.tensor(f, requires_grad=True)
         (out,) = torch.gradient(tf, spacing=(torch.tensor(x),), dim=0, edge_order=edge)
         np.testing.assert_allclose(yaad.gradient(f, x, axis=0, edge_order=edge),
