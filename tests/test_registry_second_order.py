@@ -206,6 +206,7 @@ CASES = {
     "factorial": unary(0.5, 2.5), "entr": unary(0.3, 2), "exp1": unary(0.3, 2, z=1 + 0.5j),
     "expi": unary(0.3, 2, z=1 + 0.5j), "spence": unary(0.3, 2, z=1 + 0.5j),
     "dawsn": unary(z=Z), "wofz": unary(z=Z),
+    "sici": unary(0.3, 2, z=1 + 0.5j), "fresnel": unary(z=Z),
     "poch": binary(0.5, 2), "rel_entr": binary(0.5, 2), "kl_div": binary(0.5, 2),
     "owens_t": binary(), "boxcox": binary(0.5, 2, -1, 1), "boxcox1p": binary(0.5, 2, -1, 1),
     "gammainc": binary(0.5, 2), "gammaincc": binary(0.5, 2),

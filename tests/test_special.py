@@ -87,6 +87,19 @@ def test_gradient_equals_jax(name):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-7, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("name", ["sici", "fresnel"])
+def test_two_output_functions_against_jax(name):
+    x = np.r_[POS, -POS[:2]]
+    ts = yaad.tensor(x, requires_grad=True)
+    a, b = getattr(yaad, name)(ts)
+    yaad.sum(a + 2 * b).backward()
+    jf = getattr(js, name)
+    jg = jax.grad(lambda v: jnp.sum(jf(v)[0] + 2 * jf(v)[1]))(x)
+    np.testing.assert_allclose(ts.grad, jg, rtol=1e-9)
+    for u, v in zip(getattr(yaad, name)(x), getattr(sp, name)(x)):
+        np.testing.assert_array_equal(u, v)
+
+
 def test_jn_is_jv_and_yn_matches_scipy():
     assert yaad.jn is yaad.jv
     x = POS

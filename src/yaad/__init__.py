@@ -23,6 +23,7 @@ from .ops.products import *
 from .ops.nn import *
 from .ops.composed import *
 from .ops.convolution import convolve, correlate
+from .ops.special_pairs import fresnel, sici
 from . import linalg
 from . import fft
 from . import stats

@@ -211,28 +211,24 @@ out : None
 """
 
 
-@_params(_ND_PARAMS)
-def fftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-         norm: str | None = None, out: None = None) -> Any:
-    """N-dimensional discrete Fourier transform (numpy.fft.fftn).
-    """
-    _no_out("fft.fftn", out)
-    s, axes = _shape_and_axes(a, s, axes)
-    for k in reversed(range(len(axes))):
-        a = fft(a, s[k], axes[k], norm)
-    return a
-
-
-@_params(_ND_PARAMS)
-def ifftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+def _n_dimensional(one_d: Any, name: str, summary: str) -> Any:
+    """The n-dimensional form of a complex transform: the one-dimensional one along each
+    axis, last first, as NumPy does."""
+    def f(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str | None = None, out: None = None) -> Any:
-    """N-dimensional inverse discrete Fourier transform (numpy.fft.ifftn).
-    """
-    _no_out("fft.ifftn", out)
-    s, axes = _shape_and_axes(a, s, axes)
-    for k in reversed(range(len(axes))):
-        a = ifft(a, s[k], axes[k], norm)
-    return a
+        _no_out(f"fft.{name}", out)
+        s, axes = _shape_and_axes(a, s, axes)
+        for k in reversed(range(len(axes))):
+            a = one_d(a, s[k], axes[k], norm)
+        return a
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{summary} (numpy.fft.{name}).\n{_ND_PARAMS}"
+    return f
+
+
+fftn = _n_dimensional(fft, "fftn", "N-dimensional discrete Fourier transform")
+ifftn = _n_dimensional(ifft, "ifftn", "N-dimensional inverse discrete Fourier transform")
 
 
 @_params(_ND_PARAMS)
@@ -262,40 +258,23 @@ def irfftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = 
     return irfft(a, s[-1], axes[-1], norm)
 
 
-@_params(_ND_PARAMS)
-def fft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
-         norm: str | None = None, out: None = None) -> Any:
-    """Two-dimensional discrete Fourier transform (numpy.fft.fft2): fftn over ``axes``.
-    """
-    _no_out("fft.fft2", out)
-    return fftn(a, s, axes, norm)
-
-
-@_params(_ND_PARAMS)
-def ifft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+def _two_dimensional(nd: Any, name: str, summary: str) -> Any:
+    """The two-dimensional form of an n-dimensional transform: its ``axes`` default to
+    the last two."""
+    def f(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
           norm: str | None = None, out: None = None) -> Any:
-    """Two-dimensional inverse discrete Fourier transform (numpy.fft.ifft2).
-    """
-    _no_out("fft.ifft2", out)
-    return ifftn(a, s, axes, norm)
+        _no_out(f"fft.{name}", out)
+        return nd(a, s, axes, norm)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{summary} (numpy.fft.{name}): {nd.__name__} over ``axes``.\n{_ND_PARAMS}"
+    return f
 
 
-@_params(_ND_PARAMS)
-def rfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
-          norm: str | None = None, out: None = None) -> Any:
-    """Two-dimensional DFT of a real input (numpy.fft.rfft2).
-    """
-    _no_out("fft.rfft2", out)
-    return rfftn(a, s, axes, norm)
-
-
-@_params(_ND_PARAMS)
-def irfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
-           norm: str | None = None, out: None = None) -> Any:
-    """Inverse of rfft2 (numpy.fft.irfft2).
-    """
-    _no_out("fft.irfft2", out)
-    return irfftn(a, s, axes, norm)
+fft2 = _two_dimensional(fftn, "fft2", "Two-dimensional discrete Fourier transform")
+ifft2 = _two_dimensional(ifftn, "ifft2", "Two-dimensional inverse discrete Fourier transform")
+rfft2 = _two_dimensional(rfftn, "rfft2", "Two-dimensional DFT of a real input")
+irfft2 = _two_dimensional(irfftn, "irfft2", "Inverse of rfft2")
 
 
 def fftfreq(n: int, d: Any = 1.0, device: Any = None) -> Any:

@@ -121,7 +121,22 @@ def _guard(ok: Any, value: Any, safe: float) -> Any:
     return where(ok, value, safe)
 
 
-class _Continuous:
+class _Distribution:
+    """What every distribution does with its name and parameters: freeze them when
+    called, and show its name."""
+
+    name = ""
+    params: _Params
+
+    def __call__(self, *args: Any, **kwds: Any) -> _Frozen:
+        self.params.parse("__call__", args, kwds)
+        return _Frozen(self, args, kwds)
+
+    def __repr__(self) -> str:
+        return f"<yaad.stats.{self.name}>"
+
+
+class _Continuous(_Distribution):
     """A continuous distribution in SciPy's location-scale form: for ``z = (x - loc) /
     scale``, ``logpdf(x) = logpdf_z(z) - log(scale)`` and ``cdf(x) = cdf_z(z)``.
 
@@ -147,13 +162,6 @@ class _Continuous:
             f"parameter.\n\nMethods ``logpdf pdf logcdf cdf logsf sf``, each called as "
             f"``f({sig})`` (SciPy's convention); calling ``{name}({sig[3:]})`` freezes the "
             f"parameters.")
-
-    def __call__(self, *args: Any, **kwds: Any) -> _Frozen:
-        self.params.parse("__call__", args, kwds)
-        return _Frozen(self, args, kwds)
-
-    def __repr__(self) -> str:
-        return f"<yaad.stats.{self.name}>"
 
     def _standard(self, method: str, x: Any, args: tuple, kwds: dict):
         *shapes, loc, scale = self.params.parse(method, args, kwds, x)
@@ -284,7 +292,7 @@ lognorm = _Continuous("lognorm", ("s",), {
 # ---- discrete ----------------------------------------------------------------------------
 
 
-class _Discrete:
+class _Discrete(_Distribution):
     """A discrete distribution on the integers, shifted by ``loc``: ``logpmf(k, *shapes,
     loc=0)``; ``logpmf_k(k, *shapes)`` is evaluated only on the support."""
 
@@ -299,13 +307,6 @@ class _Discrete:
             f"parameters.\n\nMethods ``logpmf pmf``, called as ``f({sig})``; calling "
             f"``{name}({sig[3:]})`` freezes the parameters. The gradient in ``k`` is that "
             f"of the formula's continuous extension.")
-
-    def __call__(self, *args: Any, **kwds: Any) -> _Frozen:
-        self.params.parse("__call__", args, kwds)
-        return _Frozen(self, args, kwds)
-
-    def __repr__(self) -> str:
-        return f"<yaad.stats.{self.name}>"
 
     def logpmf(self, k: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the probability mass at ``k``."""

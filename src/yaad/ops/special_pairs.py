@@ -1,0 +1,63 @@
+"""Special functions with two outputs: ``sici`` (sine and cosine integrals) and
+``fresnel`` (Fresnel integrals), as in ``scipy.special`` and ``jax.scipy.special``.
+
+Each output is holomorphic, with a closed-form derivative: the VJP sums ``g_k *
+conj(d_k)`` over the outputs that receive a gradient, and the JVP is ``(t d_0, t d_1)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import scipy.special as sp
+
+from ..op import op
+from .elementwise import cos, sin, sinc, where
+
+
+def _pair(fn, name: str, derivs: tuple, doc: str):
+    def vjp(g, ans, x):
+        total = 0
+        for gk, d in zip(g, derivs):
+            if gk is not None:
+                total = total + gk * d(x).conjugate()
+        return total
+
+    f = op(fn, name=name, nout=2, save_ans=False, vjp=vjp,
+           jvp=lambda t, ans, x: tuple(t * d(x) for d in derivs))
+    f.__doc__ = doc
+    return f
+
+
+def _cos_over_x(x):
+    return cos(x) / where(x == 0, 1, x) + where(x == 0, float("inf"), 0)
+
+
+sici = _pair(sp.sici, "sici", (lambda x: sinc(x / math.pi), _cos_over_x),
+             """Sine and cosine integrals ``(Si(x), Ci(x))`` (scipy.special.sici),
+differentiable: ``Si' = sin(x)/x``, ``Ci' = cos(x)/x``.
+
+Parameters
+----------
+x : array_like or Tensor, real or complex
+
+Returns
+-------
+si, ci : Tensor or ndarray
+""")
+
+fresnel = _pair(sp.fresnel, "fresnel", (lambda z: sin(0.5 * math.pi * z * z),
+                                        lambda z: cos(0.5 * math.pi * z * z)),
+                """Fresnel integrals ``(S(z), C(z))`` (scipy.special.fresnel),
+differentiable: ``S' = sin(pi z^2 / 2)``, ``C' = cos(pi z^2 / 2)``.
+
+Parameters
+----------
+z : array_like or Tensor, real or complex
+
+Returns
+-------
+s, c : Tensor or ndarray
+""")
+
+__all__ = ["sici", "fresnel"]
