@@ -46,14 +46,14 @@ Returns
 si, ci : Tensor or ndarray
 """)
 
-fresnel = _pair(sp.fresnel, "fresnel", (lambda z: sin(0.5 * math.pi * z * z),
-                                        lambda z: cos(0.5 * math.pi * z * z)),
-                """Fresnel integrals ``(S(z), C(z))`` (scipy.special.fresnel),
-differentiable: ``S' = sin(pi z^2 / 2)``, ``C' = cos(pi z^2 / 2)``.
+fresnel = _pair(sp.fresnel, "fresnel", (lambda x: sin(0.5 * math.pi * x * x),
+                                        lambda x: cos(0.5 * math.pi * x * x)),
+                """Fresnel integrals ``(S(x), C(x))`` (scipy.special.fresnel),
+differentiable: ``S' = sin(pi x^2 / 2)``, ``C' = cos(pi x^2 / 2)``.
 
 Parameters
 ----------
-z : array_like or Tensor, real or complex
+x : array_like or Tensor, real or complex
 
 Returns
 -------
