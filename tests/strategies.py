@@ -1975,6 +1975,106 @@ case("linalg.schur", lambda a, output="real": sla.schur(a, output),
      note="no gradient: the Schur vectors' phases and the eigenvalue order are gauge")
 
 
+# ---- more of NumPy, composed ------------------------------------------------------------
+
+
+def _draw_cumulative(data, dtype):
+    s = data.draw(shapes(max_dims=2))
+    kw = {"include_initial": data.draw(st.booleans())}
+    if len(s) > 1 or data.draw(st.booleans()):
+        kw["axis"] = data.draw(st.integers(-max(len(s), 1), max(len(s), 1) - 1)) if s else 0
+    return Call((data.draw(values(dtype, s)),), kw)
+
+
+case("cumulative_sum", np.cumulative_sum, _draw_cumulative)
+case("cumulative_prod", np.cumulative_prod, _draw_cumulative)
+
+
+def _draw_meshgrid(data, dtype):
+    xs = tuple(data.draw(values(dtype, (data.draw(st.integers(0, 3)),)))
+               for _ in range(data.draw(st.integers(1, 3))))
+    return Call(xs, {"indexing": data.draw(st.sampled_from(["xy", "ij"])),
+                     "sparse": data.draw(st.booleans())})
+
+
+case("meshgrid", lambda *xs, **kw: tuple(np.meshgrid(*xs, **kw)), _draw_meshgrid,
+     call=lambda *xs, **kw: yaad.meshgrid(*xs, **kw))
+
+
+def _draw_trapezoid(data, dtype):
+    s = data.draw(shapes(min_dims=1, max_dims=2, min_side=1))
+    ax = data.draw(st.integers(-len(s), len(s) - 1))
+    y = data.draw(values(dtype, s))
+    kind = data.draw(st.sampled_from(["dx", "x1", "xfull"]))
+    if kind == "dx":
+        return Call((y,), {"dx": data.draw(st.floats(0.1, 2.0)), "axis": ax})
+    xs = np.cumsum(data.draw(values(F64, s if kind == "xfull" else (s[ax],), POS)),
+                   axis=ax if kind == "xfull" else 0)
+    return Call((y, xs), {"axis": ax})
+
+
+case("trapezoid", np.trapezoid, _draw_trapezoid, exact=False)
+case("vander", np.vander, lambda data, dtype: Call(
+    (data.draw(values(dtype, (data.draw(st.integers(0, 4)),))),),
+    {"N": data.draw(st.one_of(st.none(), st.integers(0, 4))),
+     "increasing": data.draw(st.booleans())}))
+case("diagflat", np.diagflat, _one(shapes(max_dims=2), lambda data, s: (
+    (), {"k": data.draw(st.integers(-2, 2))})))
+
+
+def _draw_ediff1d(data, dtype):
+    x = data.draw(values(dtype, data.draw(shapes())))
+    kw = {}
+    for key in ("to_begin", "to_end"):
+        if data.draw(st.booleans()):
+            kw[key] = data.draw(values(dtype, (data.draw(st.integers(0, 2)),)))
+    return Call((x,), kw)
+
+
+case("ediff1d", np.ediff1d, _draw_ediff1d)
+case("unstack", lambda a, axis=0: np.unstack(a, axis=axis), _one(
+    shapes(min_dims=1), lambda data, s: ((), {"axis": data.draw(st.integers(-len(s),
+                                                                             len(s) - 1))})),
+    call=lambda a, axis=0: yaad.unstack(a, axis=axis))
+
+
+def _draw_median(data, shape):
+    return (), {"axis": data.draw(axis(len(shape))), "keepdims": data.draw(st.booleans())}
+
+
+case("median", np.median, _one(shapes(min_side=1), _draw_median, unique=True), dtypes=REAL,
+     ok=_distinct(), exact=False)
+for _name in ("polyadd", "polysub", "polymul"):
+    case(_name, getattr(np, _name), lambda data, dtype: Call(tuple(data.draw(values(
+        dtype, (data.draw(st.integers(1, 4)),))) for _ in range(2))))
+case("polyder", np.polyder, lambda data, dtype: Call((data.draw(values(dtype, (
+    data.draw(st.integers(1, 5)),))), data.draw(st.integers(0, 3)))))
+case("polyint", np.polyint, lambda data, dtype: Call((data.draw(values(dtype, (
+    data.draw(st.integers(1, 4)),))), data.draw(st.integers(0, 2)))))
+
+
+def _draw_cov(data, dtype):
+    nvar, nobs = data.draw(st.integers(1, 3)), data.draw(st.integers(3, 5))
+    m = data.draw(values(dtype, data.draw(st.sampled_from([(nvar, nobs), (nobs,)]))))
+    kw = {"bias": data.draw(st.booleans())}
+    if data.draw(st.booleans()):
+        kw["aweights"] = data.draw(values(F64, (nobs,), POS))
+    return Call((m,), kw)
+
+
+case("cov", np.cov, _draw_cov, exact=False, note="the weights are data (not differentiated)")
+
+
+def _draw_corrcoef(data, dtype):
+    m = data.draw(values(dtype, (data.draw(st.integers(2, 3)), 5), Domain(real=(
+        (-2.0, -0.5), (0.5, 2.0)))))
+    return Call((m,))
+
+
+case("corrcoef", np.corrcoef, _draw_corrcoef, exact=False,
+     ok=lambda c: bool(np.all(np.var(c.args[0], axis=1) > 1e-2)))
+
+
 # ---------------------------------------------------------------------------------------
 # Which ops are built in
 

@@ -1,6 +1,8 @@
 """NumPy functions composed of yaad's ops: ``cross``, ``gradient``, ``rollaxis``,
-``select``, ``nan_to_num``, ``real_if_close``, ``interp``, ``polyval`` and the
-one-argument ``where``.
+``select``, ``nan_to_num``, ``real_if_close``, ``interp``, ``polyval``, the one-argument
+``where``, ``cumulative_sum``/``prod``, ``meshgrid``, ``trapezoid``, ``vander``,
+``diagflat``, ``ediff1d``, ``unstack``, ``median``, the polynomial arithmetic and
+``cov``/``corrcoef``.
 
 They declare no rules: each is written with differentiable ops, following NumPy's own
 arithmetic step by step (so the values are NumPy's, bit for bit), and its gradients, to
@@ -18,20 +20,32 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..tensor import Tensor
-from .elementwise import imag, isfinite, isnan, isneginf, isposinf, mod, real
+from .convolution import convolve
+from .elementwise import clip, conj, imag, isfinite, isnan, isneginf, isposinf, mod, real, sqrt
 from .elementwise import where as _where
-from .reductions import argsort, nonzero
+from .products import dot
+from .reductions import argsort, average, cumprod, cumsum, mean, nonzero, partition
+from .reductions import sum as sum_
 from .shape import (
+    _no_out,
     astype,
+    atleast_1d,
     broadcast_arrays,
     broadcast_to,
     concatenate,
+    diag,
+    diagonal,
     diff,
+    flip,
+    matrix_transpose,
     moveaxis,
+    ravel,
     reshape,
+    squeeze,
     stack,
     transpose,
 )
+from .shape import copy as copy_
 
 _NOVALUE = object()
 
@@ -435,5 +449,456 @@ def polyval(p: Any, x: Any) -> Any:
     return y
 
 
+# ---- more of NumPy, composed -----------------------------------------------------------
+
+
+def _cumulative(accumulate, identity: int, name: str):
+    def f(x: Any, /, *, axis: int | None = None, dtype: Any = None, out: None = None,
+          include_initial: bool = False) -> Any:
+        _no_out(name, out)
+        x = atleast_1d(_operand(x))
+        if axis is None:
+            if x.ndim >= 2:
+                raise ValueError(f"{name}: for arrays which have more than one dimension "
+                                 f"``axis`` argument is required.")
+            axis = 0
+        res = accumulate(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = list(res.shape)
+            shape[normalize_axis_index(axis, res.ndim)] = 1
+            res = concatenate([np.full(shape, identity, dtype=_data(res).dtype), res], axis=axis)
+        return res
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"""The cumulative {'sum' if identity == 0 else 'product'} along ``axis``,
+    optionally starting with {identity} (numpy.{name}, the array API's name).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+    axis : int, optional
+        Required for more than one dimension.
+    dtype : dtype, optional
+    out : None
+        Not supported.
+    include_initial : bool
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    return f
+
+
+cumulative_sum = _cumulative(cumsum, 0, "cumulative_sum")
+cumulative_prod = _cumulative(cumprod, 1, "cumulative_prod")
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
+    """Coordinate matrices from coordinate vectors (numpy.meshgrid), differentiable in
+    each vector.
+
+    Parameters
+    ----------
+    *xi : 1-D array_like or Tensor
+    copy : bool
+        Results are new arrays either way.
+    sparse : bool
+        Keep the broadcastable shapes instead of the full grids.
+    indexing : {"xy", "ij"}
+
+    Returns
+    -------
+    tuple of Tensor or ndarray
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError("meshgrid: valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    out = [reshape(_operand(x), (1,) * k + (-1,) + (1,) * (nd - k - 1)) for k, x in enumerate(xi)]
+    if indexing == "xy" and nd > 1:
+        out[0] = reshape(out[0], (1, -1) + (1,) * (nd - 2))
+        out[1] = reshape(out[1], (-1, 1) + (1,) * (nd - 2))
+    if not sparse:
+        out = [copy_(o) for o in broadcast_arrays(*out)]
+    return tuple(out)
+
+
+def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
+    """Integral of sampled values by the trapezoidal rule (numpy.trapezoid),
+    differentiable in ``y``, ``x`` and ``dx``.
+
+    Parameters
+    ----------
+    y : array_like or Tensor
+    x : array_like or Tensor, optional
+        The sample points (1-D, or shaped like ``y``); default: spaced by ``dx``.
+    dx : float or Tensor
+    axis : int
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    y = _operand(y)
+    if x is None:
+        d = dx
+    else:
+        x = _operand(x)
+        if x.ndim == 1:
+            shape = [1] * y.ndim
+            shape[axis] = x.shape[0] - 1
+            d = reshape(diff(x), shape)
+        else:
+            d = diff(x, axis=axis)
+    nd = y.ndim
+    upper = [slice(None)] * nd
+    lower = [slice(None)] * nd
+    upper[axis] = slice(1, None)
+    lower[axis] = slice(None, -1)
+    return sum_(d * (y[tuple(upper)] + y[tuple(lower)]) / 2.0, axis)
+
+
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
+    """The Vandermonde matrix: columns the powers of ``x`` (numpy.vander),
+    differentiable in ``x``.
+
+    Parameters
+    ----------
+    x : 1-D array_like or Tensor
+    N : int, optional
+        The number of columns (default: len(x)).
+    increasing : bool
+        Powers increasing from left to right.
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    x = _operand(x)
+    if x.ndim != 1:
+        raise ValueError("vander: x must be a one-dimensional array or sequence.")
+    n = x.shape[0]
+    N = n if N is None else N
+    column = astype(reshape(x, (n, 1)), np.promote_types(_data(x).dtype, int))
+    v = column ** 0  # ones, linked to x (a zero gradient)
+    if N > 1:  # NumPy multiplies in the result's dtype
+        v = concatenate([v, cumprod(broadcast_to(column, (n, N - 1)), axis=1)], axis=1)
+    v = v[:, :N]
+    return v if increasing else flip(v, 1)
+
+
+def diagflat(v: Any, k: int = 0) -> Any:
+    """A 2-D array with the flattened input on the ``k``-th diagonal (numpy.diagflat).
+
+    Parameters
+    ----------
+    v : array_like or Tensor
+    k : int
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    return diag(ravel(_operand(v)), k)
+
+
+def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    """Differences between consecutive elements of the flattened input, with values
+    prepended and appended (numpy.ediff1d).
+
+    Parameters
+    ----------
+    ary : array_like or Tensor
+    to_end, to_begin : array_like or Tensor, optional
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    a = ravel(_operand(ary))
+    parts = [a[1:] - a[:-1]]
+    dtype = _data(a).dtype
+    for extra, at in ((to_begin, 0), (to_end, len(parts) + 1)):
+        if extra is None:
+            continue
+        e = ravel(_operand(extra))
+        if not np.can_cast(_data(e).dtype, dtype, casting="same_kind"):
+            raise TypeError(f"ediff1d: dtype of `{'to_begin' if at == 0 else 'to_end'}` must "
+                            f"be compatible with input `ary` under the `same_kind` rule.")
+        parts.insert(0 if at == 0 else len(parts), astype(e, dtype))
+    return concatenate(parts)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple:
+    """The sub-arrays along ``axis``, as a tuple (numpy.unstack).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+    axis : int
+
+    Returns
+    -------
+    tuple of Tensor or ndarray
+    """
+    x = moveaxis(_operand(x), axis, 0)
+    return tuple(x[k] for k in range(x.shape[0]))
+
+
+def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Any:
+    """The median along ``axis`` (numpy.median); the gradient goes to the middle
+    element(s), split evenly between two.
+
+    Parameters
+    ----------
+    a : array_like or Tensor
+    axis : None or int
+    out : None
+        Not supported.
+    overwrite_input : bool
+        Ignored (the input is never modified).
+    keepdims : bool
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    _no_out("median", out)
+    a = _operand(a)
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise TypeError("median: axis must be None or an int here")
+    sz = a.size if axis is None else a.shape[axis]
+    kth = [sz // 2 - 1, sz // 2] if sz % 2 == 0 else [(sz - 1) // 2]
+    nans = _data(a).dtype.kind in "fc"
+    if nans:
+        kth.append(-1)  # NaN sorts last: the last element says whether there is one
+    if not sz:
+        return mean(a, axis=axis, keepdims=keepdims)  # NaN, with NumPy's warning
+    part = partition(a, kth, axis=axis)
+    ax = 0 if axis is None else normalize_axis_index(axis, a.ndim)
+    if axis is None:
+        part = ravel(part)
+    n = part.shape[ax]
+    index = [slice(None)] * part.ndim
+    index[ax] = slice(n // 2, n // 2 + 1) if n % 2 else slice(n // 2 - 1, n // 2 + 1)
+    out = mean(part[tuple(index)], axis=ax)
+    if nans:
+        last = np.take(_data(part), -1, axis=ax)
+        out = _where(np.isnan(last), last, out)
+    if keepdims:
+        out = reshape(out, tuple(1 if (axis is None or i == ax) else s
+                                 for i, s in enumerate(a.shape)))
+    return out
+
+
+def _poly_pair(op, name: str, word: str):
+    def f(a1: Any, a2: Any) -> Any:
+        a1, a2 = atleast_1d(_operand(a1)), atleast_1d(_operand(a2))
+        d = a2.shape[0] - a1.shape[0]
+        if d > 0:
+            a1 = concatenate([np.zeros(d, _data(a1).dtype), a1])
+        elif d < 0:
+            a2 = concatenate([np.zeros(-d, _data(a2).dtype), a2])
+        return op(a1, a2)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"""The {word} of two polynomials, coefficients highest power first
+    (numpy.{name}).
+
+    Parameters
+    ----------
+    a1, a2 : array_like or Tensor
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    return f
+
+
+polyadd = _poly_pair(lambda a, b: a + b, "polyadd", "sum")
+polysub = _poly_pair(lambda a, b: a - b, "polysub", "difference")
+
+
+def polymul(a1: Any, a2: Any) -> Any:
+    """The product of two polynomials, coefficients highest power first (numpy.polymul):
+    the convolution of their coefficients without leading zeros.
+
+    Parameters
+    ----------
+    a1, a2 : array_like or Tensor
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    return convolve(_trimmed(a1), _trimmed(a2))
+
+
+def _trimmed(p: Any) -> Any:
+    """The coefficients without leading zeros (one zero if all are), as numpy.poly1d
+    keeps them."""
+    p = atleast_1d(_operand(p))
+    nonzero_ = np.flatnonzero(_data(p))
+    return p[nonzero_[0]:] if nonzero_.size else p[-1:]
+
+
+def polyder(p: Any, m: int = 1) -> Any:
+    """The ``m``-th derivative of a polynomial (numpy.polyder), differentiable in its
+    coefficients.
+
+    Parameters
+    ----------
+    p : array_like or Tensor
+        Coefficients, highest power first.
+    m : int
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError("polyder: order of derivative must be positive (see polyint)")
+    p = _operand(p)
+    for _ in range(m):
+        n = p.shape[0] - 1
+        p = p[:-1] * np.arange(n, 0, -1)
+    return p
+
+
+def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
+    """The ``m``-th antiderivative of a polynomial, with integration constants ``k``
+    (numpy.polyint), differentiable in the coefficients and the constants.
+
+    Parameters
+    ----------
+    p : array_like or Tensor
+        Coefficients, highest power first.
+    m : int
+    k : scalar or sequence, optional
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError("polyint: order of integral must be positive (see polyder)")
+    k = atleast_1d(_operand(np.zeros(m, float) if k is None else k))
+    if k.shape[0] == 1 and m > 1:
+        k = k[0] * np.ones(m, float)
+    if k.shape[0] < m:
+        raise ValueError("polyint: k must be a scalar or a rank-1 array of length 1 or >m.")
+    p = _operand(p)
+    for j in range(m):
+        p = concatenate([p / np.arange(p.shape[0], 0, -1), k[j:j + 1]])
+    return p
+
+
+def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
+        ddof: int | None = None, fweights: Any = None, aweights: Any = None, *,
+        dtype: Any = None) -> Any:
+    """The covariance matrix of variables observed together (numpy.cov), differentiable
+    in the observations (the weights are read as data).
+
+    Parameters
+    ----------
+    m : 1-D or 2-D array_like or Tensor
+        A variable per row (``rowvar``) or per column.
+    y : array_like or Tensor, optional
+        More variables.
+    rowvar, bias : bool
+    ddof : int, optional
+    fweights, aweights : 1-D array_like, optional
+        Frequency and importance weights of the observations.
+    dtype : dtype, optional
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("cov: ddof must be integer")
+    m = _operand(m)
+    if m.ndim > 2:
+        raise ValueError("cov: m has more than 2 dimensions")
+    if y is not None:
+        y = _operand(y)
+        if y.ndim > 2:
+            raise ValueError("cov: y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(*(_data(v) for v in (m, y) if v is not None), np.float64)
+    x = astype(reshape(m, (1, -1)) if m.ndim < 2 else m, dtype)
+    if not rowvar and m.ndim != 1:
+        x = matrix_transpose(x)
+    if x.shape[0] == 0:
+        return np.array([]).reshape(0, 0)
+    if y is not None:
+        y = astype(reshape(y, (1, -1)) if y.ndim < 2 else y, dtype)
+        if not rowvar and y.shape[0] != 1:
+            y = matrix_transpose(y)
+        x = concatenate([x, y], axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    w = None
+    for weights, name in ((fweights, "fweights"), (aweights, "aweights")):
+        if weights is None:
+            continue
+        wv = np.asarray(_data(weights), dtype=float)
+        if wv.ndim > 1 or wv.shape[0] != x.shape[1]:
+            raise RuntimeError(f"cov: {name} must be 1-D with one weight per observation")
+        if np.any(wv < 0):
+            raise ValueError(f"cov: {name} cannot be negative")
+        if name == "fweights" and not np.all(wv == np.around(wv)):
+            raise TypeError("cov: fweights must be integer")
+        w = wv if w is None else w * wv
+    avg, w_sum = average(x, axis=1, weights=w, returned=True)
+    w_sum = np.asarray(_data(w_sum))[0]
+    if w is None:
+        fact = x.shape[1] - ddof
+    elif ddof == 0:
+        fact = w_sum
+    elif aweights is None:
+        fact = w_sum - ddof
+    else:
+        fact = w_sum - ddof * np.sum(w * np.asarray(_data(aweights), float)) / w_sum
+    if fact <= 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = 0.0
+    x = x - reshape(avg, (-1, 1))
+    xt = matrix_transpose(x if w is None else x * w)
+    c = dot(x, conj(xt)) * np.true_divide(1, fact)
+    return squeeze(c)
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Any:
+    """Pearson correlation coefficients (numpy.corrcoef), clipped to [-1, 1] as NumPy does
+    (the gradient of a clipped entry is zero).
+
+    Parameters
+    ----------
+    x : 1-D or 2-D array_like or Tensor
+    y : array_like or Tensor, optional
+    rowvar : bool
+    dtype : dtype, optional
+
+    Returns
+    -------
+    Tensor or ndarray
+    """
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim != 2:
+        return c / c
+    d = sqrt(real(diagonal(c)))
+    c = c / reshape(d, (-1, 1)) / reshape(d, (1, -1))
+    if _data(c).dtype.kind == "c":
+        return clip(real(c), -1, 1) + 1j * clip(imag(c), -1, 1)
+    return clip(c, -1, 1)
+
+
 __all__ = ["where", "cross", "gradient", "rollaxis", "select", "nan_to_num", "real_if_close",
-           "interp", "polyval"]
+           "interp", "polyval", "cumulative_sum", "cumulative_prod", "meshgrid", "trapezoid",
+           "vander", "diagflat", "ediff1d", "unstack", "median", "polyadd", "polysub",
+           "polymul", "polyder", "polyint", "cov", "corrcoef"]

@@ -57,7 +57,10 @@ def _sylvester(a, b, q):
         raise ValueError(f"solve_sylvester: q must have shape (..., {a.shape[-1]}, "
                          f"{b.shape[-1]}) for a of shape {a.shape} and b of shape {b.shape}, "
                          f"got {q.shape}")
-    return _batched(sla.solve_sylvester, a, b, q)
+    # One dtype for the three: SciPy (1.17) returns a wrong solution for a real a and a
+    # complex b (a real Schur form of a, a complex one of b).
+    dt = np.result_type(a, b, q)
+    return _batched(sla.solve_sylvester, *(m.astype(dt, copy=False) for m in (a, b, q)))
 
 
 def _adjoint(g, a, b):
