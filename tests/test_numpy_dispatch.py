@@ -142,8 +142,8 @@ def test_functions_without_gradient_run_on_the_data():
 
 def test_missing_function_raises_naming_it():
     t = _leaf(rand((3,)))
-    with pytest.raises(TypeError, match=r"numpy\.median has no yaad op"):
-        np.median(t)
+    with pytest.raises(TypeError, match=r"numpy\.percentile has no yaad op"):
+        np.percentile(t, 50)
     with pytest.raises(TypeError, match=r"numpy\.unwrap has no yaad op"):
         np.unwrap(t)
     with pytest.raises(TypeError, match="cannot convert a tensor that requires grad"):
