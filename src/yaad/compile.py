@@ -14,7 +14,8 @@ import numpy as np
 from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
 from .compiled.rewrite import rewrite
-from .compiled.tape import Recorder, plain_outputs
+from .compiled.state import TooMuchState, watch
+from .compiled.tape import Recorder, outcome_key, plain_outputs
 from .grad_mode import state
 from .tensor import Tensor
 
@@ -38,25 +39,33 @@ class _Eager(Exception):
 _MISSING = object()
 
 
-def _flat(x: Any, leaves: list) -> Any:
-    """The signature of argument ``x``; its tensors and arrays go to ``leaves``."""
+_NUMBERS = (int, float, complex, bool, np.generic)
+
+
+def _flat(x: Any, leaves: list, objects: list) -> Any:
+    """The signature of argument ``x``; its tensors and arrays go to ``leaves``, other
+    objects (a model passed in) to ``objects`` (the state check watches inside them)."""
     if isinstance(x, Tensor):
         leaves.append(x)
-        d = x.data
+        d = x._data
         return (d.shape, d.dtype, x.requires_grad, x._node is None)
     if isinstance(x, np.ndarray):
         leaves.append(x)
         return (x.shape, x.dtype)
     t = type(x)
     if t is tuple or t is list:
-        return (t, tuple([_flat(v, leaves) for v in x]))
+        return (t, tuple([_flat(v, leaves, objects) for v in x]))
     if t is dict:
-        return (t, tuple([(k, _flat(v, leaves)) for k, v in x.items()]))
+        return (t, tuple([(k, _flat(v, leaves, objects)) for k, v in x.items()]))
+    if isinstance(x, _NUMBERS):
+        return outcome_key(x)  # by bits: -0.0 is not 0.0
     try:
         hash(x)
     except TypeError:
         raise _Eager(f"an argument of type {t.__name__} is neither a tensor, an array, a "
                      f"tuple, list or dict of them, nor hashable") from None
+    if not isinstance(x, (str, bytes, type(None))):
+        objects.append(x)
     if isinstance(x, _module_type()):  # a model passed in: its train/eval mode matters
         return (t, x, tuple([m.training for m in x.modules()]))
     return (t, x)
@@ -70,7 +79,7 @@ def _module_type() -> type:
 
 def _swap(x: Any, views: dict) -> Any:
     """``x`` with the arrays in ``views`` (by id) replaced, through tuples, lists, dicts."""
-    if isinstance(x, np.ndarray):
+    if type(x) is np.ndarray:
         return views.get(id(x), x)
     t = type(x)
     if t is tuple or t is list:
@@ -80,46 +89,21 @@ def _swap(x: Any, views: dict) -> Any:
     return x
 
 
-_VALUES = (int, float, complex, bool, str, bytes, tuple, np.ndarray, np.generic, Tensor,
-           type(None))
-
-
-def _outside(fn: Callable) -> tuple:
-    """What ``fn`` reads from outside besides its arguments and may rebind: the closure
-    cells and the globals its code names that hold values (numbers, strings, tuples,
-    arrays, tensors), and, for a bound method, the object. Rebinding one of these means a
-    new recording. (Changes inside objects, such as a dict's items or an attribute, are
-    not seen: pass what changes as an argument.)"""
-    func = getattr(fn, "__func__", fn)
-    cells = []
-    for c in getattr(func, "__closure__", None) or ():
-        try:
-            if isinstance(c.cell_contents, _VALUES):
-                cells.append(c)
-        except ValueError:  # an empty cell (a variable assigned later)
-            cells.append(c)
-    code = getattr(func, "__code__", None)
-    glob = getattr(func, "__globals__", None) or {}
-    names = tuple(n for n in (code.co_names if code is not None else ())
-                  if isinstance(glob.get(n, _MISSING), _VALUES))
-    return tuple(cells), glob, names, getattr(fn, "__self__", None)
-
-
-def _modules_of(fn: Callable, cells: tuple, glob: dict, names: tuple) -> list:
+def _modules_of(fn: Callable) -> list:
     """The yaad.nn modules the function reaches directly (their train/eval mode is part of
-    the signature)."""
-    try:
-        from .nn import Module
-    except ImportError:  # pragma: no cover - yaad.nn is part of the package
-        return []
+    the signature, so that switching it back and forth keeps both recordings)."""
+    from .nn import Module
+
     found = []
+    func = getattr(fn, "__func__", fn)
     cands = [fn, getattr(fn, "__self__", None)]
-    for c in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
+    for c in getattr(func, "__closure__", None) or ():
         try:
             cands.append(c.cell_contents)
         except ValueError:
             pass
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    code = getattr(func, "__code__", None)
+    glob = getattr(func, "__globals__", None) or {}
     cands += [glob.get(n) for n in (code.co_names if code is not None else ())]
     for c in cands:
         if isinstance(c, Module) and all(c is not m for m in found):
@@ -136,6 +120,8 @@ class Compiled:
         Counts of calls by how they ran: ``replayed``, ``recorded``, ``eager``.
     """
 
+    __yaad_code__ = True  # (the state check does not watch a compiled function's caches)
+
     def __init__(self, fn: Callable, verify: bool = True, max_recordings: int = 32,
                  warn: bool = True, fused: bool | None = None) -> None:
         if not callable(fn):
@@ -148,12 +134,10 @@ class Compiled:
         self.warn = warn
         self._trees: dict = {}
         self._eager: dict = {}  # signature -> why this signature runs eagerly
+        self._restarts: dict = {}  # signature -> times the state it reads changed
         self.stats = {"replayed": 0, "recorded": 0, "eager": 0}
         self._warned_many = False
-        cells, self._glob, self._names, self._self = _outside(fn)
-        self._cells = cells
-        self._modules = _modules_of(fn, cells, self._glob, self._names)
-        self._plain = not (cells or self._names or self._modules)
+        self._modules = _modules_of(fn)
         self._name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "f")
 
     def __repr__(self) -> str:
@@ -168,34 +152,24 @@ class Compiled:
 
     def _signature(self, args: tuple, kw: dict) -> tuple:
         leaves: list = []
+        objects: list = []
         parts: list = [state.enabled]
         for a in args:
             if isinstance(a, Tensor):
                 leaves.append(a)
-                d = a.data
+                d = a._data
                 parts.append((d.shape, d.dtype, a.requires_grad, a._node is None))
             else:
-                parts.append(_flat(a, leaves))
+                parts.append(_flat(a, leaves, objects))
         if kw:
             for k in sorted(kw):
-                parts.append((k, _flat(kw[k], leaves)))
+                parts.append((k, _flat(kw[k], leaves, objects)))
         if len(leaves) > 1 and len({id(x) for x in leaves}) != len(leaves):
             ids = [id(x) for x in leaves]
             parts.append(("same", tuple(ids.index(i) for i in ids)))
-        outside = None
-        if self._cells or self._names:
-            outside = []
-            for c in self._cells:
-                try:
-                    outside.append(c.cell_contents)
-                except ValueError:
-                    outside.append(None)
-            glob = self._glob
-            outside += [glob.get(n) for n in self._names]
-            parts.append(tuple([id(o) for o in outside]))
         if self._modules:
             parts.append(tuple([m.training for r in self._modules for m in r.modules()]))
-        return tuple(parts), leaves, outside
+        return tuple(parts), leaves, objects
 
     # ---- calling ----
 
@@ -203,20 +177,21 @@ class Compiled:
         st = state
         if st.special:  # forward mode, an outer recording, anomaly detection
             return self.fn(*args, **kw)
-        if not kw and self._plain:
-            # The common case, specialised: tensor arguments only, nothing outside watched.
+        if not kw and not self._modules:
+            # The common case, specialised: tensor arguments only.
             parts = [st.enabled]
             for a in args:
                 if a.__class__ is not Tensor and not isinstance(a, Tensor):
                     break
-                d = a.data
+                d = a._data
                 parts.append((d.shape, d.dtype, a.requires_grad, a._node is None))
             else:
                 n = len(args)
                 if n < 2 or (args[0] is not args[1] if n == 2 else
                              len(set(map(id, args))) == n):
                     tree = self._trees.get(tuple(parts))
-                    if tree is not None and tree.call is not None:
+                    if (tree is not None and tree.call is not None
+                            and (tree.state is None or tree.state.ok())):
                         try:
                             out = tree.call(args)
                         except Exception:
@@ -225,10 +200,19 @@ class Compiled:
                             self.stats["replayed"] += 1
                             return out
         try:
-            key, leaves, outside = self._signature(args, kw)
+            key, leaves, objects = self._signature(args, kw)
         except _Eager as e:
             return self._run_eager(None, str(e), args, kw)
         tree = self._trees.get(key)
+        if tree is not None and tree.state is not None and not tree.state.ok():
+            # What the function reads besides its arguments changed: record anew.
+            del self._trees[key]
+            tree = None
+            n = self._restarts[key] = self._restarts.get(key, 0) + 1
+            if n > self.max_recordings:
+                return self._run_eager(key, f"what it reads besides its arguments (closure "
+                                            f"cells, globals, attributes, items, arrays "
+                                            f"they hold) changed {n} times", args, kw)
         if tree is not None:
             call = tree.call
             if call is not None:
@@ -250,7 +234,12 @@ class Compiled:
             self._make_room()
             tree = self._trees[key] = Tree([isinstance(x, Tensor) for x in leaves],
                                            2 if self.verify else 1)
-            tree.pins = outside  # keeps the ids in the signature unique
+            try:
+                tree.state = watch(self.fn, objects)
+            except TooMuchState:
+                return self._run_eager(key, "it reaches too many objects besides its "
+                                            "arguments to check them on every call; pass "
+                                            "what it uses as arguments", args, kw)
         return self._record(key, tree, args, kw, leaves)
 
     def _make_room(self) -> None:
@@ -261,8 +250,8 @@ class Compiled:
             self._warned_many = True
             warnings.warn(f"yaad.compile({self._name}): {MAX_SIGNATURES} different input "
                           f"signatures so far (shapes, dtypes, Python values among the "
-                          f"arguments, rebound globals); each is recorded anew. Pass values "
-                          f"that change from call to call as tensors or arrays.",
+                          f"arguments); each is recorded anew. Pass values that change "
+                          f"from call to call as tensors or arrays.",
                           CompileWarning, stacklevel=4)
         for cache in (self._trees, self._eager):
             while cache and len(self._trees) + len(self._eager) >= MAX_SIGNATURES:
@@ -287,19 +276,23 @@ class Compiled:
         for k, x in enumerate(leaves):
             rec.add_input(k, x)
             if not isinstance(x, Tensor):
-                # The function gets a watched view of an array argument: NumPy computing
-                # on it (unrecorded) makes the recording escape.
-                views[id(x)] = rec.traced_array(x, k)
+                # What the function may see of an array argument (see compiled/watched.py).
+                views[id(x)] = rec.watched(x, k)
         if views:
             args = _swap(args, views)
             kw = _swap(kw, views)
         out = rec.run(self.fn, args, kw)
-        spec = rec.output_spec(out)
-        result = plain_outputs(out)
         why = None
         if rec.escapes:
             why = "it did something a recording cannot replay: " + rec.escapes[0]
+        elif tree.state is not None and not tree.state.ok():
+            why = ("it changes what it reads besides its arguments (a closure cell, a "
+                   "global, an attribute, an item, an array they hold)")
+        if why is not None:
+            result = plain_outputs(out)
         else:
+            spec = rec.output_spec(out)
+            result = plain_outputs(out)
             rewrite(rec)
             end = End(rec, spec, f"compiled {self._name}", state.enabled, self.fused)
             status = tree.insert(rec.items, end)
@@ -307,7 +300,7 @@ class Compiled:
             if status == "conflict":
                 why = ("it ran different operations for the same inputs and the same values "
                        "seen by Python, so it depends on something that is not an argument "
-                       "(random numbers, or a global or attribute that changed)")
+                       "(random numbers, a file, the time)")
             elif tree.records > self.max_recordings:
                 why = (f"it was recorded {tree.records} times (a value seen by Python, such "
                        f"as float(x) or x.item(), changes from call to call); raise "

@@ -8,7 +8,6 @@ unless ``retain_graph``.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import sys
 from typing import Any, Sequence
@@ -16,6 +15,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from .grad_mode import state
+from .gradients import (
+    check_inputs,
+    check_output,
+    check_unused,
+    fit_gradient,
+    root_gradient,
+    rule_gradients,
+)
 from .op import Meta, Node, _clock, check_saved, positional_rules
 from .ops.elementwise import _BIG, _fits_into
 from .tensor import Tensor, make_tensor
@@ -44,72 +51,10 @@ def _node_of(edge: Any) -> Node | None:
     return None
 
 
-def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
-    """Sum ``g`` over the axes that broadcasting added to reach ``shape``."""
-    gshape = np.shape(g)
-    if gshape == shape:
-        return g
-    lead = len(gshape) - len(shape)
-    if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
-        raise ValueError(f"{where}: the gradient has shape {gshape}, which does not "
-                         f"broadcast to the input's shape {shape} (see docs/errors.md#rule-shape)")
-    axes = tuple(range(lead)) + tuple(
-        lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
-    from . import reshape
-    from . import sum as _sum
-
-    if axes:
-        g = _sum(g, axis=axes)
-    return reshape(g, shape) if np.shape(g) != shape else g
-
-
-def cast_gradient(g: Any, dtype: np.dtype) -> Any:
-    """Cast a gradient to an input's dtype: the real part for a real input."""
-    gdt = getattr(g, "dtype", None)
-    if gdt is None:
-        return np.asarray(g, dtype=dtype)
-    if gdt.kind == "c" and dtype.kind != "c":
-        from . import real
-
-        g = real(g)
-        if g.dtype == dtype:
-            return g
-    from . import astype
-
-    return astype(g, dtype)
-
-
 def _fit(g: Any, ref: Any, node: Node, out_grad: Any = None) -> Any:
-    """Reduce ``g`` over broadcast axes and cast it to the dtype of the input ``ref``.
-
-    ``out_grad`` is the gradient the rule received: a rule's result may have more axes
-    than its input where broadcasting gave them (the output's or another input's), never
-    more than all of them.
-    """
-    if isinstance(g, (tuple, list)):
-        k = next((i for i, a in enumerate(node.args) if a is ref), "?")
-        raise TypeError(
-            f"the gradient rule of '{node.op.name}' for input {k} returned a "
-            f"{type(g).__name__} instead of one array of the input's shape {ref.shape} (a "
-            f"rule computes the gradient of one input; declare one rule per input)")
-    if not hasattr(g, "shape"):
-        g = np.asarray(g)
-    shape = ref.shape
-    if g.shape != shape:
-        k = next((i for i, a in enumerate(node.args) if a is ref), "?")
-        where = f"the gradient of '{node.op.name}' for input {k}"
-        outs = out_grad if isinstance(out_grad, tuple) else (out_grad,)
-        most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
-                   + [len(a.shape) for a in node.args if hasattr(a, "shape")])
-        if out_grad is not None and g.ndim > most:
-            raise ValueError(f"{where} has shape {g.shape}: more axes than the output and "
-                             f"every input ({most} at most). The rule is wrong.")
-        g = unbroadcast(g, shape, where)
-    dtype = ref.dtype
-    gdt = g.dtype
-    if gdt is not dtype and gdt != dtype:
-        g = cast_gradient(g, dtype)
-    return g
+    """``fit_gradient`` for the input ``ref`` of ``node``."""
+    k = next((i for i, a in enumerate(node.args) if a is ref), "?")
+    return fit_gradient(g, ref, node.op.name, k, out_grad, node.args)
 
 
 def _saved_as_tensors(node: Node) -> tuple[Any, Any]:
@@ -235,17 +180,6 @@ def _own(g: Any) -> Any:
     return g
 
 
-def check_output(t: Any, k: int) -> None:
-    """Raise unless output ``k`` of a backward call is a tensor that requires grad."""
-    if not isinstance(t, Tensor):
-        raise TypeError(f"backward: output {k} is a {type(t).__name__}, not a Tensor")
-    if not t.requires_grad:
-        raise RuntimeError(
-            f"backward: output {k} does not require grad and has no grad_fn: nothing "
-            f"it depends on requires grad (or it was computed under no_grad()). "
-            f"(see docs/errors.md#no-grad-fn)")
-
-
 def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
                  retain_graph: bool | None, create_graph: bool, inputs: Any = None,
                  capture: bool = False, allow_unused: bool = False) -> list | None:
@@ -262,18 +196,13 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
         check_output(t, k)
-        roots.append((_edge(t), _root_gradient(t, g, k, create_graph)))
+        roots.append((_edge(t), root_gradient(t, g, k, create_graph)))
 
     targets = None
     if inputs is not None:
-        if isinstance(inputs, Tensor):
-            inputs = (inputs,)
+        inputs = check_inputs(inputs)
         targets = {}
         for k, t in enumerate(inputs):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"input {k} is a {type(t).__name__}, not a Tensor")
-            if not t.requires_grad:
-                raise RuntimeError(f"input {k} does not require grad, so it has no gradient")
             targets.setdefault(_node_of(_edge(t)) or t, []).append(k)
 
     prev_mode = state.enabled
@@ -284,11 +213,7 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
         state.enabled = prev_mode
     if inputs is None:
         return None
-    for k, t in enumerate(inputs):
-        if results[k] is None and not allow_unused:
-            raise RuntimeError(
-                f"input {k} (shape {t.shape}) was not used to compute the outputs, so it "
-                f"has no gradient. Pass allow_unused=True to get None for it.")
+    check_unused(inputs, results, allow_unused)
     if capture:
         return results
     for t, g in zip(inputs, results):
@@ -296,32 +221,6 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
             prev = getattr(t, "_grad", None)
             t._grad = _own(g) if prev is None else prev + g
     return None
-
-
-def _root_gradient(t: Tensor, g: Any, k: int, create_graph: bool) -> Any:
-    if g is None:
-        if t.data.size != 1:
-            raise RuntimeError(
-                f"backward: output {k} has shape {t.shape}; a gradient can be created "
-                f"implicitly only for a scalar. Reduce it (e.g. .sum()) or pass gradient= "
-                f"with shape {t.shape}. (see docs/errors.md#non-scalar-backward)")
-        if t.data.dtype.kind == "c":
-            raise RuntimeError(
-                f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
-                f"output is not defined without gradient=. Differentiate a real loss, such "
-                f"as .real or abs(...)**2. (see docs/errors.md#complex-backward)")
-        g = _unit(t.data.dtype, t.data.shape)
-    else:
-        if isinstance(g, Tensor) and not create_graph:
-            g = g.data
-        if np.shape(g) != t.shape:
-            raise RuntimeError(f"backward: gradient for output {k} has shape {np.shape(g)}, "
-                               f"but the output has shape {t.shape}")
-        if not isinstance(g, (np.ndarray, Tensor)):
-            g = np.asarray(g, dtype=t.dtype)
-    if create_graph and not isinstance(g, Tensor):
-        g = make_tensor(g)
-    return g
 
 
 def _parent_nodes(node: Node):
@@ -364,15 +263,6 @@ _REENTRANT = (
     "another backward pass went through '{name}' while this one was running (a backward "
     "call inside a hook or rule, or from another thread, over the same graph). Run them "
     "one after the other.")
-
-
-@functools.lru_cache(maxsize=64)
-def _unit(dtype: np.dtype, shape: tuple) -> np.ndarray:
-    """The gradient of a one-element output with respect to itself: a read-only 1
-    (shared between calls; rules never write into their gradient)."""
-    one = np.ones(shape, dtype=dtype)
-    one.flags.writeable = False
-    return one
 
 
 def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> list | None:
@@ -594,15 +484,9 @@ class _NodeRun:
                 rule_args, ans = _saved_as_tensors(node)
             else:
                 rule_args, ans = node.args, node.ans
-            kw = node.kw or {}
-            if strong and spec.elementwise:
-                grads = _strong_zero_grads(node, g, ans, rule_args, kw)
-            else:
-                vjps = spec.vjps
-                for i, p in enumerate(node.parents):
-                    if p is not None:
-                        grads[i] = (vjps[0](i, g, ans, *rule_args, **kw) if spec.variadic
-                                    else vjps[i](g, ans, *rule_args, **kw))
+            grads = rule_gradients(spec, g, ans, rule_args, node.kw or {},
+                                   [p is not None for p in node.parents],
+                                   strong and spec.elementwise)
         args = node.args
         # Exact zeros keep their positions through elementwise ops only.
         mask = (strong and spec.elementwise) or spec.selects
@@ -617,24 +501,3 @@ class _NodeRun:
             node.args = node.ans = node.kw = None
             if extra is not None:
                 extra.duals = None
-
-
-def _strong_zero_grads(node: Node, g: Any, ans: Any, args: Any, kw: dict) -> list:
-    """Rule results with exact zeros wherever ``g`` is zero (a masked, untaken branch) and
-    the result is not finite: 0 * inf and 0 * nan there become 0 instead of nan. A finite
-    result is kept as it is: under create_graph, a ``g`` that is zero by accident (it
-    depends on the inputs) must keep its derivatives."""
-    from . import isfinite, where
-
-    spec = node.op
-    zero = g == 0
-    grads = []
-    with np.errstate(all="ignore"):
-        for i, p in enumerate(node.parents):
-            if p is None:
-                grads.append(None)
-                continue
-            gi = (spec.vjps[0](i, g, ans, *args, **kw) if spec.variadic
-                  else spec.vjps[i](g, ans, *args, **kw))
-            grads.append(None if gi is None else where(zero & ~isfinite(gi), 0, gi))
-    return grads

@@ -94,6 +94,8 @@ def _tree_unflatten(structure: Any, leaves: Sequence) -> Any:
 
 def _as_float_tensor(x: Any, fname: str, what: str) -> Tensor:
     """``x`` as a floating point or complex tensor (Python ints become float64)."""
+    if state.tracer is not None:  # an array argument of a compiled function
+        x = state.tracer.unwatch(x)
     if isinstance(x, Tensor):
         if x.dtype.kind not in "fc":
             raise TypeError(f"{fname}: {what} is a tensor of dtype {x.dtype}; only floating "
@@ -123,7 +125,7 @@ def _active_tangents(x: Any) -> dict:
 
 def _detached(x: Tensor) -> Tensor:
     """``x`` cut from the graph, keeping its active forward-mode tangents."""
-    return make_tensor(x.data, tangents=_active_tangents(x))
+    return make_tensor(x._data, tangents=_active_tangents(x))
 
 
 # The leaves a reverse transform made for its inputs, once its function has been
@@ -156,16 +158,21 @@ def _reaches_variable(tensors: Sequence, own: set) -> bool:
 
 def _export(x: Any, array_mode: bool) -> Any:
     """A result as the caller expects it: an array (0-d: a NumPy scalar) when the inputs
-    were arrays and nothing outside needs the result's graph or tangents, else a tensor."""
+    were arrays and nothing outside needs the result's graph or tangents, else a tensor.
+    (While yaad.compile records, the array is handed out watched.)"""
+    rec = state.tracer
+    if rec is not None:
+        x = rec.unwatch(x)
     if isinstance(x, Tensor):
         if not array_mode or _active_tangents(x) or (
                 x.requires_grad and _reaches_variable([x], set())):
             return x
-        x = x.data
+        x = x._data
     elif not array_mode:
         return Tensor(np.asarray(x))
-    x = np.asarray(x)
-    return x[()] if x.ndim == 0 else x
+    out = np.asarray(x)
+    out = out[()] if out.ndim == 0 else out
+    return out if rec is None else rec.hand_out(out, x)
 
 
 def _array_mode(leaves: Sequence) -> bool:
@@ -247,7 +254,7 @@ class _Reverse:
             a = alias(t)
             self.cut.append(a._node)
             return a
-        leaf = make_tensor(t.data, requires_grad=True)
+        leaf = make_tensor(t._data, requires_grad=True)
         self.fresh.append(leaf)
         for level, tangent in _active_tangents(t).items():
             leaf = with_tangent(leaf, level, tangent)

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 
 from .grad_mode import is_grad_enabled
+from .op import op
 from .ops.elementwise import conj
 from .ops.linalg_basic import (
     cholesky,
@@ -66,7 +67,7 @@ from .ops.reductions import sum as _sum
 from .ops.shape import diagonal as _diagonal
 from .ops.shape import expand_dims, reshape, squeeze
 from .ops.shape import matrix_transpose as _matrix_transpose
-from .tensor import Tensor
+from .tensor import Tensor, dtype_of, ndim_of, shape_of
 
 __all__ = [
     "LinAlgError", "GaugeError", "EighResult", "EigResult", "SVDResult", "QRResult",
@@ -131,7 +132,7 @@ def _check_eps(name: str, eps: Any) -> None:
 
 
 def _ndim(x) -> int:
-    return np.ndim(data_of(x))
+    return ndim_of(x)
 
 
 def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
@@ -150,7 +151,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
         Shape ``(...)``.
     """
     if _ndim(x) < 2:
-        raise ValueError(f"trace: the input must be at least 2-D, got shape {np.shape(data_of(x))}")
+        raise ValueError(f"trace: the input must be at least 2-D, got shape {shape_of(x)}")
     return _trace(x, offset, -2, -1, dtype)
 
 
@@ -213,7 +214,7 @@ def lstsq(a: Any, b: Any, rcond: float | None = None) -> tuple:
     x = lstsq_solution(a, b, rcond=rcond)
     s = svdvals(a)
     sd = data_of(s)
-    m, n = np.shape(data_of(a))[-2:]
+    m, n = shape_of(a)[-2:]
     rank = np.sum(sd > lstsq_rtol(data_of(a), rcond) * sd[..., :1], axis=-1)
     if np.all(rank == n) and m > n:
         r = _matmul(a, x if _ndim(b) > 1 else expand_dims(x, -1))
@@ -419,8 +420,17 @@ def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *,
     -------
     int or ndarray of int
     """
-    return np.linalg.matrix_rank(data_of(A), tol=data_of(tol), hermitian=hermitian,
-                                 rtol=data_of(rtol))
+    if not any(isinstance(x, Tensor) for x in (A, tol, rtol)):
+        return _matrix_rank(A, tol, hermitian, rtol)
+    return _rank_op(A, tol, hermitian, rtol)  # an op: a compiled replay ranks new values
+
+
+def _matrix_rank(A: Any, tol: Any, hermitian: bool, rtol: Any) -> Any:
+    return np.linalg.matrix_rank(A, tol=tol, hermitian=hermitian, rtol=rtol)
+
+
+_rank_op = op(lambda A, tol, hermitian, rtol: np.asarray(_matrix_rank(A, tol, hermitian, rtol)),
+              name="linalg.matrix_rank")
 
 
 def matrix_power(a: Any, n: int) -> Any:
@@ -473,8 +483,8 @@ def outer(x1: Any, x2: Any, /) -> Any:
         (M, N), ``x1[i] * x2[j]`` (no conjugation).
     """
     if _ndim(x1) != 1 or _ndim(x2) != 1:
-        raise ValueError(f"outer: both inputs must be 1-D, got shapes {np.shape(data_of(x1))} "
-                         f"and {np.shape(data_of(x2))}")
+        raise ValueError(f"outer: both inputs must be 1-D, got shapes {shape_of(x1)} "
+                         f"and {shape_of(x2)}")
     return _outer(x1, x2)
 
 
@@ -508,7 +518,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     Tensor
         ``sum(conj(x1) * x2, axis)``.
     """
-    if np.iscomplexobj(data_of(x1)):
+    if dtype_of(x1).kind == "c":
         x1 = conj(x1)
     return _sum(x1 * x2, axis=axis)
 
@@ -587,8 +597,8 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
     for k, x in enumerate(arrays):
         if _ndim(x) != 2:
             raise ValueError(f"multi_dot: array {k} must be 2-D (1-D only first or last), "
-                             f"got shape {np.shape(data_of(x))}")
-    dims = [np.shape(data_of(x))[0] for x in arrays] + [np.shape(data_of(arrays[-1]))[1]]
+                             f"got shape {shape_of(x)}")
+    dims = [shape_of(x)[0] for x in arrays] + [shape_of(arrays[-1])[1]]
     split = _chain_order(dims)
 
     def product(i: int, j: int) -> Any:
@@ -622,7 +632,7 @@ def tensorinv(a: Any, ind: int = 2) -> Any:
     Tensor
         Shape ``a.shape[ind:] + a.shape[:ind]``.
     """
-    shape = np.shape(data_of(a))
+    shape = shape_of(a)
     if ind <= 0:
         raise ValueError(f"tensorinv: ind must be a positive integer, got {ind}")
     rows = int(np.prod(shape[:ind]))
@@ -650,7 +660,7 @@ def tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
         nd = _ndim(a)
         axes = [ax % nd for ax in axes]
         a = moveaxis(a, axes, list(range(nd - len(axes), nd)))
-    shape = np.shape(data_of(a))
+    shape = shape_of(a)
     nb = _ndim(b)
     rows = int(np.prod(shape[:nb]))
     x = solve(reshape(a, (rows, -1)), reshape(b, (rows,)))

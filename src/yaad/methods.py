@@ -84,7 +84,7 @@ def _recording(self: Tensor, others: tuple) -> bool:
 def _snapshot(self: Tensor, copy: bool) -> Tensor:
     """A tensor standing for the current value of ``self`` in the graph (its node and
     tangents), holding a copy of the data when the op will save it."""
-    src = make_tensor(self.data.copy() if copy else self.data, self._node,
+    src = make_tensor(self._data.copy() if copy else self._data, self._node,
                       self.requires_grad, getattr(self, "_tangents", None))
     return src
 
@@ -104,7 +104,7 @@ def _live_view(self: Tensor) -> tuple | None:
     view = getattr(self, "_base", None)
     if view is None:
         return None
-    if _root(view[0].data) is not _root(self.data):
+    if _root(view[0]._data) is not _root(self._data):
         self._base = None  # the base's data was replaced: no longer a view
         return None
     return view
@@ -123,7 +123,7 @@ def _check_own_memory(self: Tensor, name: str) -> None:
     holds (a view made by reshape, transpose...). A view of memory nothing else holds
     (of a temporary, or NumPy's buffer behind an advanced-indexing result) is the
     tensor's own."""
-    base = getattr(self.data, "base", None)
+    base = getattr(self._data, "base", None)
     if self._node is None or not isinstance(base, ndarray):
         return
     # References to base: the view's, the local variable's and getrefcount's argument.
@@ -169,12 +169,12 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
         ``self``.
     """
     if not (state.special or _recording(self, others)):
-        plain = [o.data if isinstance(o, Tensor) else o for o in others]
-        _write(self, fn(self.data, *plain, *after), name)
+        plain = [o._data if isinstance(o, Tensor) else o for o in others]
+        _write(self, fn(self._data, *plain, *after), name)
         return self
     _check_leaf(self, name)
-    if not isinstance(self.data, ndarray):  # a NumPy scalar has no memory to write into
-        self.data = np.array(self.data)
+    if not isinstance(self._data, ndarray):  # a NumPy scalar has no memory to write into
+        self._data = np.array(self._data)
     view = _live_view(self)
     if view is not None:
         return _through_base(self, view, fn, others, after)
@@ -187,7 +187,7 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
         src = _snapshot(self, copy=_saves_input(fn))
         # x *= x: the other operand is the old value too
         result = fn(src, *[src if o is self else o for o in others], *after)
-        _write(self, result.data, name)
+        _write(self, result._data, name)
         _adopt(self, result)
     _forget_view(old)
     return self
@@ -207,9 +207,9 @@ def _through_base(self: Tensor, view: tuple, fn: Any, others: tuple, after: tupl
 
 
 def _write(self: Tensor, value: Any, name: str) -> None:
-    data = self.data
+    data = self._data
     if not isinstance(data, ndarray):
-        self.data = np.asarray(value, dtype=data.dtype)
+        self._data = np.asarray(value, dtype=data.dtype)
         return
     if np.shape(value) != data.shape:
         raise ValueError(f"{name}: the result has shape {np.shape(value)}, which cannot be "
@@ -231,12 +231,12 @@ def _is_basic(idx: Any) -> bool:
 def _same_memory(self: Tensor, idx: Any, value: Any) -> bool:
     """Whether ``value`` already is the memory ``self[idx]`` names (the last step of
     ``x[idx] += y``), so that assigning it changes nothing."""
-    v = getattr(value, "data", None)
-    if not isinstance(v, ndarray) or v.base is None or _root(v) is not _root(self.data):
+    v = getattr(value, "_data", None)
+    if not isinstance(v, ndarray) or v.base is None or _root(v) is not _root(self._data):
         return False
     if not _is_basic(idx):
         return False
-    target = self.data[idx]
+    target = self._data[idx]
     return (isinstance(target, ndarray) and target.shape == v.shape
             and target.strides == v.strides and target.ctypes.data == v.ctypes.data)
 
@@ -245,10 +245,10 @@ def _setitem(self: Tensor, idx: Any, value: Any, name: str) -> None:
     if isinstance(value, Tensor) and _same_memory(self, idx, value):
         return
     if not (state.special or _recording(self, (value,))):
-        data = self.data
+        data = self._data
         if not isinstance(data, ndarray):
-            data = self.data = np.array(data)
-        data[idx] = value.data if isinstance(value, Tensor) else value
+            data = self._data = np.array(data)
+        data[idx] = value._data if isinstance(value, Tensor) else value
         mark_modified(data)
         return
     apply_inplace(self, index_put, name, (value,), (idx,))
@@ -257,9 +257,9 @@ def _setitem(self: Tensor, idx: Any, value: Any, name: str) -> None:
 def __getitem__(self: Tensor, idx: Any) -> Tensor:
     idx = unwrap_index(idx)
     out = getitem(self, idx)
-    data = out.data
+    data = out._data
     if isinstance(data, ndarray) and data.base is not None and (
-            _root(data) is _root(self.data)):
+            _root(data) is _root(self._data)):
         out._base = (self, idx)  # a view: in-place changes of it go through self
     return out
 
@@ -375,8 +375,8 @@ def install(ns: Any) -> None:
     T.fill_ = T.fill = _fill
     T.zero_ = _zero
     T.copy_ = _copy_from
-    T.dim = lambda self: self.data.ndim
-    T.numel = lambda self: self.data.size
+    T.dim = lambda self: self._data.ndim
+    T.numel = lambda self: self._data.size
     T.float = lambda self: ns.astype(self, np.float32)
     T.double = lambda self: ns.astype(self, np.float64)
 
@@ -408,7 +408,7 @@ def _transpose_method(transpose):
 def _conj_method(conj):
     def method(self):
         """The complex conjugate (the tensor itself when it is real, like NumPy)."""
-        if self.data.dtype.kind != "c":
+        if self._data.dtype.kind != "c":
             return self
         return conj(self)
 

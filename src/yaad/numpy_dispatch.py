@@ -58,13 +58,21 @@ NONDIFF = {
 _FILES = {"save", "savez", "savez_compressed", "savetxt"}
 
 
-def _data(x: Any) -> Any:
+# Those of NONDIFF that read only shapes and dtypes (not values: a compiled function's
+# recording need not see them).
+_META = {"shape", "ndim", "size", "iscomplexobj", "isrealobj", "isscalar", "result_type",
+         "can_cast", "min_scalar_type", "may_share_memory", "shares_memory", "common_type",
+         "zeros_like", "ones_like", "empty_like", "tril_indices_from", "triu_indices_from",
+         "diag_indices_from"}
+
+
+def _data(x: Any, meta: bool = False) -> Any:
     if isinstance(x, Tensor):
-        return x.data
+        return x._data if meta else x.data
     if isinstance(x, (list, tuple)):
-        return type(x)(_data(v) for v in x)
+        return type(x)(_data(v, meta) for v in x)
     if isinstance(x, dict):
-        return {k: _data(v) for k, v in x.items()}
+        return {k: _data(v, meta) for k, v in x.items()}
     return x
 
 
@@ -152,7 +160,7 @@ def _outer_operands(inputs: tuple) -> tuple:
 
 
 def _ndim(x: Any) -> int:
-    return np.ndim(x.data if isinstance(x, Tensor) else x)
+    return np.ndim(x._data if isinstance(x, Tensor) else x)
 
 
 def array_function(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -182,5 +190,6 @@ def array_function(func: Any, args: tuple, kwargs: dict) -> Any:
     if fn is not None:
         return fn(*args, **kwargs)
     if name in NONDIFF:
-        return func(*_data(args), **_data(kwargs))
+        meta = name in _META
+        return func(*_data(args, meta), **_data(kwargs, meta))
     raise _no_yaad_op(f"{module}.{name}")

@@ -256,14 +256,14 @@ def _make_function(spec: Op) -> Callable:
                 return forward(x, y)
             if st.special:
                 return _apply_special(spec, args, {})
-            xd = x.data if xt else x
-            yd = y.data if yt else y
+            xd = x._data if xt else x
+            yd = y._data if yt else y
             try:
                 ans = forward(xd, yd)
             except Exception as e:
                 raise _named(e, spec.name) from e
             out = _new(Tensor)
-            out.data = ans
+            out._data = ans
             if st.enabled:
                 px = (x._node or x) if xt and x.requires_grad else None
                 py = (y._node or y) if yt and y.requires_grad else None
@@ -300,13 +300,13 @@ def _make_function(spec: Op) -> Callable:
             return forward(x) if type(x) not in _SEQUENCES else _call_plain(spec, args, {})
         if st.special:
             return _apply_special(spec, args, {})
-        xd = x.data
+        xd = x._data
         try:
             ans = forward(xd)
         except Exception as e:
             raise _named(e, spec.name) from e
         out = _new(Tensor)
-        out.data = ans
+        out._data = ans
         if st.enabled and x.requires_grad and (elementwise or ans.dtype.kind in "fc"):
             node = _new(Node)
             node.op = spec
@@ -396,7 +396,7 @@ def _kw_arrays(spec: Op, kw: dict) -> dict:
                 raise TypeError(
                     f"{spec.name}: keyword argument {k}= is a tensor that requires grad; "
                     f"keyword arguments are not differentiated. Pass it positionally.")
-            v = v.data
+            v = v._data
         out[k] = v
     return out
 
@@ -405,7 +405,8 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
     """Run ``spec`` on ``args`` (some of them tensors), recording a node if needed."""
     if state.special:
         return _apply_special(spec, args, kw)
-    arrays = tuple([a.data if isinstance(a, Tensor) else a for a in args])
+    arrays = tuple([a._data if isinstance(a, Tensor) else
+                    _tuple_arrays(a) if type(a) is tuple else a for a in args])
     if kw:
         kw = _kw_arrays(spec, kw)
     try:
@@ -431,6 +432,15 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
         if any_parent:
             return _wrap_outputs(spec, ans, _record(spec, arrays, kw, ans, tuple(parents)))
     return _wrap_outputs(spec, ans, None)
+
+
+def _tuple_arrays(a: tuple) -> tuple:
+    """A tuple argument (an index such as ``(rows, t)``) with its tensors as arrays: the
+    tensors stay op arguments, so a compiled replay passes their new values."""
+    for x in a:
+        if isinstance(x, Tensor):
+            return tuple([x._data if isinstance(x, Tensor) else x for x in a])
+    return a
 
 
 def _describe(t: Tensor) -> str:
@@ -548,7 +558,7 @@ def _top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
 
 
 def _copy_tensor(x: Tensor, tangents: dict | None) -> Tensor:
-    return make_tensor(x.data, x._node, x.requires_grad, tangents)
+    return make_tensor(x._data, x._node, x.requires_grad, tangents)
 
 
 def strip_level(x: Any, level: int) -> Any:
@@ -607,10 +617,10 @@ def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
     if _plain(base_args, out, tangents, multi):
         # Nothing else differentiates the tangent (no lower level, no reverse recording):
         # run the rules on the arrays, without the cost of tensors.
-        rule_out = tuple(o.data for o in out) if multi else out.data
-        rule_args = tuple([a.data if isinstance(a, Tensor) else a for a in base_args])
-        rule_kw = {k: v.data if isinstance(v, Tensor) else v for k, v in base_kw.items()}
-        tangents = [(i, t.data if isinstance(t, Tensor) else t) for i, t in tangents]
+        rule_out = tuple(o._data for o in out) if multi else out._data
+        rule_args = tuple([a._data if isinstance(a, Tensor) else a for a in base_args])
+        rule_kw = {k: v._data if isinstance(v, Tensor) else v for k, v in base_kw.items()}
+        tangents = [(i, t._data if isinstance(t, Tensor) else t) for i, t in tangents]
     else:
         rule_out, rule_args, rule_kw = out, base_args, base_kw
     total = None
@@ -675,7 +685,7 @@ def _fit_tangent(t: Any, out: Tensor) -> Any:
         t = broadcast_to(t, shape)
     dt = out.dtype
     if tdt != dt:
-        from .engine import cast_gradient
+        from .gradients import cast_gradient
 
         t = cast_gradient(t, dt)
     return t

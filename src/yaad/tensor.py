@@ -36,14 +36,14 @@ class Tensor:
 
     # _grad, _hooks, _tangents and _base are left unset until used: creating a tensor
     # stores three slots only.
-    __slots__ = ("data", "requires_grad", "_node", "_grad", "_hooks", "_tangents", "_base",
+    __slots__ = ("_data", "requires_grad", "_node", "_grad", "_hooks", "_tangents", "_base",
                  "__weakref__")
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         if isinstance(data, Tensor):
-            data = data.data
+            data = data._data
         elif not isinstance(data, np.ndarray):
             data = np.asarray(data)
         if data.dtype.hasobject:
@@ -52,7 +52,7 @@ class Tensor:
                 f"of dtype object (shape {data.shape}: Python objects such as None or "
                 f"tensors mixed with numbers). Convert it first, e.g. "
                 f"np.asarray(x, dtype=float); to build a tensor from tensors use yaad.stack.")
-        self.data = data
+        self._data = data
         self._node = None
         self._grad = None
         self._hooks = None
@@ -60,18 +60,38 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
+    # ---- the value -----------------------------------------------------------------
+    # yaad's op machinery and engine read ``_data``. Everything else reads the value
+    # through the public points below, each of which tells a recording of yaad.compile
+    # (``state.tracer``) what Python saw: a guard, or a reason to run eagerly.
+
+    @property
+    def data(self) -> Any:
+        """The value, as a NumPy array (shared, not copied)."""
+        if state.tracer is not None:
+            state.tracer.read(self, "data")
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        if state.tracer is not None:
+            state.tracer.read(self, "set_data")
+        self._data = value
+
     # ---- autograd attributes -------------------------------------------------------
 
     @property
     def grad(self) -> Any:
         """The accumulated gradient, or None."""
+        if state.tracer is not None:
+            state.tracer.read(self, "grad")
         return getattr(self, "_grad", None)
 
     @grad.setter
     def grad(self, value: Any) -> None:
         if value is not None:
             if isinstance(value, Tensor) and not value.requires_grad:
-                value = value.data
+                value = value._data
             if np.shape(value) != self.shape:
                 raise ValueError(f"assigned grad has shape {np.shape(value)}, but the tensor "
                                  f"has shape {self.shape}")
@@ -92,14 +112,14 @@ class Tensor:
     def _version(self) -> int:
         from .op import version_of
 
-        return version_of(self.data)
+        return version_of(self._data)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set :attr:`requires_grad` in place (leaves only) and return self."""
-        if requires_grad and self.data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype.kind not in "fc":
             raise TypeError(
                 f"only floating point and complex tensors can require gradients; this "
-                f"tensor has dtype {self.data.dtype}. Convert it first, e.g. "
+                f"tensor has dtype {self._data.dtype}. Convert it first, e.g. "
                 f"yaad.tensor(x, dtype=float). (see docs/errors.md#integer-grad)")
         if not requires_grad and self._node is not None:
             raise RuntimeError("requires_grad_(False) is only allowed on leaf tensors; "
@@ -112,7 +132,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's data, cut from the graph."""
-        return make_tensor(self.data)
+        return make_tensor(self._data)
 
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph, in place."""
@@ -122,6 +142,8 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep :attr:`grad` for this non-leaf tensor after backward (leaves always do)."""
+        if state.tracer is not None:
+            state.tracer.read(self, "retain_grad")
         node = self._node
         if node is None:
             return
@@ -142,6 +164,8 @@ class Tensor:
         """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        if state.tracer is not None:
+            state.tracer.read(self, "hook")
         node = self._node
         if node is None:
             hooks = getattr(self, "_hooks", None)
@@ -183,89 +207,95 @@ class Tensor:
     @property
     def shape(self) -> tuple:
         """The shape, as a tuple."""
-        return self.data.shape
+        return self._data.shape
 
     @property
     def ndim(self) -> int:
         """The number of dimensions."""
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def size(self) -> int:
         """The number of elements."""
-        return self.data.size
+        return self._data.size
 
     @property
     def dtype(self) -> np.dtype:
         """The NumPy dtype."""
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def itemsize(self) -> int:
         """Bytes per element."""
-        return self.data.itemsize
+        return self._data.itemsize
 
     @property
     def nbytes(self) -> int:
         """Bytes of the data."""
-        return self.data.nbytes
+        return self._data.nbytes
 
     def numpy(self) -> Any:
         """The data as a NumPy array (shared, not copied)."""
-        return self.data
+        if state.tracer is not None:
+            state.tracer.read(self, "numpy")
+        return self._data
 
     def tolist(self) -> Any:
         """The data as nested Python lists."""
-        return self.data.tolist()
+        if state.tracer is not None:
+            state.tracer.read(self, "tolist")
+        return self._data.tolist()
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python scalar."""
         if state.tracer is not None:
-            state.tracer.guard_value(self, "item")
-        if self.data.size != 1:
+            state.tracer.read(self, "item")
+        if self._data.size != 1:
             raise ValueError(f"item(): only a one-element tensor can be converted to a "
                              f"Python scalar; this one has shape {self.shape}")
-        return self.data.item()
+        return self._data.item()
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return len(self.data)
+        return len(self._data)
 
     def __iter__(self) -> Iterator[Tensor]:
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        for i in range(len(self.data)):
+        for i in range(len(self._data)):
             yield self[i]
 
     def __bool__(self) -> bool:
         if state.tracer is not None:
-            state.tracer.guard_value(self, "bool")
-        return bool(self.data)
+            state.tracer.read(self, "bool")
+        return bool(self._data)
 
     def __float__(self) -> float:
         if state.tracer is not None:
-            state.tracer.guard_value(self, "float")
-        return float(self.data)
+            state.tracer.read(self, "float")
+        return float(self._data)
 
     def __int__(self) -> int:
         if state.tracer is not None:
-            state.tracer.guard_value(self, "int")
-        return int(self.data)
+            state.tracer.read(self, "int")
+        return int(self._data)
 
     def __complex__(self) -> complex:
         if state.tracer is not None:
-            state.tracer.guard_value(self, "complex")
-        return complex(self.data)
+            state.tracer.read(self, "complex")
+        return complex(self._data)
 
     def __index__(self) -> int:
-        if self.data.dtype.kind not in "iub":
+        if self._data.dtype.kind not in "iub":
             raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
         if state.tracer is not None:
-            state.tracer.guard_value(self, "index")
-        return self.data.__index__()
+            state.tracer.read(self, "index")
+        return self._data.__index__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if state.tracer is not None:
+            state.tracer.read(self, "array")
         if self.requires_grad and state.enabled:
             raise TypeError(
                 "cannot convert a tensor that requires grad to a NumPy array implicitly: "
@@ -281,17 +311,19 @@ class Tensor:
                 "yaad.func.jvp, jacfwd or hvp) to a NumPy array: the tangent would be lost. "
                 "To build an array from tensors (np.array([...]), np.r_, np.c_), use "
                 "yaad.stack or yaad.concatenate.")
-        data = np.asarray(self.data)
+        data = np.asarray(self._data)
         if dtype is not None and data.dtype != dtype:
             return data.astype(dtype)
         return data.copy() if copy else data
 
     def __repr__(self) -> str:
+        if state.tracer is not None:
+            state.tracer.read(self, "repr")
         prefix = "tensor("
-        body = np.array2string(np.asarray(self.data), separator=", ", prefix=prefix)
+        body = np.array2string(np.asarray(self._data), separator=", ", prefix=prefix)
         extras = []
-        if self.data.dtype not in (np.float64, np.int64, np.bool_, np.complex128):
-            extras.append(f"dtype={self.data.dtype}")
+        if self._data.dtype not in (np.float64, np.int64, np.bool_, np.complex128):
+            extras.append(f"dtype={self._data.dtype}")
         node = self.grad_fn
         if node is not None:
             extras.append(f"grad_fn=<{node.op.name}>")
@@ -312,8 +344,8 @@ class Tensor:
                 f"{self.dtype}, {made}</small>")
 
     def __format__(self, spec: str) -> str:
-        if self.data.ndim == 0:
-            return format(self.data.item(), spec)
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
         return repr(self)
 
     # ---- NumPy interoperability ----------------------------------------------------
@@ -349,12 +381,30 @@ def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
     ``node`` is the producing node (or ``(node, output index)``), None for a leaf.
     """
     t = _new(Tensor)
-    t.data = data
+    t._data = data
     t._node = node
     t.requires_grad = requires_grad
     if tangents:
         t._tangents = tangents
     return t
+
+
+def shape_of(x: Any) -> tuple:
+    """The shape of a tensor, an array or anything NumPy reads as one (no value is read:
+    a compiled function's recording need not see it)."""
+    return x._data.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+def ndim_of(x: Any) -> int:
+    """The number of dimensions (see :func:`shape_of`)."""
+    return x._data.ndim if isinstance(x, Tensor) else np.ndim(x)
+
+
+def dtype_of(x: Any) -> np.dtype:
+    """The dtype (see :func:`shape_of`)."""
+    if isinstance(x, Tensor):
+        return x._data.dtype
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
 
 
 def is_tensor(x: Any) -> bool:

@@ -259,14 +259,21 @@ def _refs(x: Any) -> int:
 
 
 def body_lines(items: list, ns: Namespace, indent: str = "    ",
-               shapes: Any = None, recycle: set = frozenset()) -> list[str]:
-    """The statements of ``items`` (entries, loads, aliases). ``shapes(slot)`` gives a
-    slot's recorded shape (``shapes(slot, True)``: whether it held an ndarray), for the
-    cheaper spellings; without it the forwards are called as they are. The slots in
-    ``recycle``, made by a ufunc, are written into recycled arrays (see :func:`pooled`)."""
+               shapes: Any = None, recycle: set = frozenset(),
+               fail: str = "return None") -> list[str]:
+    """The statements of ``items`` (entries, loads, aliases, shape guards). ``shapes(slot)``
+    gives a slot's recorded shape (``shapes(slot, True)``: whether it held an ndarray), for
+    the cheaper spellings; without it the forwards are called as they are. The slots in
+    ``recycle``, made by a ufunc, are written into recycled arrays (see :func:`pooled`).
+    ``fail``: the statement run when a shape guard fails."""
     lines = []
     for it in items:
         t = type(it)
+        if t is Guard:
+            if it.kind == "shape":
+                lines.append(f"{indent}if v{it.slot}.shape != {it.value!r}:")
+                lines.append(f"{indent}    {fail}")
+            continue
         if t is Entry:
             spec = it.op
             args = [ref_src(r, ns) for r in it.args]
@@ -311,7 +318,7 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
                 lines.append(indent + line)
         elif t is Load:
             x = ns.name(it.tensor, "x")
-            lines.append(f"{indent}v{it.slot} = {x}.data")
+            lines.append(f"{indent}v{it.slot} = {x}._data")
         elif t is Alias:
             lines.append(f"{indent}v{it.slot} = v{it.of}")
         elif t is Const:
@@ -334,15 +341,16 @@ class SlotInfo:
         return self.array[s] if kind else self.shape[s]
 
 
+# Source computing a guard's outcome as a key (see ``tape.outcome_key``: floats by bits).
 GUARD_SRC = {
-    "bool": "bool(v{s})", "int": "int(v{s})", "float": "float(v{s})",
-    "complex": "complex(v{s})", "index": "_index(v{s})", "item": "v{s}.item()",
+    "bool": "bool(v{s})", "int": "int(v{s})", "float": "_key(float(v{s}))",
+    "complex": "_key(complex(v{s}))", "index": "_index(v{s})", "item": "_key(v{s}.item())",
     "meta": "(v{s}.shape, v{s}.dtype, {x}.requires_grad, {x}._node is None)",
 }
 
 
 def guard_src(g: Guard, ns: Namespace, tensor: Any) -> str:
-    """Source computing a guard's outcome."""
+    """Source computing a guard's outcome (its key)."""
     x = ns.name(tensor, "x") if tensor is not None else ""
     return GUARD_SRC[g.kind].format(s=g.slot, x=x)
 
@@ -351,7 +359,10 @@ def build(name: str, params: str, lines: list[str], ns: Namespace) -> Any:
     """Compile ``def name(params): lines`` in the namespace; return the function."""
     import operator
 
+    from .tape import outcome_key
+
     ns.env.setdefault("_index", operator.index)
+    ns.env.setdefault("_key", outcome_key)
     src = f"def {name}({params}):\n" + "\n".join(lines) + "\n"
     code = compile(src, f"<yaad.compile {name}>", "exec")
     exec(code, ns.env)

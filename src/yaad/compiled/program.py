@@ -27,7 +27,7 @@ from . import codegen, fused
 from .codegen import Namespace, item_defs, item_uses
 from .reverse import reachable, reverse
 from .rewrite import simplify
-from .tape import Alias, Entry, Guard, Load, Recorder, same_item
+from .tape import Alias, Entry, Guard, Load, Recorder, outcome_key, same_item
 
 _new = object.__new__
 
@@ -56,7 +56,7 @@ class CompiledTensor(Tensor):
                         if seed is None:  # the engine explains why a gradient is needed
                             fast = None
                     else:
-                        seed = gradient.data if isinstance(gradient, Tensor) else gradient
+                        seed = gradient._data if isinstance(gradient, Tensor) else gradient
                         if np.shape(seed) != end.out_shape:
                             fast = None
                         elif not isinstance(seed, np.ndarray):
@@ -70,15 +70,22 @@ def _compiled_vjp(i: int, g: Any, ans: Any, *args: Any, _c: list) -> Any:
     """The VJP of a compiled call for its ``i``-th parent (all are computed at once)."""
     if _c[2] is not g:
         end = _c[0]
+        E = _c[1]
+        end.check_versions(E, _c[4])
         if (isinstance(g, Tensor) or any(isinstance(a, Tensor) for a in args)
                 or (type(g) is tuple and any(isinstance(x, Tensor) for x in g))
                 or end.bwd is None):
-            grads = end.eager_vjp(_c[1], args, g)
+            grads = end.eager_vjp(E, args, g)
         else:
             seeds = (g,) if end.nout == 1 else tuple(
                 np.zeros(s, d) if x is None else x
                 for x, s, d in zip(g, end.out_shapes, end.out_dtypes))
-            grads = end.bwd(_c[1], *seeds)
+            try:
+                grads = end.bwd(E, *seeds)
+            except Exception:
+                # A value-dependent failure inside an inlined rule (a singular matrix
+                # where the recording had a regular one): eager mode's backward decides.
+                grads = end.eager_vjp(E, args, g)
         _c[2] = g
         _c[3] = grads
     return _c[3][i]
@@ -174,7 +181,7 @@ class End:
                 "    node = _new(Node)",
                 f"    node.op = {op}",
                 "    node.args = (" + "".join(f"E[{s}], " for s in self.parents) + ")",
-                f"    node.kw = {{'_c': [{ns.name(self, 'end')}, E, None, None]}}",
+                f"    node.kw = {{'_c': [{ns.name(self, 'end')}, E, None, None, _clock[0]]}}",
                 f"    node.ans = {ans}",
                 "    node.parents = (" + "".join(e + ", " for e in edges) + ")",
                 "    node.epoch = _clock[0]",
@@ -183,7 +190,7 @@ class End:
             ]
             for k, o in enumerate(self.node_outs):
                 edge = "node" if self.nout == 1 else f"(node, {k})"
-                lines += [f"    t{o} = _new(CT)", f"    t{o}.data = E[{o}]",
+                lines += [f"    t{o} = _new(CT)", f"    t{o}._data = E[{o}]",
                           f"    t{o}._node = {edge}", f"    t{o}.requires_grad = True"]
                 names[o] = f"t{o}"
         for src, s in self.effects:
@@ -196,8 +203,7 @@ class End:
         """``fast(node, E, seed, retain)``: backward straight into the leaves' ``.grad``
         (False: the ordinary engine must do it: a parent is not a leaf, or has hooks)."""
         ns = Namespace()
-        ns.env.update(Node=Node, _clock=_clock, check_saved=check_saved,
-                      bwd=self.bwd, np=np)
+        ns.env.update(Node=Node, _clock=_clock, end=self, bwd=self.bwd, np=np)
         n = len(self.parents)
         ps = ", ".join(f"p{j}" for j in range(n)) + ","
         gs = ", ".join(f"g{j}" for j in range(n)) + ","
@@ -213,8 +219,11 @@ class End:
                       "    except AttributeError:",
                       f"        p{j}._hooks = None"]
         lines += ["    if node.epoch < _clock[0]:",
-                  "        check_saved(node)",
-                  f"    {gs} = bwd(E, seed)"]
+                  "        end.check_versions(E, node.epoch)",
+                  "    try:",
+                  f"        {gs} = bwd(E, seed)",
+                  "    except Exception:",
+                  "        return False  # the engine's path decides (see _compiled_vjp)"]
         for j, copy in enumerate(self.copy):
             if self.parent_shapes[j] == ():
                 own = f"np.array(g{j})"
@@ -253,21 +262,22 @@ class End:
         clock = _clock[0]
         rec.target = bitems
         prev_mode = state.enabled
+        problems = []
         try:
             with rec.active():
                 state.enabled = False
                 grads = reverse(rec, seeds, self.parents)
                 results = [None if grads.get(s) is None else rec.slot_of(grads[s])
                            for s in self.parents]
+        except Exception as e:  # a rule raises for the recorded values: eager decides
+            problems.append(f"a gradient rule raised {type(e).__name__}")
         finally:
             state.enabled = prev_mode
             rec.target = rec.items
-        problems = rec.escapes[nesc:]
+        problems += rec.escapes[nesc:]
         del rec.escapes[nesc:]
         if _clock[0] != clock:
             problems.append("an in-place operation in a VJP rule")
-        if any(type(it) is Guard for it in bitems):
-            problems.append("a VJP rule that looks at values (bool(), float(), .item())")
         if problems:
             self.problems = problems
             return
@@ -292,6 +302,7 @@ class End:
         reads = sorted(s for s in live if s not in seed_set)
         self.bwd_reads = {s for s in reads if s < nfwd}
         ns = Namespace()
+        ns.env["_Stale"] = _Stale
         lines = []
         for s in reads:
             if s < nfwd:
@@ -322,11 +333,12 @@ class End:
                 for s in sorted((folded - set(seeds)) & used):
                     lines.append(f"        v{s} = {ns.name(rec.value[s], 'k')}")
                 lines += codegen.body_lines(folded_items, ns, indent="        ", shapes=info,
-                                            recycle=recycle)
+                                            recycle=recycle, fail="raise _Stale")
                 lines.append(f"        return ({outs},)")
             else:
                 folded = set()
-        lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle)
+        lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle,
+                                    fail="raise _Stale")
         lines.append(f"    return ({outs},)")
         params = "E, " + ", ".join(f"v{s}" for s in seeds)
         self.bwd = codegen.build("backward", params, lines, ns)
@@ -368,8 +380,9 @@ class End:
         value, ninputs = self.to_fuse
         if self.bwd is None or not fused.available():
             return
-        fwd = [it for it in self.items if type(it) is not Guard]
-        program = _live_items(fwd + self.bkept, {s for s in self.results if s is not None})
+        fwd = _unguarded(self.items, "meta", "shape")
+        program = _live_items(fwd + _unguarded(self.bkept, "shape"),
+                              {s for s in self.results if s is not None})
         if not fused.worthwhile(program, value):
             return
         defs: set = set()
@@ -409,15 +422,29 @@ class End:
         if self.fast is not None:
             self.fast = self._generate_fast()
 
+    def check_versions(self, E: list, epoch: int) -> None:
+        """Raise, as eager mode does, if an array the backward reads (an input, a tensor
+        read from outside, an output) was changed in place since the call."""
+        if epoch < _clock[0]:
+            saved = _Saved(self.name, tuple(E[s] for s in sorted(self.bwd_reads)), epoch)
+            check_saved(saved)
+
     def eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
-        """The VJP by re-running the path on tensors (create_graph, or no backward
-        program): the parents' values are ``args`` (tensors linked to the graph)."""
+        """The VJP by re-running the path on tensors (create_graph, no backward program,
+        or a backward program that failed for these values): the parents' values are
+        ``args`` (tensors linked to the graph, or arrays)."""
+
+        if self.effects or any(type(it) is Entry and it.op.fn is None for it in self.items):
+            raise NotImplementedError(
+                f"{self.name}: differentiating through a compiled function that computes "
+                f"gradients inside (backward(), autograd.grad with a rule that reads "
+                f"values) is not supported here; compile the outer computation.")
+        with _enable_grad():
+            return self._eager_vjp(E, args, g)
+
+    def _eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
         from ..autograd import grad as _grad
 
-        if self.effects:
-            raise NotImplementedError(
-                f"{self.name}: differentiating through a compiled function that calls "
-                f"backward() inside is not supported; compile the outer computation.")
         vals: dict[int, Any] = {}
         for s, a in zip(self.parents, args):
             if isinstance(a, Tensor):
@@ -448,9 +475,8 @@ class End:
         pairs = [(o, x) for o, x in zip(outs, gs) if x is not None]
         ins = [vals[s] for s in self.parents]
         create = isinstance(g, Tensor) or any(isinstance(a, Tensor) for a in args)
-        with _enable_grad():
-            res = _grad([o for o, _ in pairs], ins, [x for _, x in pairs],
-                        create_graph=create, allow_unused=True)
+        res = _grad([o for o, _ in pairs], ins, [x for _, x in pairs],
+                    create_graph=create, allow_unused=True)
         return tuple(res)
 
 
@@ -461,6 +487,28 @@ class _enable_grad:
 
     def __exit__(self, *exc: object) -> None:
         state.enabled = self.prev
+
+
+class _Saved:
+    """What ``check_saved`` reads of a node: the arrays a compiled backward reads."""
+
+    __slots__ = ("op", "args", "ans", "extra", "epoch")
+
+    def __init__(self, name: str, arrays: tuple, epoch: int) -> None:
+        self.op = compiled_op(name, 1)
+        self.args = arrays
+        self.ans = None
+        self.extra = None
+        self.epoch = epoch
+
+
+def _unguarded(items: list, *kinds: str) -> list:
+    """``items`` without their guards of these kinds."""
+    return [it for it in items if type(it) is not Guard or it.kind not in kinds]
+
+
+class _Stale(Exception):
+    """A shape guard of a backward program failed (eager mode's backward decides)."""
 
 
 def _is_input(end: End, s: int) -> bool:
@@ -476,7 +524,7 @@ def _value(vals: dict, r: Any) -> Any:
     if type(r) is S:
         v = vals[r.i]
         if not r.tensor and isinstance(v, Tensor):
-            return v.data
+            return v._data
         return v
     if type(r) is Tup:
         items = [_value(vals, x) for x in r.items]
@@ -504,12 +552,16 @@ def _immutable(it: Entry) -> bool:
 
 
 def _live_items(items: list, wanted: set) -> list:
-    """The items needed for the slots ``wanted`` (dead-code removal)."""
+    """The items needed for the slots ``wanted`` (dead-code removal; a shape guard stays
+    with the slot it checks)."""
     live = set(wanted)
     kept = []
     for it in reversed(items):
         defs = item_defs(it)
-        if any(d in live for d in defs):
+        if type(it) is Guard:
+            if it.slot in live:
+                kept.append(it)
+        elif any(d in live for d in defs):
             kept.append(it)
             live.difference_update(defs)
             live |= item_uses(it)
@@ -592,7 +644,7 @@ class Segment:
 
 def _chain(items: list, end: End) -> Segment:
     """Segments for a path's items, split at its branching guards."""
-    cut = [k for k, it in enumerate(items) if type(it) is Guard and it.kind != "meta"]
+    cut = [k for k, it in enumerate(items) if type(it) is Guard and it.kind not in ASSERTS]
     start = 0
     first = seg = None
     for k in [*cut, len(items)]:
@@ -609,8 +661,11 @@ def _chain(items: list, end: End) -> Segment:
     return first
 
 
+ASSERTS = ("meta", "shape")  # guards that are assertions, not branch points
+
+
 def _outcome(g: Guard) -> Any:
-    return g.value
+    return outcome_key(g.value)
 
 
 class Tree:
@@ -623,6 +678,7 @@ class Tree:
         self.nslots = len(tensors)
         self.call = None  # call(L) -> outputs, or MISS: generated by generate()
         self.records = 0
+        self.state = None  # the check of what the function reads besides its arguments
 
     def insert(self, items: list, end: End) -> str:
         """Add a recording: ``new`` path, ``same`` as a recorded one, ``changed`` (an
@@ -641,7 +697,8 @@ class Tree:
                     other = items[pos + k] if pos + k < len(items) else None
                     mine = seg.items[k]
                     if (type(other) is Guard and type(mine) is Guard
-                            and other.kind == mine.kind == "meta" and other.slot == mine.slot):
+                            and other.kind == mine.kind and other.kind in ASSERTS
+                            and other.slot == mine.slot):
                         self.root = _chain(items, end)
                         return "changed"
                     return "conflict"
@@ -696,9 +753,9 @@ class Tree:
                 for k in range(len(seg.items) - 1, -1, -1):
                     it = seg.items[k]
                     defs = item_defs(it)
-                    if type(it) is Guard:  # an assertion (an outside tensor's metadata)
-                        keep.add((id(seg), k))
-                        live |= item_uses(it)
+                    if type(it) is Guard:  # an assertion on a slot: kept with the slot
+                        if it.slot in live:
+                            keep.add((id(seg), k))
                     elif any(d in live for d in defs):
                         keep.add((id(seg), k))
                         live.difference_update(defs)
@@ -754,7 +811,7 @@ class Tree:
                     return
                 # (one more slot: where a fused forward leaves the gradients)
                 lines = [f"    E = [None] * {self.nslots + 1}"]
-                lines += [f"    v{s} = L[{s}]" + (".data" if self.tensors[s] else "")
+                lines += [f"    v{s} = L[{s}]" + ("._data" if self.tensors[s] else "")
                           for s in sorted(uses)]
                 lines += [f"    E[{s}] = v{s}" for s in sorted(uses & across)]
             else:
@@ -763,13 +820,15 @@ class Tree:
             if single and (seg.end.to_fuse is not None or seg.end.fused_call is not None):
                 lines += self._fused_forward(seg, kept[i], uses, defs & across, ns)
             for it in (kept[i] if not (single and seg.end.fused_call) else ()):
-                if type(it) is Guard:  # an outside tensor's shape, dtype, requires_grad
+                if type(it) is Guard and it.kind == "meta":
+                    # an outside tensor's shape, dtype, requires_grad
                     want = ns.name(it.value)
                     lines.append(f"    if {codegen.guard_src(it, ns, loads[it.slot])} != "
                                  f"{want}:")
                     lines.append(f"        return {miss}")
                 else:
-                    lines += codegen.body_lines([it], ns, shapes=info[i][2])
+                    lines += codegen.body_lines([it], ns, shapes=info[i][2],
+                                                fail=f"return {miss}")
             lines += [f"    E[{s}] = v{s}" for s in sorted(defs & across)]
             if single:
                 lines += seg.end.finish_lines(ns)
@@ -809,6 +868,9 @@ class Tree:
 
     def _fuse_forward(self, end: End, items: list, uses: set, outs: set, value: list
                       ) -> tuple | None:
+        # (A fused program is elementwise ops and sums, whose shapes follow from the
+        # inputs': its shape guards hold.)
+        items = _unguarded(items, "shape")
         if (not fused.available() or not fused.worthwhile(items, value)
                 or any(type(it) is Guard for it in items)):
             return None
@@ -831,7 +893,7 @@ class Tree:
         outcomes to the end of a path, build the outputs (or return ``MISS``)."""
         ns.env["End"] = End
         lines = [f"    E = [None] * {self.nslots}"]
-        lines += [f"    E[{k}] = L[{k}]" + (".data" if t else "")
+        lines += [f"    E[{k}] = L[{k}]" + ("._data" if t else "")
                   for k, t in enumerate(self.tensors)]
         lines += [f"    r = {ns.name(self.root.fn, 'seg')}(E)",
                   "    while r.__class__ is not End:",

@@ -1,13 +1,21 @@
 """The reverse-mode transform of a recording, itself recorded.
 
-:func:`reverse` walks the recorded op calls backwards and calls their VJP rules on the
-recorded tensors while the recorder is active, so the backward pass becomes more op
-calls on the tape: a compiled function's backward is generated code like its forward,
-and the gradients computed inside a recorded function (``autograd.grad``,
-``.backward()``, ``yaad.func.value_and_grad``) are part of what is replayed. It does the
-engine's bookkeeping the engine's way: gradients summed over broadcast axes and cast to
-the input's dtype, strong zeros below selecting ops, no rule run for an input that does
-not lead to a wanted gradient.
+:func:`reverse` walks the recorded op calls backwards and runs their VJP rules on the
+recorded tensors while the recorder is active, so the backward pass becomes more op calls
+on the tape: a compiled function's backward is generated code like its forward, and the
+gradients computed inside a recorded function (``autograd.grad``, ``.backward()``,
+``yaad.func.value_and_grad``) are part of what is replayed.
+
+Each rule runs *probed* (:meth:`Recorder.probing`). A rule that reads nothing from values
+but through ops (its Python decides on shapes, dtypes and constants only, and those a
+replay guarantees) is inlined: its ops are the replayed code. A rule that reads a value
+(``float()``, ``.data``, an arg-max mask made with NumPy, a check for degenerate
+eigenvalues that raises), or whose ops raise, is not: the tape gets one call of the rule
+itself (a :func:`rule_call` op), which a replay runs on the new values, deciding again.
+
+The bookkeeping (gradients summed over broadcast axes and cast to the input's dtype,
+strong zeros below selecting ops, the root gradient, the checks of outputs and inputs) is
+the engine's own: :mod:`yaad.gradients`.
 """
 
 from __future__ import annotations
@@ -16,8 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import cast_gradient, unbroadcast
 from ..grad_mode import state
+from ..gradients import (
+    check_inputs,
+    check_output,
+    check_unused,
+    fit_gradient,
+    root_gradient,
+    rule_gradients,
+)
+from ..op import Op
 from ..tensor import Tensor
 from .tape import Entry, Recorder, S, Tup
 
@@ -59,6 +75,42 @@ def reachable(entries: list, roots: set) -> set:
     return needed
 
 
+# ---- a rule called as it is -----------------------------------------------------------
+
+_RULE_OPS: dict[tuple, Op] = {}
+
+
+def rule_call(spec: Op, todo: tuple, strong: bool) -> Op:
+    """An op computing the fitted gradients of ``spec`` for its inputs ``todo`` by calling
+    its rules: ``op(g, ans, *args, **kw)``, one output per input in ``todo``."""
+    key = (spec, todo, strong)
+    new = _RULE_OPS.get(key)
+    if new is not None:
+        return new
+    name = spec.name
+    wanted = [False] * (max(todo) + 1)
+    for i in todo:
+        wanted[i] = True
+
+    def forward(g: Any, ans: Any, *args: Any, **kw: Any) -> Any:
+        grads = rule_gradients(spec, g, ans, args, kw, wanted + [False] * (
+            len(args) - len(wanted)), strong)
+        out = []
+        for i in todo:
+            gi = grads[i]
+            a = args[i]
+            if gi is None:  # no gradient this time: zeros add nothing
+                gi = np.zeros(np.shape(a), dtype=a.dtype)
+            out.append(fit_gradient(gi, a, name, i, g, args))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    new = Op(forward=forward, name=f"the gradient rule of '{name}'", vjps=(), jvps=(),
+             save_args=False, save_ans=False, nout=len(todo), variadic=False,
+             elementwise=False, selects=False, linear=False)
+    _RULE_OPS[key] = new
+    return new
+
+
 def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
     """Gradients of the ``roots`` (pairs of slot and seed tensor) for the ``wrt`` slots.
 
@@ -85,7 +137,7 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
             if o in wanted:
                 results[o] = g
         spec = e.op
-        todo = [i for i, flag in enumerate(e.grad_in) if flag and e.args[i].i in leads]
+        todo = tuple(i for i, flag in enumerate(e.grad_in) if flag and e.args[i].i in leads)
         if not todo:
             continue
         g = gs[0] if spec.nout == 1 else tuple(gs)
@@ -97,27 +149,42 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
         ans = (rec.tensor_of(outs[0]) if spec.nout == 1
                else tuple(rec.tensor_of(o) for o in outs))
         strong = spec.elementwise and any(o in masked for o in outs)
+        values = [rec.value[r.i] if type(r) is S else r for r in e.args]
+        grads = {}
+        with rec.probing() as probe:
+            for i in todo:
+                if strong:
+                    # Exact zeros where g is zero, even where the rule meets an inf or a
+                    # nan (a branch not taken); the engine's where(g == 0, 0, gi), fused.
+                    with np.errstate(all="ignore"):
+                        rec.quiet += 1
+                        try:
+                            gi = (vjps[0](i, g, ans, *args, **kw) if variadic
+                                  else vjps[i](g, ans, *args, **kw))
+                            if gi is not None and gi is not g:
+                                gi = STRONG_ZERO.fn(g, gi)
+                        finally:
+                            rec.quiet -= 1
+                else:
+                    gi = (vjps[0](i, g, ans, *args, **kw) if variadic
+                          else vjps[i](g, ans, *args, **kw))
+                if gi is not None:
+                    gi = fit_gradient(gi, values[i], spec.name, i, g, values)
+                    if not isinstance(gi, Tensor):  # made from shapes alone (zeros)
+                        gi = rec.tensor_of(rec.const_slot(np.asarray(gi)))
+                    grads[i] = gi
+        if not probe.reasons:
+            rec.target.extend(probe.items)
+        elif state.enabled:
+            # create_graph: a called rule's result would have no graph. The tensors the
+            # probe made are eager mode's: the call goes on eagerly.
+            rec.escape(f"the gradient rule of '{spec.name}' reads values "
+                       f"({probe.reasons[0]}), under create_graph")
+        else:
+            grads = _called(rec, e, todo, strong, gs, grads)
         mask = spec.selects or any(o in masked for o in outs)
-        for i in todo:
-            if strong:
-                # Exact zeros where g is zero, even where the rule meets an inf or a nan
-                # (a branch not taken); the engine's where(g == 0, 0, gi), fused.
-                with np.errstate(all="ignore"):
-                    rec.quiet += 1
-                    try:
-                        gi = (vjps[0](i, g, ans, *args, **kw) if variadic
-                              else vjps[i](g, ans, *args, **kw))
-                        if gi is not None and gi is not g:
-                            gi = STRONG_ZERO.fn(g, gi)
-                    finally:
-                        rec.quiet -= 1
-            else:
-                gi = (vjps[0](i, g, ans, *args, **kw) if variadic
-                      else vjps[i](g, ans, *args, **kw))
-            if gi is None:
-                continue
+        for i, gi in grads.items():
             s = e.args[i].i
-            gi = _fit(gi, rec.value[s], spec.name, i)
             prev = pending.get(s)
             pending[s] = gi if prev is None else prev + gi
             if mask:
@@ -128,44 +195,37 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
     return results
 
 
-def _fit(g: Any, ref: Any, name: str, i: int) -> Any:
-    """The engine's reduction over broadcast axes and cast to the input's dtype."""
-    if not hasattr(g, "shape"):
-        g = np.asarray(g)
-    shape = np.shape(ref)
-    if g.shape != shape:
-        g = unbroadcast(g, shape, f"the gradient of '{name}' for input {i}")
-    dtype = ref.dtype
-    if g.dtype != dtype:
-        g = cast_gradient(g, dtype)
-    return g
+def _called(rec: Recorder, e: Entry, todo: tuple, strong: bool, gs: list,
+            probed: dict) -> dict:
+    """The rules of ``e`` on the tape as one call (their results, computed by the probe,
+    become its outputs)."""
+    spec = e.op
+    todo = tuple(i for i in todo if i in probed)  # (a rule may return None: no gradient)
+    if not todo:
+        return {}
+    gref = S(rec.slot_of(gs[0])) if spec.nout == 1 else Tup(
+        [None if g is None else S(rec.slot_of(g)) for g in gs], False)
+    aref = S(e.outs[0]) if spec.nout == 1 else Tup([S(o) for o in e.outs], False)
+    args = (gref, aref, *e.args)
+    outs = []
+    for i in todo:
+        gi = probed[i]
+        outs.append(rec.new_slot(gi._data, gi, ("op",), False, gi))
+    op = rule_call(spec, todo, strong)
+    rec.target.append(Entry(op, args, e.kw, tuple(outs), (False,) * len(args),
+                            (False,) * len(outs), None,
+                            tuple(rec.value[s].dtype for s in outs)))
+    return {i: probed[i] for i in todo}
 
 
 # ---- run_backward while recording -------------------------------------------------------
 
-def _seed(rec: Recorder, t: Tensor, g: Any, k: int) -> Tensor:
-    if g is None:
-        if t.size != 1:
-            raise RuntimeError(
-                f"backward: output {k} has shape {t.shape}; a gradient can be created "
-                f"implicitly only for a scalar. Reduce it (e.g. .sum()) or pass gradient= "
-                f"with shape {t.shape}. (see docs/errors.md#non-scalar-backward)")
-        if t.dtype.kind == "c":
-            raise RuntimeError(
-                f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
-                f"output is not defined without gradient=. Differentiate a real loss, such "
-                f"as .real or abs(...)**2. (see docs/errors.md#complex-backward)")
-        return rec.tensor_of(rec.const_slot(np.ones(t.shape, dtype=t.dtype)))
+def _seed(rec: Recorder, t: Tensor, g: Any, k: int, create_graph: bool) -> Tensor:
+    g = root_gradient(t, rec.unwatch(g), k, create_graph)
     if isinstance(g, Tensor):
         return rec.tensor_of(rec.slot_of(g))
-    if np.shape(g) != t.shape:
-        raise RuntimeError(f"backward: gradient for output {k} has shape {np.shape(g)}, "
-                           f"but the output has shape {t.shape}")
-    if isinstance(g, np.ndarray):
-        s = rec.by_array.get(id(g))
-        if s is not None:
-            return rec.tensor_of(s)
-    return rec.tensor_of(rec.const_slot(np.asarray(g, dtype=t.dtype)))
+    s = rec.lookup_array(g) if isinstance(g, np.ndarray) else None
+    return rec.tensor_of(s if s is not None else rec.const_slot(g))
 
 
 def _has_hooks(rec: Recorder, slots: set) -> bool:
@@ -187,35 +247,27 @@ def _has_hooks(rec: Recorder, slots: set) -> bool:
 def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph: bool,
                     inputs: Any, capture: bool, allow_unused: bool) -> Any:
     """``run_backward`` while recording: the same results, with the backward recorded."""
-    from ..engine import check_output
     from .rewrite import rewrite
 
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
         check_output(t, k)
-        roots.append((rec.slot_of(t), _seed(rec, t, g, k)))
+        roots.append((rec.slot_of(t), _seed(rec, t, g, k, create_graph)))
+    entries = [it for it in rec.items if type(it) is Entry]
+    needed = reachable(entries, {s for s, _ in roots})
     if inputs is not None:
-        if isinstance(inputs, Tensor):
-            inputs = (inputs,)
-        for k, t in enumerate(inputs):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"input {k} is a {type(t).__name__}, not a Tensor")
-            if not t.requires_grad:
-                raise RuntimeError(f"input {k} does not require grad, so it has no gradient")
+        inputs = check_inputs(inputs)
         wrt = [rec.slot_of(t) for t in inputs]
     else:
-        entries = [it for it in rec.items if type(it) is Entry]
-        needed = reachable(entries, {s for s, _ in roots})
         wrt = sorted(s for s in needed if rec.diff[s] and rec.src[s][0] != "op")
-    needed = reachable([it for it in rec.items if type(it) is Entry], {s for s, _ in roots})
     leaves = [s for s in wrt if rec.src[s][0] != "op"]
     if (_has_hooks(rec, needed)
             or any(rec.src[s][0] == "ext" and rec.edge[s] is not rec.tensor[s] for s in leaves)
             or (inputs is None and create_graph)):
-        return _escape_to_engine(rec, "a backward pass with hooks, through tensors computed "
-                                 "outside the function, or accumulating create_graph "
-                                 "gradients", outputs, grad_outputs, create_graph, inputs,
-                                 capture, allow_unused)
+        return escape_to_engine(rec, "a backward pass with hooks, through tensors computed "
+                                "outside the function, or accumulating create_graph "
+                                "gradients", outputs, grad_outputs, create_graph, inputs,
+                                capture, allow_unused)
     rewrite(rec)
     prev_mode = state.enabled
     state.enabled = bool(create_graph)
@@ -225,15 +277,11 @@ def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph
         state.enabled = prev_mode
     results = [grads.get(s) for s in wrt]
     if inputs is not None:
-        for k, g in enumerate(results):
-            if g is None and not allow_unused:
-                raise RuntimeError(
-                    f"input {k} (shape {inputs[k].shape}) was not used to compute the "
-                    f"outputs, so it has no gradient. Pass allow_unused=True to get None "
-                    f"for it.")
+        check_unused(inputs, results, allow_unused)
     if capture:
-        return [g if g is None or create_graph else rec.traced_view(g, g.data)
-                for g in results]
+        if create_graph:
+            return results
+        return [None if g is None else rec.hand_out(g._data, g._data) for g in results]
     targets = inputs if inputs is not None else [rec.tensor_of(s) for s in wrt]
     for s, t, g in zip(wrt, targets, results):
         if g is None:
@@ -253,7 +301,8 @@ def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph
     return None
 
 
-def _escape_to_engine(rec: Recorder, what: str, *args: Any) -> Any:
+def escape_to_engine(rec: Recorder, what: str, *args: Any) -> Any:
+    """Run the backward pass with the engine: the call goes on eagerly."""
     from ..engine import run_backward
 
     rec.escape(what)

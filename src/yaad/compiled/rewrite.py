@@ -17,7 +17,8 @@ import numpy as np
 from ..op import Op
 from ..op import apply as _apply
 from ..tensor import Tensor
-from .tape import Alias, Entry, Recorder, S, Tup
+from .codegen import ref_slots
+from .tape import Alias, Entry, Guard, Recorder, S, Tup
 
 
 def private_op(forward: Callable, name: str, vjps: tuple, save_args: bool = True,
@@ -214,6 +215,8 @@ def simplify(items: list, keep: set, shape: Callable) -> list:
         if type(it) is not Entry:
             if type(it) is Alias and it.of in m:
                 it = Alias(it.slot, m[it.of])
+            elif type(it) is Guard and it.slot in m:
+                it = Guard(m[it.slot], it.kind, it.value, it.where)
             out.append(it)
             continue
         if m:
@@ -244,8 +247,11 @@ def _drop_broadcasts(items: list, keep: set, shape: Callable) -> list:
             for r in (*it.args, *(it.kw or {}).values()):
                 if type(r) is S:
                     users.setdefault(r.i, []).append(it)
-                elif type(r) is Tup:
-                    users.setdefault(-1, []).append(it)
+                elif type(r) is Tup:  # (a slot inside a tuple: not a plain operand)
+                    inner: set = set()
+                    ref_slots(r, inner)
+                    for i in inner:
+                        users.setdefault(i, []).append(it)
         elif type(it) is Alias:
             users.setdefault(it.of, []).append(it)
     m: dict[int, int] = {}
@@ -272,6 +278,8 @@ def _drop_broadcasts(items: list, keep: set, shape: Callable) -> list:
         return items
     out = []
     for it in items:
+        if type(it) is Guard and it.slot in m:
+            continue  # (the shape of a broadcast is the target's)
         if type(it) is Entry:
             if it.outs[0] in m and it.op is bop:
                 continue

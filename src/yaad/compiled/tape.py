@@ -1,14 +1,26 @@
-"""Recording a function: the tape of op calls, the guards, and what escaped the recording.
+"""Recording a function: the tape of op calls, the guards, and what makes a call eager.
 
-While :class:`Recorder` is ``state.tracer``, every op called on tensors comes to
-:meth:`Recorder.apply`, which notes the call (which slots feed which arguments, the
-constants) and then runs it eagerly, so the recording call computes exactly what eager
-mode computes. Every place where Python looks at a value (``bool()``, ``float()``,
-``int()``, ``.item()``, ``__index__``) comes to :meth:`Recorder.guard_value` and becomes a
-guard. Values handed to user code as NumPy arrays (``x.data``, ``x.numpy()``, gradients
-returned by ``autograd.grad``) are :class:`Traced` views: NumPy operations on them, which
-the recording cannot see, mark the recording as not replayable ("escaped"), and the
-compiled function then runs eagerly for those inputs.
+While a :class:`Recorder` is ``state.tracer``:
+
+- every op called on tensors comes to :meth:`Recorder.apply`, which notes the call
+  (which slots feed which arguments, the constants) and runs it eagerly, so the recording
+  computes exactly what eager mode computes. The op call is the unit of recording: a
+  replay runs the op's forward on the new values, so what it decides from values (an
+  order, a mask, a count) is decided again. An op that is not elementwise gets a guard
+  on the shape of its outputs, which may depend on values (``nonzero``, a boolean mask);
+- every public read of a tensor's value comes to :meth:`Recorder.read` (see tensor.py):
+  ``bool()``, ``float()``, ``int()``, ``complex()``, ``.item()``, ``__index__`` and
+  ``format()`` of a 0-d tensor are *guards*: the replay computes them again and follows
+  the recorded path only if the outcome has the same bits. The others hand Python the
+  whole value (``.data``, ``.numpy()``, ``np.asarray``, ``.tolist()``, ``repr``, ``.grad``)
+  or change what a replay would have to do (hooks, ``retain_grad``, assigning ``.data``):
+  the call goes on eagerly from there, the recording is dropped, and the compiled
+  function runs eagerly for these inputs (a ``CompileWarning`` names the line);
+- arrays handed to Python are :class:`~yaad.compiled.watched.Watched`;
+- the VJP rules that the reverse transform runs are *probed* (:meth:`Recorder.probing`):
+  a rule that reads a value, or whose ops raise, is not inlined; its replay calls it.
+
+No attribute of ``Tensor`` or of NumPy is patched, and no module is trusted by name.
 """
 
 from __future__ import annotations
@@ -17,7 +29,6 @@ import contextlib
 import operator
 import random
 import sys
-import threading
 from typing import Any
 
 import numpy as np
@@ -26,6 +37,7 @@ from ..grad_mode import state
 from ..op import Op, _clock
 from ..op import apply as _apply
 from ..tensor import Tensor, make_tensor
+from .watched import Watched, plain
 
 
 class S:
@@ -123,8 +135,10 @@ class Const:
 
 
 class Guard:
-    """Python looked at slot ``slot`` (``kind``: bool, int, float, complex, index, item, or
-    meta: the shape, dtype and requires_grad of an outside tensor) and saw ``value``."""
+    """Python looked at slot ``slot`` (``kind``: bool, int, float, complex, index, item)
+    and saw ``value``: a branch point. Two kinds are assertions instead: ``meta`` (the
+    shape, dtype and requires_grad of an outside tensor) and ``shape`` (the shape of an
+    op's output, which may depend on values: ``nonzero``, a boolean mask)."""
 
     __slots__ = ("slot", "kind", "value", "where")
 
@@ -143,20 +157,15 @@ def same_const(a: Any, b: Any) -> bool:
     if ta is not type(b):
         return False
     if ta is Tensor:
-        return same_const(a.data, b.data)
+        return same_const(a._data, b._data)
     if isinstance(a, np.ndarray):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        try:
-            return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-        except TypeError:
-            return bool(np.array_equal(a, b))
+        return same_bits(a, b)
     if ta in (tuple, list):
         return len(a) == len(b) and all(same_ref(x, y) for x, y in zip(a, b))
     if ta is dict:
         return a.keys() == b.keys() and all(same_ref(a[k], b[k]) for k in a)
     if ta is float or ta is complex or isinstance(a, np.generic):
-        return bool(a == b) or bool(a != a and b != b)
+        return outcome_key(a) == outcome_key(b)
     try:
         return bool(a == b)
     except Exception:
@@ -190,295 +199,38 @@ def same_item(a: Any, b: Any) -> bool:
     if ta is Const:
         return a.slot == b.slot and same_const(a.value, b.value)
     if ta is Guard:
-        return a.slot == b.slot and a.kind == b.kind and same_const(a.value, b.value)
+        return (a.slot == b.slot and a.kind == b.kind
+                and outcome_key(a.value) == outcome_key(b.value))
     return False
 
 
-# ---- values handed to user code while recording ------------------------------------------
-
-# yaad's own modules that only pass values along, or compute on them through ops; code
-# anywhere else (users', yaad.nn, yaad.optim, ...) gets watched views.
-_TRUSTED = ("yaad", "yaad.op", "yaad.engine", "yaad.tensor", "yaad.methods", "yaad.autograd",
-            "yaad.func", "yaad.grad_mode", "yaad.compile", "yaad.checkpoint",
-            "yaad.anomaly")
-_TRUSTED_PREFIXES = ("yaad.ops.", "yaad.linalg", "yaad.compiled.")
-
-
-def _caller_policy(frame: Any) -> str:
-    """How a read of a tensor's value from ``frame`` is treated: ``plain`` (yaad's own
-    code: ops, the engine, shape properties), ``traced`` (anything else: hand out a
-    :class:`Traced` view) or ``escape`` (a copy that the recording cannot follow)."""
-    mod = frame.f_globals.get("__name__", "")
-    if mod in _TRUSTED or mod.startswith(_TRUSTED_PREFIXES):
-        return "plain"
-    if mod == "yaad.creation":
-        return "plain" if frame.f_code.co_name == "make" else "escape"
-    return "traced"
+def same_bits(a: np.ndarray, snap: np.ndarray) -> bool:
+    """Whether array ``a`` has the shape, dtype and bits of ``snap`` (-0.0 differs from
+    0.0; a NaN equals the same NaN)."""
+    if a.shape != snap.shape or a.dtype != snap.dtype:
+        return False
+    if a.nbytes <= 1 << 16 or not a.flags.c_contiguous or a.dtype.hasobject:
+        return a.tobytes() == snap.tobytes()
+    return bool(np.array_equal(a.reshape(-1).view(np.uint8), snap.reshape(-1).view(np.uint8)))
 
 
-def _escape_here(what: str, frame: Any) -> None:
-    rec = state.tracer
-    if rec is not None and not rec.suspended and _caller_policy(frame) != "plain":
-        rec.escape(what)
-
-
-def _computed_on(what: str, frame: Any) -> None:
-    """NumPy computed on a :class:`Traced` array: an escape, whoever asked (a yaad function
-    called on arrays only runs NumPy, unrecorded), except this package's own code."""
-    rec = state.tracer
-    if (rec is not None and not rec.suspended
-            and not frame.f_globals.get("__name__", "").startswith("yaad.compiled")):
-        rec.escape(what)
-
-
-def _plain(x: Any) -> Any:
-    if isinstance(x, Traced):
-        return x.view(np.ndarray)
-    if type(x) in (tuple, list):
-        return type(x)(_plain(v) for v in x)
-    if type(x) is dict:
-        return {k: _plain(v) for k, v in x.items()}
-    return x
-
-
-# NumPy functions that read only shapes and dtypes: fine on a recorded array.
-_SHAPE_ONLY = {"shape", "ndim", "size", "result_type", "iscomplexobj", "isrealobj",
-               "can_cast", "min_scalar_type", "common_type"}
-
-
-class Traced(np.ndarray):
-    """A recorded value (a view) given to user code while recording.
-
-    Passing it to yaad functions or returning it is recorded; computing with it in NumPy,
-    converting it to Python numbers or deriving new arrays from it cannot be recorded, so
-    it marks the recording as escaped (the compiled function then runs eagerly).
-    """
-
-    def __array_finalize__(self, obj: Any) -> None:
-        if isinstance(obj, Traced):
-            _computed_on("an array derived from a recorded value (a view, copy or cast "
-                         "of x.data, of an array argument or of a gradient)",
-                         sys._getframe(1))
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        for x in inputs:
-            if isinstance(x, Tensor):
-                return NotImplemented
-        _computed_on(f"numpy.{ufunc.__name__} applied to a recorded array",
-                     sys._getframe(1))
-        return getattr(ufunc, method)(*_plain(inputs), **_plain(kwargs))
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        if func.__name__ not in _SHAPE_ONLY:
-            _computed_on(f"numpy.{func.__name__} applied to a recorded array",
-                         sys._getframe(1))
-        return func(*_plain(args), **_plain(kwargs))
-
-    def _leak(self, what: str) -> np.ndarray:
-        _computed_on(what, sys._getframe(2))
-        return self.view(np.ndarray)
-
-    def __getitem__(self, idx: Any) -> Any:
-        return self._leak("indexing a recorded array")[_plain(idx)]
-
-    def __setitem__(self, idx: Any, value: Any) -> None:
-        self._leak("writing into a recorded array")[_plain(idx)] = _plain(value)
-
-    def _guard(self, kind: str) -> Any:
-        """Python looks at the value: a guard, as for a tensor (``bool(x)``...)."""
-        plain = self.view(np.ndarray)
-        rec = state.tracer
-        if rec is not None and not rec.suspended:
-            s = rec.lookup_array(self)
-            if s is None:
-                rec.escape(f"{kind}() of an array derived from a recorded value")
-            else:
-                rec.guard_array(s, kind, plain)
-        return _GUARD_VALUE[kind](plain)
-
-    def __bool__(self) -> bool:
-        return self._guard("bool")
-
-    def __float__(self) -> float:
-        return self._guard("float")
-
-    def __int__(self) -> int:
-        return self._guard("int")
-
-    def __index__(self) -> int:
-        return self._guard("index")
-
-    def __complex__(self) -> complex:
-        return self._guard("complex")
-
-    def __iter__(self) -> Any:
-        return iter(self._leak("iterating over a recorded array"))
-
-    def item(self, *args: Any) -> Any:
-        if args:
-            return self._leak(".item(index) of a recorded array").item(*args)
-        return self._guard("item")
-
-    def tolist(self) -> Any:
-        return self._leak(".tolist() of a recorded array").tolist()
-
-    def __reduce__(self) -> Any:
-        return self._leak("pickling a recorded array").__reduce__()
+def outcome_key(v: Any) -> Any:
+    """A guard outcome (or a constant) as a key that tells apart what Python could tell
+    apart: floats by their bits (``-0.0`` is not ``0.0``; a NaN is the same NaN)."""
+    t = type(v)
+    if t is bool or t is int:
+        return v
+    if t is float:
+        return (float, v.hex())
+    if t is complex:
+        return (complex, v.real.hex(), v.imag.hex())
+    if isinstance(v, np.generic):
+        return (t, v.tobytes())
+    return (t, v)
 
 
 def _layout(a: np.ndarray) -> tuple:
     return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
-
-
-# ---- watching Tensor while recording -------------------------------------------------------
-
-_DATA = Tensor.__dict__["data"]
-_GRAD = Tensor.__dict__["grad"]
-_NUMPY = Tensor.__dict__["numpy"]
-_TOLIST = Tensor.__dict__["tolist"]
-_ARRAY = Tensor.__dict__["__array__"]
-_DEFAULT_RNG = np.random.default_rng
-_REGISTER_HOOK = Tensor.__dict__["register_hook"]
-_RETAIN_GRAD = Tensor.__dict__["retain_grad"]
-
-
-def _watched_get_data(self: Tensor) -> Any:
-    v = _DATA.__get__(self, Tensor)
-    rec = state.tracer
-    if rec is None or rec.suspended:
-        return v
-    policy = _caller_policy(sys._getframe(1))
-    if policy == "plain":
-        return v
-    if policy == "escape":
-        rec.escape("a copy of a tensor's value (yaad.tensor(x) or as_tensor of a tensor)")
-        return v
-    return rec.traced_view(self, v)
-
-
-def _watched_set_data(self: Tensor, value: Any) -> None:
-    rec = state.tracer
-    if rec is not None and not rec.suspended and _caller_policy(sys._getframe(1)) != "plain":
-        rec.escape("assigning to x.data")
-    _DATA.__set__(self, _plain(value))
-
-
-def _watched_grad(self: Tensor) -> Any:
-    g = getattr(self, "_grad", None)
-    rec = state.tracer
-    if g is None or rec is None or rec.suspended or isinstance(g, Tensor):
-        return g
-    if _caller_policy(sys._getframe(1)) == "plain":
-        return g
-    s = rec.by_array.get(id(g))
-    if s is None:
-        rec.escape("reading .grad that was not computed inside the function")
-        return g
-    view = g.view(Traced)
-    rec.register_array(view, s)
-    return view
-
-
-def _watched_numpy(self: Tensor) -> Any:
-    rec = state.tracer
-    v = _DATA.__get__(self, Tensor)
-    if rec is None or rec.suspended or _caller_policy(sys._getframe(1)) == "plain":
-        return v
-    return rec.traced_view(self, v)
-
-
-def _watched_tolist(self: Tensor) -> Any:
-    _escape_here(".tolist() of a tensor", sys._getframe(1))
-    return _DATA.__get__(self, Tensor).tolist()
-
-
-def _watched_array(self: Tensor, dtype: Any = None, copy: Any = None) -> Any:
-    rec = state.tracer
-    if rec is not None and not rec.suspended and _caller_policy(sys._getframe(1)) != "plain":
-        rec.escape("numpy.asarray(x) (or another conversion of a tensor to NumPy)")
-    return _ARRAY(self, dtype, copy)
-
-
-def _watched_register_hook(self: Tensor, fn: Any) -> Any:
-    _computed_on("a hook registered inside the function (the replayed backward would not "
-                 "call it)", sys._getframe(1))
-    return _REGISTER_HOOK(self, fn)
-
-
-def _watched_retain_grad(self: Tensor) -> None:
-    _computed_on("retain_grad() inside the function (the replayed backward fills only the "
-                 "inputs' .grad)", sys._getframe(1))
-    return _RETAIN_GRAD(self)
-
-
-def _watched_default_rng(seed: Any = None) -> Any:
-    if seed is None:
-        _escape_here("random numbers drawn with numpy.random.default_rng()", sys._getframe(1))
-    return _DEFAULT_RNG(seed)
-
-
-def _watched_export(export: Any) -> Any:
-    """``yaad.func``'s conversion of results (``np.asarray(x)[()]``): register what it
-    returns as the slot it converts."""
-    def wrapper(x: Any, *args: Any, **kw: Any) -> Any:
-        out = export(x, *args, **kw)
-        rec = state.tracer
-        if rec is not None and not rec.suspended and out is not x and hasattr(out, "dtype"):
-            s = None
-            if isinstance(x, Tensor):
-                s = rec.by_tensor.get(id(x))
-                if s is None:
-                    s = rec.lookup_array(_DATA.__get__(x, Tensor))
-            elif hasattr(x, "dtype"):
-                s = rec.lookup_array(x)
-            if s is not None and rec.lookup_array(out) is None:
-                rec.register_array(out, s)
-        return out
-
-    wrapper.__wrapped__ = export
-    return wrapper
-
-
-_patch_lock = threading.Lock()
-_patch_depth = [0]
-
-
-def _patch() -> None:
-    with _patch_lock:
-        _patch_depth[0] += 1
-        if _patch_depth[0] > 1:
-            return
-        Tensor.data = property(_watched_get_data, _watched_set_data)
-        Tensor.grad = property(_watched_grad, _GRAD.fset, doc=_GRAD.__doc__)
-        Tensor.numpy = _watched_numpy
-        Tensor.tolist = _watched_tolist
-        Tensor.__array__ = _watched_array
-        Tensor.register_hook = _watched_register_hook
-        Tensor.retain_grad = _watched_retain_grad
-        np.random.default_rng = _watched_default_rng
-        func = sys.modules.get("yaad.func")
-        export = getattr(func, "_export", None)
-        if export is not None:
-            func._export = _watched_export(export)
-
-
-def _unpatch() -> None:
-    with _patch_lock:
-        _patch_depth[0] -= 1
-        if _patch_depth[0] > 0:
-            return
-        Tensor.data = _DATA
-        Tensor.grad = _GRAD
-        Tensor.numpy = _NUMPY
-        Tensor.tolist = _TOLIST
-        Tensor.__array__ = _ARRAY
-        Tensor.register_hook = _REGISTER_HOOK
-        Tensor.retain_grad = _RETAIN_GRAD
-        np.random.default_rng = _DEFAULT_RNG
-        func = sys.modules.get("yaad.func")
-        export = getattr(func, "_export", None)
-        if export is not None and hasattr(export, "__wrapped__"):
-            func._export = export.__wrapped__
 
 
 def user_location() -> str:
@@ -504,10 +256,64 @@ def _same_rng(a: tuple, b: tuple) -> bool:
 
 # ---- the recorder -----------------------------------------------------------------------
 
-_GUARD_VALUE = {
+GUARD_VALUE = {
     "bool": bool, "float": float, "int": int, "complex": complex,
     "index": operator.index, "item": lambda a: a.item(),
 }
+
+# What each public read that is not a guard does, for the message.
+_READS = {
+    "data": "x.data (a tensor's value handed to Python as an array)",
+    "numpy": "x.numpy() (a tensor's value handed to Python as an array)",
+    "array": "numpy.asarray(x) (or another conversion of a tensor to NumPy)",
+    "tolist": "x.tolist()",
+    "repr": "repr() or str() of a tensor (printing it)",
+    "grad": "reading .grad inside the function",
+    "set_data": "assigning to x.data",
+    "hook": "a hook registered inside the function (the replayed backward would not "
+            "call it)",
+    "retain_grad": "retain_grad() inside the function (the replayed backward fills only "
+                   "the inputs' .grad)",
+}
+
+
+# Ops whose outputs' shapes follow from their inputs' shapes and their constant arguments
+# (NumPy's definitions), besides the elementwise ones: no shape guard after them.
+_SHAPE_OPS = ("matmul", "einsum", "sum", "mean", "prod", "reshape", "transpose",
+              "swapaxes", "moveaxis", "expand_dims", "squeeze", "broadcast_to", "diagonal",
+              "trace", "scatter_add", "real", "imag", "conjugate", "astype", "log_softmax",
+              "softmax", "logsumexp", "max", "min", "vdot", "tensordot", "concatenate",
+              "stack", "tril", "triu", "cumsum", "var", "std", "linalg.vector_norm",
+              "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve",
+              "linalg.cholesky", "linalg.eigh", "linalg.svd", "linalg.qr")
+_shape_op_set: set = set()
+
+
+def _shape_ops() -> set:
+    """The ops of ``_SHAPE_OPS`` (looked up once, by identity)."""
+    if not _shape_op_set:
+        from ..op import registry
+        from .rewrite import DIAG_MM, STRONG_ZERO, TRACE_MM
+
+        _shape_op_set.update(registry[n] for n in _SHAPE_OPS if n in registry)
+        _shape_op_set.update((DIAG_MM, STRONG_ZERO, TRACE_MM))
+    return _shape_op_set
+
+
+class Probe:
+    """What a VJP rule did while probed: its items, and why it cannot be inlined."""
+
+    __slots__ = ("items", "reasons")
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self.reasons: list[str] = []
+
+
+def _ctx_type() -> type:
+    from ..autograd import FunctionCtx
+
+    return FunctionCtx
 
 
 class Recorder:
@@ -515,14 +321,14 @@ class Recorder:
 
     Slots are numbered in the order they appear: the flattened inputs first. For each slot
     the recorder keeps its value (array), the tensor that held it while recording (the
-    reverse transform runs the VJP rules on these), shape, dtype, whether a gradient can
-    flow through it, and its edge (the node, or the tensor itself for a leaf), which
-    tells a tensor of the same array apart from a detached copy.
+    reverse transform runs the VJP rules on these), whether a gradient can flow through
+    it, and its edge (the node, or the tensor itself for a leaf), which tells a tensor of
+    the same array apart from a detached copy.
     """
 
     def __init__(self) -> None:
         self.items: list = []
-        self.target = self.items  # where new items go (the reverse transform redirects)
+        self.target = self.items  # where new items go (a probe redirects them)
         self.value: list = []
         self.tensor: list = []
         self.diff: list = []
@@ -536,9 +342,10 @@ class Recorder:
         self.suspended = 0
         self.quiet = 0  # >0: do not note the NumPy error state (strong zeros)
         self.err0 = np.geterr()
-        self.guard_slots: set[int] = set()
         self.effects: list = []  # (("in", k) | ("ext", tensor), slot): accumulate .grad
-        self.nohooks = True
+        self.probe: Probe | None = None
+        self.live = False  # this recorder is state.tracer
+        self.prev = None  # the tracer it replaced
 
     # ---- slots ----
 
@@ -575,15 +382,9 @@ class Recorder:
 
     def add_input(self, k: int, leaf: Any) -> int:
         if isinstance(leaf, Tensor):
-            d = _DATA.__get__(leaf, Tensor)
-            return self.new_slot(d, leaf, ("in", k), leaf.requires_grad, leaf._node or leaf)
+            return self.new_slot(leaf._data, leaf, ("in", k), leaf.requires_grad,
+                                 leaf._node or leaf)
         return self.new_slot(leaf, None, ("in", k), False, None)
-
-    def traced_array(self, arr: np.ndarray, s: int) -> Traced:
-        """A watched view of the array in slot ``s``, for user code."""
-        view = arr.view(Traced)
-        self.register_array(view, s)
-        return view
 
     def tensor_of(self, s: int) -> Tensor:
         """The tensor of slot ``s`` (made for slots that only held an array)."""
@@ -595,7 +396,7 @@ class Recorder:
             self.keep.append(t)
         return t
 
-    def const_slot(self, arr: np.ndarray) -> int:
+    def const_slot(self, arr: Any) -> int:
         """A slot for a constant array (the reverse transform passes it to rules as a
         tensor, so that what they compute from it is recorded, not baked in)."""
         s = self.by_array.get(id(arr))
@@ -609,7 +410,7 @@ class Recorder:
         s = self.by_tensor.get(id(t))
         if s is not None:
             return s
-        data = _DATA.__get__(t, Tensor)
+        data = t._data
         node = t._node
         edge = node if node is not None else t
         s = self.lookup_array(data)
@@ -630,43 +431,98 @@ class Recorder:
         # made inside the function from constants): read on every call.
         s = self.new_slot(data, t, ("ext", t), t.requires_grad, edge)
         self.target.append(Load(s, t))
-        self.target.append(Guard(s, "meta", (data.shape, data.dtype, t.requires_grad,
+        self.target.append(Guard(s, "meta", (np.shape(data), data.dtype, t.requires_grad,
                                              node is None), user_location()))
         return s
-
-    def traced_view(self, t: Tensor, data: Any) -> Any:
-        """A :class:`Traced` view of ``t``'s value, for user code."""
-        if not isinstance(data, np.ndarray):
-            return data
-        s = self.slot_of(t)
-        view = data.view(Traced)
-        self.register_array(view, s)
-        return view
 
     def ref(self, a: Any) -> Any:
         """The tape reference for argument ``a``: a slot, or ``a`` itself (a constant)."""
         if isinstance(a, Tensor):
             return S(self.slot_of(a))
-        if isinstance(a, np.ndarray):
+        t = type(a)
+        if t is Watched:
+            return S(a.slot, False)
+        if t is np.ndarray:
             s = self.lookup_array(a)
             return S(s, False) if s is not None else a
-        if type(a) in (tuple, list) and a:
+        if (t is tuple or t is list) and a:
             items = [self.ref(x) for x in a]
             if any(type(x) is S or type(x) is Tup for x in items):
-                return Tup(items, type(a) is list)
+                return Tup(items, t is list)
+        if isinstance(a, _ctx_type()):
+            self.escape(f"a custom yaad.Function ({a!r} lives for one call)")
         return a
 
-    def escape(self, what: str) -> None:
-        self.escapes.append(f"{what} at {user_location()}")
+    # ---- arrays handed to Python ----
 
-    # ---- the tracer protocol (called from op.py and tensor.py) ----
+    def watched(self, arr: Any, s: int) -> Watched:
+        """Slot ``s``'s value ``arr`` as Python may see it while recording."""
+        return Watched(arr, s, self)
+
+    def unwatch(self, x: Any) -> Any:
+        """The array behind a :class:`Watched` (for yaad's own conversions), else ``x``."""
+        return x.array if type(x) is Watched else x
+
+    def hand_out(self, out: Any, src: Any) -> Any:
+        """``out``, the recorded array ``src`` converted for Python (a transform's result),
+        watched if ``src`` is recorded."""
+        s = self.lookup_array(src) if hasattr(src, "dtype") else None
+        if s is None or self.suspended or not self.live:
+            return out
+        return self.watched(out, s)
+
+    # ---- what Python does with values ----
+
+    def escape(self, what: str) -> None:
+        """Something a replay cannot reproduce: the rest of the call runs eagerly (inside
+        a probe: the probed rule is called, not inlined)."""
+        if self.suspended:
+            return
+        if self.probe is not None:
+            self.probe.reasons.append(what)
+            return
+        if not self.live:
+            return
+        self.escapes.append(f"{what} at {user_location()}")
+        self.stop()
+
+    def read(self, t: Tensor, kind: str) -> None:
+        """A public read of ``t``'s value (see tensor.py): a guard, or an escape."""
+        if self.suspended:
+            return
+        if kind in GUARD_VALUE:
+            self.guard_slot(self.slot_of(t), kind)
+        else:
+            self.escape(_READS[kind])
+
+    def guard_slot(self, s: int, kind: str) -> None:
+        """Python looks at slot ``s`` through ``kind`` (``bool``, ``float``...)."""
+        if self.suspended or not self.live:
+            return
+        if self.probe is not None:
+            self.probe.reasons.append(f"{kind}() of a value")
+            return
+        try:
+            value = GUARD_VALUE[kind](self.value[s])
+        except Exception:
+            return  # the conversion raises; so will the caller
+        self.target.append(Guard(s, kind, value, user_location()))
+
+    # ---- the tracer protocol (called from op.py and engine.py) ----
 
     def apply(self, spec: Op, args: tuple, kw: dict) -> Any:
         if self.suspended:
             return self.eager(spec, args, kw)
         refs = tuple(self.ref(a) for a in args)
         kwrefs = {k: self.ref(v) for k, v in kw.items()} if kw else None
-        out = self.eager(spec, _plain(args), _plain(kw) if kw else kw)
+        try:
+            out = self.eager(spec, plain(args), plain(kw) if kw else kw)
+        except Exception as e:
+            # Eager mode raises too; if the function catches it, it decides on values.
+            self.escape(f"'{spec.name}' raised {type(e).__name__} (caught by the function)")
+            raise
+        if not self.live:
+            return out
         outs = out if spec.nout != 1 else (out,)
         enabled = state.enabled
         vjps = spec.vjps
@@ -677,13 +533,19 @@ class Recorder:
         slots = []
         for t in outs:
             node = t._node
-            slots.append(self.new_slot(t.data, t, ("op",), t.requires_grad,
+            slots.append(self.new_slot(t._data, t, ("op",), t.requires_grad,
                                        node if node is not None else t))
         err = None if self.quiet else np.geterr()
-        self.target.append(Entry(spec, refs, kwrefs, tuple(slots), grad_in,
-                                 tuple(t.requires_grad for t in outs),
-                                 None if err == self.err0 or err is None else err,
-                                 tuple(getattr(t.data, "dtype", None) for t in outs)))
+        target = self.target
+        target.append(Entry(spec, refs, kwrefs, tuple(slots), grad_in,
+                            tuple(t.requires_grad for t in outs),
+                            None if err == self.err0 or err is None else err,
+                            tuple(getattr(t._data, "dtype", None) for t in outs)))
+        if not (spec.elementwise or spec in _shape_ops()):
+            for s in slots:
+                shape = getattr(self.value[s], "shape", None)
+                if shape is not None:
+                    target.append(Guard(s, "shape", shape, None))
         return out
 
     def eager(self, spec: Op, args: tuple, kw: dict) -> Any:
@@ -697,58 +559,58 @@ class Recorder:
             self.suspended -= 1
             st.refresh()
 
-    def guard_value(self, t: Tensor, kind: str) -> None:
-        if self.suspended:
-            return
-        s = self.slot_of(t)
-        try:
-            value = _GUARD_VALUE[kind](_DATA.__get__(t, Tensor))
-        except Exception:
-            return  # the conversion raises; so will the caller
-        self.guard_slots.add(s)
-        self.target.append(Guard(s, kind, value, user_location()))
-
-    def guard_array(self, s: int, kind: str, value: np.ndarray) -> None:
-        """A guard on slot ``s``, seen through an array (see :class:`Traced`)."""
-        try:
-            outcome = _GUARD_VALUE[kind](value)
-        except Exception:
-            return
-        self.guard_slots.add(s)
-        self.target.append(Guard(s, kind, outcome, user_location()))
-
     def backward(self, outputs: Any, grad_outputs: Any, retain_graph: Any,
                  create_graph: bool, inputs: Any = None, capture: bool = False,
                  allow_unused: bool = False) -> Any:
         """``run_backward`` while recording: the backward pass is recorded too."""
-        from .reverse import _escape_to_engine, record_backward
+        from .reverse import escape_to_engine, record_backward
 
-        if self.suspended:  # inside an op: not the function's own backward
-            return _escape_to_engine(self, "a backward pass inside an operation", outputs,
-                                     grad_outputs, create_graph, inputs, capture,
-                                     allow_unused)
+        if self.suspended or self.probe is not None:  # inside an op or a rule
+            return escape_to_engine(self, "a backward pass inside an operation or a "
+                                    "gradient rule", outputs, grad_outputs, create_graph,
+                                    inputs, capture, allow_unused)
         return record_backward(self, outputs, grad_outputs, create_graph, inputs, capture,
                                allow_unused)
 
-    # ---- running the function ----
+    # ---- running ----
+
+    def start(self) -> None:
+        st = state
+        self.prev = st.tracer
+        st.tracer = self
+        self.live = True
+        st.refresh()
+
+    def stop(self) -> None:
+        """Stop recording: from here on the call runs eagerly."""
+        if self.live:
+            st = state
+            st.tracer = self.prev
+            self.live = False
+            st.refresh()
 
     @contextlib.contextmanager
     def active(self) -> Any:
-        """Make this recorder ``state.tracer`` (and watch tensors) inside the block."""
-        st = state
-        prev = st.tracer
-        st.tracer = self
-        st.refresh()
-        _patch()
+        """This recorder is ``state.tracer`` inside the block."""
+        self.start()
         try:
             yield self
         finally:
-            _unpatch()
-            st.tracer = prev
-            st.refresh()
+            self.stop()
+
+    @contextlib.contextmanager
+    def probing(self) -> Any:
+        """Items made inside the block go to a :class:`Probe` (a VJP rule's run)."""
+        probe = Probe()
+        saved = self.probe, self.target
+        self.probe, self.target = probe, probe.items
+        try:
+            yield probe
+        finally:
+            self.probe, self.target = saved
 
     def run(self, fn: Any, args: tuple, kw: dict) -> Any:
-        """Call ``fn`` with this recorder active; note what it did that cannot be replayed."""
+        """Call ``fn`` with this recorder active; note what cannot be replayed."""
         clock = _clock[0]
         rng = _rng_states()
         try:
@@ -756,8 +618,8 @@ class Recorder:
                 return fn(*args, **kw)
         finally:
             if _clock[0] != clock:
-                self.escapes.append("an in-place operation on a tensor (x += ..., "
-                                    "x[...] = ..., x.add_(...)); write it out of place")
+                self.escapes.insert(0, "an in-place operation on a tensor (x += ..., "
+                                       "x[...] = ..., x.add_(...)); write it out of place")
             if not _same_rng(rng, _rng_states()):
                 self.escapes.append("random numbers drawn from numpy.random or random; "
                                     "pass them in as arguments")
@@ -774,29 +636,27 @@ class Recorder:
             if src[0] == "ext":
                 return ("OBJ", x)
             return ("T", s)
-        if hasattr(x, "dtype") and hasattr(x, "shape"):
-            s = self.lookup_array(x)
-            if s is None:
-                # Made inside the function, not from recorded values (those are watched):
-                # a constant, checked by the second recording.
-                return ("C", x)
-            src = self.src[s]
-            if src[0] == "in" and self.value[s] is x:
-                return ("IN", src[1])
-            return ("A", s, isinstance(x, np.generic))
         t = type(x)
+        if t is Watched:
+            s = x.slot
+            src = self.src[s]
+            if src[0] == "in" and self.value[s] is x.array:
+                return ("IN", src[1])
+            return ("A", s, isinstance(x.array, np.generic))
         if t is tuple or t is list or (isinstance(x, tuple) and hasattr(x, "_fields")):
             return ("tuple" if t is not list else "list", t, [self.output_spec(v) for v in x])
         if t is dict:
             return ("dict", list(x), [self.output_spec(v) for v in x.values()])
+        # Made inside the function from constants (or from what the state check
+        # watches); a constant of the recording.
         return ("C", x)
 
 
 def plain_outputs(x: Any) -> Any:
-    """``x`` with :class:`Traced` arrays replaced by plain views (for the caller)."""
-    if isinstance(x, Traced):
-        return x.view(np.ndarray)
+    """``x`` with :class:`Watched` arrays replaced by their arrays (for the caller)."""
     t = type(x)
+    if t is Watched:
+        return x.array
     if t is tuple or t is list:
         return t(plain_outputs(v) for v in x)
     if isinstance(x, tuple) and hasattr(x, "_fields"):

@@ -20,7 +20,7 @@ from ..ops.products import matmul
 from ..ops.reductions import mean
 from ..ops.reductions import sum as _sum
 from ..ops.shape import moveaxis, reshape, swapaxes
-from ..tensor import Tensor
+from ..tensor import Tensor, dtype_of, ndim_of, shape_of
 
 
 def _value(x: Any) -> np.ndarray:
@@ -87,8 +87,8 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,
     from .init import default_generator
 
     rng = default_generator() if generator is None else generator
-    shape = np.shape(_value(input))
-    real = np.empty(0, dtype=_value(input).dtype).real.dtype
+    shape = shape_of(input)
+    real = np.empty(0, dtype=dtype_of(input)).real.dtype
     if p == 1:
         return input * np.zeros(shape, dtype=real)
     mask = (rng.random(shape) >= p).astype(real) * real.type(1 / (1 - p))
@@ -100,8 +100,8 @@ def layer_norm(input: Any, normalized_shape: int | tuple, weight: Any = None,
     """Normalise over the trailing ``normalized_shape`` axes (biased variance), then
     scale by ``weight`` and shift by ``bias``."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(np.shape(_value(input))[-len(shape):]) != shape:
-        raise ValueError(f"layer_norm: the input of shape {np.shape(_value(input))} does not "
+    if tuple(shape_of(input)[-len(shape):]) != shape:
+        raise ValueError(f"layer_norm: the input of shape {shape_of(input)} does not "
                          f"end with normalized_shape {shape}")
     axes = tuple(range(-len(shape), 0))
     centred = input - mean(input, axis=axes, keepdims=True)
@@ -118,7 +118,7 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None) -> Any:
     """Rows of ``weight`` at the integer indices ``input``; no gradient reaches the row
     ``padding_idx``."""
     idx = _int_indices(input, "embedding")
-    n = np.shape(_value(weight))[0]
+    n = shape_of(weight)[0]
     if idx.size and (idx.min() < -n or idx.max() >= n):
         raise IndexError(f"embedding: indices must be in [0, {n}), got values from "
                          f"{idx.min()} to {idx.max()}")
@@ -149,7 +149,7 @@ def _reduce(loss: Any, reduction: str, name: str, denominator: Any = None) -> An
 
 
 def _same_shape(input: Any, target: Any, name: str) -> None:
-    a, b = np.shape(_value(input)), np.shape(_value(target))
+    a, b = shape_of(input), shape_of(target)
     if a != b:
         raise ValueError(f"{name}: the target has shape {b}, the input has shape {a}; "
                          f"they must be equal")
@@ -159,7 +159,7 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
     """Mean squared error ``|input - target|^2`` (complex inputs: squared modulus)."""
     _same_shape(input, target, "mse_loss")
     d = input - target
-    sq = d.real * d.real + d.imag * d.imag if _value(d).dtype.kind == "c" else d * d
+    sq = d.real * d.real + d.imag * d.imag if dtype_of(d).kind == "c" else d * d
     return _reduce(sq, reduction, "mse_loss")
 
 
@@ -173,7 +173,7 @@ def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
 
 def _pick(x: Any, target: np.ndarray) -> Any:
     """``x`` at the class ``target`` along the class axis (0 for 1-d, else 1)."""
-    ndim = np.ndim(_value(x))
+    ndim = ndim_of(x)
     if ndim == 1:
         return x[target]
     if ndim == 2:
@@ -186,7 +186,7 @@ def _class_loss(logp: Any, target: Any, weight: Any, ignore_index: int, reductio
     """Negative log-likelihood of class indices, with weights, ignored entries and label
     smoothing, reduced as PyTorch does (the mean divides by the sum of target weights)."""
     t = _int_indices(target, name)
-    shape = np.shape(_value(logp))
+    shape = shape_of(logp)
     class_axis = 0 if len(shape) == 1 else 1
     n_classes = shape[class_axis]
     expected = () if len(shape) == 1 else shape[:1] + shape[2:]
@@ -200,7 +200,7 @@ def _class_loss(logp: Any, target: Any, weight: Any, ignore_index: int, reductio
         raise IndexError(f"{name}: target values must be in [0, {n_classes}) or equal to "
                          f"ignore_index={ignore_index}; got values from {safe.min()} to "
                          f"{safe.max()}")
-    real = _value(logp).dtype
+    real = dtype_of(logp)
     w = None if weight is None else weight[safe]
     if not all_valid:
         mask = valid.astype(real)
@@ -262,7 +262,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     if not 0 <= label_smoothing <= 1:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
                          f"{label_smoothing}")
-    shape = np.shape(_value(input))
+    shape = shape_of(input)
     class_axis = 0 if len(shape) == 1 else 1
     logp = _log_softmax(input, axis=class_axis)
     tv = _value(target)

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..op import exported, op
+from ..tensor import ndim_of, shape_of
 from .elementwise import abs as _abs
 from .elementwise import conj, real, sign, where
 from .linalg_basic import data_of, is_complex
@@ -115,10 +116,10 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     """
     from .linalg_spectral import svd
 
-    ndim = np.ndim(data_of(x))
+    ndim = ndim_of(x)
     if ndim < 2:
         raise ValueError(f"matrix_norm: the input must be at least 2-D, got shape "
-                         f"{np.shape(data_of(x))}")
+                         f"{shape_of(x)}")
     last = (ndim - 2, ndim - 1)
     if ord in ("fro", None):
         return vector_norm(x, axis=(-2, -1), keepdims=keepdims)
@@ -152,7 +153,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     Tensor
         Gradients are finite everywhere (0 at a zero vector).
     """
-    ndim = np.ndim(data_of(x))
+    ndim = ndim_of(x)
     if axis is None:
         if ord is None or (ord in ("fro", "f") and ndim == 2):
             return vector_norm(x, axis=None, keepdims=keepdims)
@@ -163,7 +164,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         else:
             raise ValueError(f"norm: improper number of dimensions to norm: ord={ord!r} "
                              f"needs a 1-D or 2-D input (or axis=), got shape "
-                             f"{np.shape(data_of(x))}")
+                             f"{shape_of(x)}")
     axes = normalize_axis_tuple(axis, ndim)
     if len(axes) == 1:
         if isinstance(ord, str):

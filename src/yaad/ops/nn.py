@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ..op import exported, op
-from ..tensor import Tensor
 from .elementwise import conj, exp, imag, real, sign, where
 from .reductions import expand_reduced
 from .reductions import sum as _sum
@@ -191,19 +190,18 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         return real(out), exp(1j * imag(out))
     if b is None and not return_sign:
         return out
-    sgn = _sign_of_sum(a, b, axis, keepdims, out)
+    sgn = _sign_of_sum(a, b, out, axis, keepdims)
     if not return_sign:
         return where(sgn < 0, np.nan, out)
-    return out, Tensor(sgn) if isinstance(out, Tensor) else sgn
+    return out, sgn
 
 
-def _sign_of_sum(a, b, axis, keepdims, out) -> np.ndarray:
+def _sign_of_sum_forward(a, b, out, axis, keepdims) -> np.ndarray:
     """The sign of ``sum(b * exp(a))`` (0 where it is 0), carrying no gradient."""
-    out = out.data if isinstance(out, Tensor) else out
     if b is None:
         return np.where(out == -np.inf, 0, 1).astype(out.dtype)
-    a = a.data if isinstance(a, Tensor) else np.asarray(a)
-    b = b.data if isinstance(b, Tensor) else np.asarray(b)
+    a = np.asarray(a)
+    b = np.asarray(b)
     ndim = len(np.broadcast_shapes(a.shape, b.shape))
     lse = out if keepdims else np.expand_dims(
         out, tuple(range(ndim)) if axis is None else axis)
@@ -211,6 +209,10 @@ def _sign_of_sum(a, b, axis, keepdims, out) -> np.ndarray:
         s = np.sum(b * np.exp(a - np.where(lse == -np.inf, np.inf, lse)), axis=axis,
                    keepdims=keepdims)
     return np.sign(s).astype(out.dtype)
+
+
+# (an op: a compiled replay computes the sign of the new sum)
+_sign_of_sum = op(_sign_of_sum_forward, name="logsumexp_sign")
 
 
 __all__ = exported(globals())

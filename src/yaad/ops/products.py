@@ -22,6 +22,7 @@ import numpy as np
 import opt_einsum
 
 from ..op import exported, op
+from ..tensor import dtype_of
 from .elementwise import conj, multiply
 from .shape import broadcast_to, expand_dims, moveaxis, reshape, squeeze, transpose
 
@@ -778,7 +779,7 @@ def vecmat(x1: Any, x2: Any, /) -> Any:
     Tensor
         ``conj(x1) @ x2``: shape ``(..., n)``.
     """
-    if np.iscomplexobj(x1.data if hasattr(x1, "requires_grad") else x1):
+    if dtype_of(x1).kind == "c":
         x1 = conj(x1)
     return squeeze(matmul(expand_dims(x1, -2), x2), -2)
 

@@ -23,7 +23,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..op import exported, op
 from ..tensor import Tensor
-from .elementwise import conj, isnan, real, where
+from .elementwise import conj, isnan, logical_not, real, where
 from .shape import (
     _as_operand,
     _no_out,
@@ -193,7 +193,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
     a = _as_operand(a)
     if a.dtype.kind not in "fc":
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    counts = np.sum(~np.isnan(_values(a)), axis=axis, keepdims=keepdims)
+    counts = sum(logical_not(isnan(a)), axis=axis, keepdims=keepdims)
     total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
     if np.any(counts == 0):
         warnings.warn("nanmean: mean of empty slice", RuntimeWarning, stacklevel=2)
@@ -611,7 +611,8 @@ def sort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = No
         return np.sort(a, axis=axis, kind=kind, order=order, stable=stable)
     if axis is None:
         a, axis = reshape(a, (-1,)), -1
-    perm = np.argsort(a.data, axis=axis, kind=kind, order=order, stable=stable)
+    # (the permutation is an op's result: a compiled replay sorts the new values)
+    perm = argsort(a, axis=axis, kind=kind, order=order, stable=stable)
     return take_along_axis(a, perm, axis=axis)
 
 
@@ -801,9 +802,10 @@ def nonzero(a: Any) -> tuple:
     tuple of Tensor
         Integer tensors without gradient (arrays for an array input).
     """
-    if not isinstance(a, Tensor):
-        return np.nonzero(a)
-    return tuple(Tensor(i) for i in np.nonzero(a.data))
+    if not isinstance(a, Tensor) or a.ndim == 0:
+        return np.nonzero(a if not isinstance(a, Tensor) else a.data)
+    rows = argwhere(a)  # (the indices are an op's result, so a compiled replay has them)
+    return tuple(getitem(rows, (slice(None), d)) for d in range(a.ndim))
 
 
 def argwhere(a: Any) -> Any:
@@ -818,7 +820,10 @@ def argwhere(a: Any) -> Any:
     Tensor
         Integer, shape ``(count, a.ndim)``, without gradient.
     """
-    return Tensor(np.argwhere(_values(a))) if isinstance(a, Tensor) else np.argwhere(a)
+    return _argwhere(a)
+
+
+_argwhere = _nondiff(np.argwhere, "argwhere", "")
 
 
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
@@ -837,8 +842,13 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
     Tensor
         Integer, without gradient (an array for array inputs).
     """
-    out = np.searchsorted(_values(a), _values(v), side=side, sorter=_values(sorter))
-    return Tensor(np.asarray(out)) if isinstance(a, Tensor) or isinstance(v, Tensor) else out
+    if not any(isinstance(x, Tensor) for x in (a, v, sorter)):
+        return np.searchsorted(a, v, side=side, sorter=sorter)
+    return _searchsorted(a, v, side, sorter)
+
+
+_searchsorted = _nondiff(lambda a, v, side="left", sorter=None: np.asarray(
+    np.searchsorted(a, v, side=side, sorter=sorter)), "searchsorted", "")
 
 
 __all__ = exported(globals())

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..op import exported, holds_tensor, mark_modified, op
-from ..tensor import Tensor
+from ..tensor import Tensor, ndim_of, shape_of
 
 ndarray = np.ndarray
 
@@ -147,9 +147,9 @@ def matrix_transpose(x: Any) -> Any:
     -------
     Tensor
     """
-    if np.ndim(_values(x)) < 2:
+    if ndim_of(x) < 2:
         raise ValueError(f"matrix_transpose: the input must have at least 2 dimensions, "
-                         f"got shape {np.shape(_values(x))}")
+                         f"got shape {shape_of(x)}")
     return swapaxes(x, -1, -2)
 
 
@@ -544,7 +544,7 @@ def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
 
 def _split_along(name: str, axis_of, min_ndim: int, what: str):
     def fn(ary: Any, indices_or_sections: Any) -> list:
-        ndim = np.ndim(_values(ary))
+        ndim = ndim_of(ary)
         if ndim < min_ndim:
             raise ValueError(f"{name}: only works on arrays of {min_ndim} or more dimensions "
                              f"(got {ndim})")
@@ -599,7 +599,7 @@ def fliplr(m: Any) -> Any:
     -------
     Tensor
     """
-    if np.ndim(_values(m)) < 2:
+    if ndim_of(m) < 2:
         raise ValueError("fliplr: the input must be at least 2-D")
     return flip(m, 1)
 
@@ -615,7 +615,7 @@ def flipud(m: Any) -> Any:
     -------
     Tensor
     """
-    if np.ndim(_values(m)) < 1:
+    if ndim_of(m) < 1:
         raise ValueError("flipud: the input must be at least 1-D")
     return flip(m, 0)
 
@@ -942,10 +942,11 @@ Tensor
 # ---- indexing ------------------------------------------------------------------------
 
 def unwrap_index(idx: Any) -> Any:
-    """An index with tensors replaced by their arrays and lists frozen into arrays.
+    """An index with lists frozen into arrays.
 
     Indices carry no gradient. A list is turned into an array (NumPy reads it as one),
-    so that changing the list later cannot change a recorded index.
+    so that changing the list later cannot change a recorded index. Tensors stay: the op
+    reads their values (so a compiled replay indexes with the new ones).
 
     Parameters
     ----------
@@ -962,7 +963,7 @@ def unwrap_index(idx: Any) -> Any:
 
 def _unwrap_one(i):
     if isinstance(i, Tensor):
-        return i.data
+        return i
     if isinstance(i, list):
         if not i:
             return np.zeros(0, dtype=np.intp)
@@ -1192,7 +1193,8 @@ def take(a: Any, indices: Any, axis: int | None = None, out: Any = None,
     if axis is None:
         a, axis = ravel(a), 0
     axis = normalize_axis_index(axis, a.ndim)
-    indices = np.asarray(_values(indices))
+    if not isinstance(indices, Tensor):  # (a tensor's values are read by the ops below)
+        indices = np.asarray(indices)
     n = a.shape[axis]
     if mode == "wrap":
         indices = np.mod(indices, n)
@@ -1200,7 +1202,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: Any = None,
         indices = np.clip(indices, 0, n - 1)
     elif mode != "raise":
         raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    if indices.ndim == 0:
+    if indices.ndim == 0 and not isinstance(indices, Tensor):
         indices = int(indices)
     return getitem(a, (slice(None),) * axis + (indices,))
 
@@ -1221,7 +1223,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
     Tensor
     """
     arr = _as_operand(arr)
-    indices = np.asarray(_values(indices))
+    if not isinstance(indices, Tensor):  # (a tensor's values are read by getitem)
+        indices = np.asarray(indices)
     if axis is None:
         arr, axis = ravel(arr), 0
     axis = normalize_axis_index(axis, arr.ndim)

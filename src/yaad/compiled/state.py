@@ -1,0 +1,225 @@
+"""What a compiled function reads besides its arguments, and the check that it is unchanged.
+
+A recording holds for the state it was made in. :func:`watch` walks that state from its
+*roots*: the function's closure cells, the globals its code names (nested functions and
+lambdas included), its default arguments, the object of a bound method, the function,
+arguments and keywords of a ``functools.partial``, the objects among the call's arguments
+(a model passed in), and, the same way, the functions of the function's own module that
+it reaches by name (its helpers). From the roots the walk goes into dicts, lists, tuples,
+sets and the attributes of objects (``__dict__`` and ``__slots__``: a ``yaad.nn.Module``,
+its submodules, parameters and buffers). The check it returns, run before every replay:
+
+- every cell, global, dict item, list item and attribute that holds data (anything but
+  a function, class or module) holds the same object as when recording;
+- dicts, lists, sets and objects have the same entries (nothing added or removed);
+- every NumPy array reached has the same bits: it may have been changed in place, and
+  what the function derived from it with NumPy was computed when recording.
+
+Tensors are checked by identity: the replay reads their current values (that is how an
+optimizer's in-place updates are seen), and their values reach Python only through the
+public read points, which a recording sees. Functions, classes and modules are code:
+rebinding one is not seen, nor is the state that library functions and methods keep in
+their own modules (docs/compile.md lists what is watched and what is not).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from ..tensor import Tensor
+from .codegen import Namespace, build
+from .tape import same_bits
+
+MAX_CHECKS = 20_000  # more than this: the function runs eagerly (with a warning)
+
+_CODE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+         types.BuiltinMethodType, types.ModuleType, type, np.ufunc,
+         types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType,
+         classmethod, staticmethod, property)
+_SCALARS = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis), slice,
+            range, np.generic, np.dtype)
+_MISSING = object()
+
+
+class TooMuchState(Exception):
+    """The function reaches more objects than a check per call can afford."""
+
+
+def _is_code(v: Any) -> bool:
+    """Functions, classes, modules, and objects that say they are code (a compiled
+    function: its caches change from call to call)."""
+    return isinstance(v, _CODE) or getattr(type(v), "__yaad_code__", False)
+
+
+class _Walk:
+    def __init__(self, module_globals: dict | None) -> None:
+        self.ns = Namespace()
+        self.ns.env.update(_same=same_bits, _M=_MISSING)
+        self.lines: list[str] = []
+        self.seen: set[int] = set()
+        self.keep: list = []  # snapshots and the objects checked (their ids stay unique)
+        self.globals = module_globals
+        self.checks = 0
+
+    def name(self, obj: Any, prefix: str) -> str:
+        self.keep.append(obj)
+        return self.ns.name(obj, prefix)
+
+    def check(self, line: str) -> None:
+        self.checks += 1
+        if self.checks > MAX_CHECKS:
+            raise TooMuchState
+        self.lines.append(f"        if {line}:")
+        self.lines.append("            return False")
+
+    # ---- what a place holds ----
+
+    def holds(self, src: str, v: Any) -> None:
+        """``src`` (source reading a cell, global, item or attribute) must still give ``v``
+        (unless ``v`` is code); then walk into ``v``."""
+        if _is_code(v) and not isinstance(v, types.FunctionType):
+            if isinstance(v, types.MethodType):
+                self.value(v)
+            return
+        if isinstance(v, types.FunctionType):
+            self.function(v)  # a helper of the same module is walked; its rebinding is code
+            return
+        self.check(f"{src} is not {self.name(v, 'o')}")
+        self.value(v)
+
+    def value(self, v: Any) -> None:
+        if isinstance(v, _SCALARS) or v is None:
+            return
+        key = id(v)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.keep.append(v)
+        if isinstance(v, np.ndarray):
+            snap = self.name(v.copy(), "s")
+            self.check(f"not _same({self.name(v, 'o')}, {snap})")
+        elif isinstance(v, Tensor):
+            return
+        elif isinstance(v, types.MethodType):
+            self.value(v.__self__)
+            if isinstance(v.__func__, types.FunctionType):
+                self.function(v.__func__)
+        elif isinstance(v, functools.partial):
+            if isinstance(v.func, types.FunctionType):
+                self.function(v.func)
+            else:
+                self.value(v.func)
+            self.value(v.args)
+            self.value(v.keywords)
+        elif type(v) is tuple or type(v) is frozenset:
+            for x in v:
+                if not _is_code(x):
+                    self.value(x)
+        elif isinstance(v, dict):
+            self.mapping(self.name(v, "o"), v)
+        elif isinstance(v, list):
+            o = self.name(v, "o")
+            self.check(f"len({o}) != {len(v)}")
+            for k, x in enumerate(v):
+                self.holds(f"{o}[{k}]", x)
+        elif isinstance(v, (set, frozenset)):
+            o = self.name(v, "o")
+            self.check(f"{o} != {self.name(frozenset(v), 's')}")
+            for x in v:
+                self.value(x)
+        elif not _is_code(v):
+            self.attributes(v)
+
+    def mapping(self, src: str, d: dict) -> None:
+        self.check(f"len({src}) != {len(d)}")
+        for k, x in list(d.items()):
+            key = self.ns.literal(k) if isinstance(k, (str, int)) else self.name(k, "k")
+            self.holds(f"{src}.get({key}, _M)", x)
+
+    def attributes(self, v: Any) -> None:
+        """An object: its ``__dict__`` and ``__slots__`` (one without either is opaque:
+        checked by identity only)."""
+        o = self.name(v, "o")
+        d = getattr(v, "__dict__", None)
+        if isinstance(d, dict):
+            self.mapping(f"{o}.__dict__", d)
+        for cls in type(v).__mro__:
+            slots = cls.__dict__.get("__slots__", ())
+            for name in (slots,) if isinstance(slots, str) else slots:
+                if name in ("__dict__", "__weakref__"):
+                    continue
+                self.holds(f"getattr({o}, {name!r}, _M)", getattr(v, name, _MISSING))
+
+    # ---- functions ----
+
+    def function(self, fn: types.FunctionType) -> None:
+        """Cells, defaults and named globals of ``fn``, when it is the compiled function
+        or a function of the same module."""
+        if id(fn) in self.seen or (self.globals is not None
+                                   and fn.__globals__ is not self.globals):
+            return
+        self.seen.add(id(fn))
+        self.keep.append(fn)
+        f = self.name(fn, "f")
+        for cell in fn.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:  # an empty cell (assigned later)
+                continue
+            self.holds(f"{self.name(cell, 'c')}.cell_contents", v)
+        if fn.__defaults__ is not None:
+            self.holds(f"{f}.__defaults__", fn.__defaults__)
+        if fn.__kwdefaults__ is not None:
+            self.holds(f"{f}.__kwdefaults__", fn.__kwdefaults__)
+        g = fn.__globals__
+        gname = self.name(g, "g")
+        for n in sorted(_names(fn.__code__)):
+            v = g.get(n, _MISSING)
+            if v is not _MISSING:
+                self.holds(f"{gname}.get({n!r}, _M)", v)
+
+
+def _names(code: types.CodeType) -> set:
+    """The global (and attribute) names a code object and the code nested in it use."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names(c)
+    return names
+
+
+class StateCheck:
+    """The check made by :func:`watch`: ``ok()`` is True while the state is unchanged."""
+
+    def __init__(self, ok: Callable, count: int, keep: list) -> None:
+        self.ok = ok
+        self.count = count  # checks per call
+        self._keep = keep
+
+
+def watch(fn: Callable, objects: list) -> StateCheck | None:
+    """The check of what ``fn`` (and the object arguments ``objects``) can read besides
+    its arguments; None when there is nothing to check. Raises :class:`TooMuchState`."""
+    root = fn
+    while isinstance(root, functools.partial):
+        root = root.func
+    func = getattr(root, "__func__", root)
+    w = _Walk(func.__globals__ if isinstance(func, types.FunctionType) else None)
+    if isinstance(func, types.FunctionType):
+        w.function(func)
+        if func is not fn:
+            w.value(fn)  # the bound object, the partial's arguments
+    else:
+        w.value(fn)  # a callable object (a model): its attributes
+    for x in objects:
+        w.value(x)
+    if not w.lines:
+        return None
+    # (an exception: an emptied cell, say)
+    lines = ["    try:", *w.lines, "    except Exception:", "        return False",
+             "    return True"]
+    return StateCheck(build("state_ok", "", lines, w.ns), w.checks, w.keep)

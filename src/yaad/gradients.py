@@ -1,0 +1,185 @@
+"""The gradient bookkeeping, written once for the engine and for compiled backward passes.
+
+The root gradient of ``backward()`` and the checks of its outputs and inputs; calling an
+op's VJP rules (with exact zeros where a gradient that was selected away meets an inf or
+a NaN in a branch not taken); reducing a rule's result over broadcast axes and casting it
+to the input's dtype (the real part for a real input). No rule, built-in or a user's, does
+any of this itself.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+import numpy as np
+
+from .tensor import Tensor, make_tensor
+
+
+def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
+    """Sum ``g`` over the axes that broadcasting added to reach ``shape``."""
+    gshape = np.shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
+        raise ValueError(f"{where}: the gradient has shape {gshape}, which does not "
+                         f"broadcast to the input's shape {shape} (see docs/errors.md#rule-shape)")
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
+    from . import reshape
+    from . import sum as _sum
+
+    if axes:
+        g = _sum(g, axis=axes)
+    return reshape(g, shape) if np.shape(g) != shape else g
+
+
+def cast_gradient(g: Any, dtype: np.dtype) -> Any:
+    """Cast a gradient to an input's dtype: the real part for a real input."""
+    gdt = getattr(g, "dtype", None)
+    if gdt is None:
+        return np.asarray(g, dtype=dtype)
+    if gdt.kind == "c" and dtype.kind != "c":
+        from . import real
+
+        g = real(g)
+        if g.dtype == dtype:
+            return g
+    from . import astype
+
+    return astype(g, dtype)
+
+
+def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
+                 args: Sequence = ()) -> Any:
+    """The result ``g`` of the rule of op ``name`` for its input ``k`` (whose value, or
+    shape and dtype, is ``ref``), reduced over broadcast axes and cast to ``ref``'s dtype.
+
+    ``out_grad`` is the gradient the rule received and ``args`` the op's inputs: a rule's
+    result may have more axes than its input where broadcasting gave them (the output's or
+    another input's), never more than all of them.
+    """
+    if isinstance(g, (tuple, list)):
+        raise TypeError(
+            f"the gradient rule of '{name}' for input {k} returned a "
+            f"{type(g).__name__} instead of one array of the input's shape {ref.shape} (a "
+            f"rule computes the gradient of one input; declare one rule per input)")
+    if not hasattr(g, "shape"):
+        g = np.asarray(g)
+    shape = ref.shape
+    if g.shape != shape:
+        where = f"the gradient of '{name}' for input {k}"
+        outs = out_grad if isinstance(out_grad, tuple) else (out_grad,)
+        most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
+                   + [len(a.shape) for a in args if hasattr(a, "shape")] + [len(shape)])
+        if out_grad is not None and g.ndim > most:
+            raise ValueError(f"{where} has shape {g.shape}: more axes than the output and "
+                             f"every input ({most} at most). The rule is wrong.")
+        g = unbroadcast(g, shape, where)
+    dtype = ref.dtype
+    gdt = g.dtype
+    if gdt is not dtype and gdt != dtype:
+        g = cast_gradient(g, dtype)
+    return g
+
+
+def rule_gradients(spec: Any, g: Any, ans: Any, args: Sequence, kw: dict,
+                   wanted: Sequence[bool], strong: bool = False) -> list:
+    """The results of ``spec``'s VJP rules for the inputs marked in ``wanted`` (None for
+    the others). With ``strong`` (an elementwise op whose gradient was selected away in
+    places), exact zeros wherever ``g`` is zero and the result is not finite: 0 * inf and
+    0 * nan there become 0. A finite result is kept as it is: under create_graph, a ``g``
+    that is zero by accident (it depends on the inputs) must keep its derivatives."""
+    vjps = spec.vjps
+    variadic = spec.variadic
+    grads: list = []
+    if not strong:
+        for i, w in enumerate(wanted):
+            grads.append(None if not w else vjps[0](i, g, ans, *args, **kw) if variadic
+                         else vjps[i](g, ans, *args, **kw))
+        return grads
+    from . import isfinite, where
+
+    zero = g == 0
+    with np.errstate(all="ignore"):
+        for i, w in enumerate(wanted):
+            gi = None
+            if w:
+                gi = (vjps[0](i, g, ans, *args, **kw) if variadic
+                      else vjps[i](g, ans, *args, **kw))
+            grads.append(None if gi is None else where(zero & ~isfinite(gi), 0, gi))
+    return grads
+
+
+def check_output(t: Any, k: int) -> None:
+    """Raise unless output ``k`` of a backward call is a tensor that requires grad."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"backward: output {k} is a {type(t).__name__}, not a Tensor")
+    if not t.requires_grad:
+        raise RuntimeError(
+            f"backward: output {k} does not require grad and has no grad_fn: nothing "
+            f"it depends on requires grad (or it was computed under no_grad()). "
+            f"(see docs/errors.md#no-grad-fn)")
+
+
+def check_inputs(inputs: Any) -> tuple:
+    """The ``inputs=`` of a backward call as a tuple of tensors that require grad."""
+    if isinstance(inputs, Tensor):
+        inputs = (inputs,)
+    for k, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"input {k} is a {type(t).__name__}, not a Tensor")
+        if not t.requires_grad:
+            raise RuntimeError(f"input {k} does not require grad, so it has no gradient")
+    return tuple(inputs)
+
+
+def check_unused(inputs: Sequence, results: Sequence, allow_unused: bool) -> None:
+    """Raise for an input that got no gradient, unless ``allow_unused``."""
+    if allow_unused:
+        return
+    for k, t in enumerate(inputs):
+        if results[k] is None:
+            raise RuntimeError(
+                f"input {k} (shape {t.shape}) was not used to compute the outputs, so it "
+                f"has no gradient. Pass allow_unused=True to get None for it.")
+
+
+@functools.lru_cache(maxsize=64)
+def unit(dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """The gradient of a one-element output with respect to itself: a read-only 1
+    (shared between calls; rules never write into their gradient)."""
+    one = np.ones(shape, dtype=dtype)
+    one.flags.writeable = False
+    return one
+
+
+def root_gradient(t: Tensor, g: Any, k: int, create_graph: bool = False) -> Any:
+    """The gradient that output ``k`` of a backward call starts with: ``g`` checked
+    against the output's shape, or 1 for a real scalar when ``g`` is None."""
+    data = t._data
+    if g is None:
+        if data.size != 1:
+            raise RuntimeError(
+                f"backward: output {k} has shape {t.shape}; a gradient can be created "
+                f"implicitly only for a scalar. Reduce it (e.g. .sum()) or pass gradient= "
+                f"with shape {t.shape}. (see docs/errors.md#non-scalar-backward)")
+        if data.dtype.kind == "c":
+            raise RuntimeError(
+                f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
+                f"output is not defined without gradient=. Differentiate a real loss, such "
+                f"as .real or abs(...)**2. (see docs/errors.md#complex-backward)")
+        g = unit(data.dtype, data.shape)
+    else:
+        if isinstance(g, Tensor) and not create_graph:
+            g = g._data
+        if np.shape(g) != t.shape:
+            raise RuntimeError(f"backward: gradient for output {k} has shape {np.shape(g)}, "
+                               f"but the output has shape {t.shape}")
+        if not isinstance(g, (np.ndarray, Tensor)):
+            g = np.asarray(g, dtype=t.dtype)
+    if create_graph and not isinstance(g, Tensor):
+        g = make_tensor(g)
+    return g
