@@ -830,6 +830,18 @@ for _name in ("all", "any"):
         real=((-1.0, 1.0),))), grad="none")
 case("count_nonzero", np.count_nonzero, _one(shapes(), lambda data, s: ((), {
     "axis": data.draw(axes(len(s))), "keepdims": data.draw(st.booleans())})), grad="none")
+case("argwhere", np.argwhere, _one(shapes(), lambda data, s: ((), {}), dom=Domain(
+    real=((-1.0, 1.0),))), grad="none", covers=("argwhere",))
+
+
+def _draw_searchsorted(data, dtype):
+    a = np.sort(data.draw(values(dtype, (data.draw(st.integers(0, 5)),))))
+    v = data.draw(values(dtype, data.draw(shapes(max_dims=2))))
+    return Call((a, v), {"side": data.draw(st.sampled_from(["left", "right"]))})
+
+
+case("searchsorted", np.searchsorted, _draw_searchsorted, dtypes=REAL, grad="none",
+     covers=("searchsorted",))
 
 
 def _draw_average(data, dtype):
@@ -1147,7 +1159,8 @@ def _logsumexp_ref(a, axis=None, b=None, keepdims=False):
     return np.reshape(out, np.sum(a, axis=axis, keepdims=keepdims).shape)
 
 
-case("logsumexp", _logsumexp_ref, _draw_logsumexp, exact=False, covers=("logsumexp",))
+case("logsumexp", _logsumexp_ref, _draw_logsumexp, exact=False,
+     covers=("logsumexp", "logsumexp_sign"))
 def _empty_ok(f):
     """SciPy's softmax raises for 0-size input; an empty result is the NumPy-like answer."""
     return lambda x, axis=None: f(x, axis=axis) if np.size(x) else np.array(x, copy=True)
@@ -1335,7 +1348,7 @@ case("linalg.pinv", _la("pinv"), lambda data, dtype: Call((_rect(data, dtype),))
 case("linalg.cond", _la("cond"), lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok,
      exact=False)
 case("linalg.matrix_rank", _la("matrix_rank"), lambda data, dtype: Call((_rect(data, dtype),)),
-     grad="none")
+     grad="none", covers=("linalg.matrix_rank",))
 
 
 def _draw_qr(data, dtype):

@@ -477,7 +477,7 @@ def test_numpy_on_data_runs_eagerly():
     c, outs = _escapes(lambda x: x * float(np.sum(x.data)), np.ones(2))
     for k, out in enumerate(outs):
         np.testing.assert_allclose(out.data, (k + 1) * 2 * (k + 1) * np.ones(2))
-    assert "numpy.sum" in c.explain()[0]
+    assert "x.data" in c.explain()[0] and "test_compile.py" in c.explain()[0]
 
 
 @pytest.mark.parametrize("convert", [
@@ -760,13 +760,15 @@ def test_training_loop_with_a_model_and_an_optimizer():
         with yaad.no_grad():
             q.data[...] = p.data
     opts = [yaad.optim.Adam(m.parameters(), lr=0.05) for m in models]
-    steps = [yaad.compile(lambda x, y: yaad.nn.functional.cross_entropy(models[0](x), y)),
-             lambda x, y: yaad.nn.functional.cross_entropy(models[1](x), y)]
+    # (the labels are read by NumPy inside cross_entropy: closed over, they are state that
+    # the compiled function checks on every call; passed as an argument, it runs eagerly)
+    steps = [yaad.compile(lambda x: yaad.nn.functional.cross_entropy(models[0](x), y)),
+             lambda x: yaad.nn.functional.cross_entropy(models[1](x), y)]
     for _ in range(6):
         losses = []
         for step, opt in zip(steps, opts):
             opt.zero_grad()
-            loss = step(x, y)
+            loss = step(x)
             loss.backward()
             opt.step()
             losses.append(float(loss.data))
@@ -798,12 +800,13 @@ def test_closed_over_index_array_changed_in_place_is_seen():
     c = yaad.compile(nll)
     z0 = RNG.standard_normal((4, 3))
     for k in range(5):
-        labels[...] = (np.arange(4) + k) % 3
-        v0, (g0,) = run(nll, z0)
-        v1, (g1,) = run(c, z0)
-        np.testing.assert_allclose(v1, v0, rtol=1e-13)
-        np.testing.assert_allclose(g1, g0, rtol=1e-13, atol=1e-16)
-    assert c.stats["replayed"] == 3
+        labels[...] = (np.arange(4) + k) % 3  # the state check sees the new bits
+        for _ in range(3):
+            v0, (g0,) = run(nll, z0)
+            v1, (g1,) = run(c, z0)
+            np.testing.assert_array_equal(v1, v0)
+            np.testing.assert_array_equal(g1, g0)
+    assert c.stats["replayed"] == 5 and c.stats["eager"] == 0
 
 
 def test_python_looking_at_an_array_argument_is_a_guard():

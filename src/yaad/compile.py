@@ -279,9 +279,19 @@ class Compiled:
                 # What the function may see of an array argument (see compiled/watched.py).
                 views[id(x)] = rec.watched(x, k)
         if views:
+            plain_args, plain_kw = args, kw
             args = _swap(args, views)
             kw = _swap(kw, views)
-        out = rec.run(self.fn, args, kw)
+        try:
+            out = rec.run(self.fn, args, kw)
+        except Exception as e:
+            if not views:
+                raise
+            # Something a Watched array cannot do (memoryview, a C extension reading its
+            # buffer): eager mode decides, with the arrays themselves.
+            self._trees.pop(key, None)
+            return self._run_eager(key, f"it raised {type(e).__name__} while recording "
+                                        f"({e})", plain_args, plain_kw)
         why = None
         if rec.escapes:
             why = "it did something a recording cannot replay: " + rec.escapes[0]

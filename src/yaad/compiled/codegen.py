@@ -271,7 +271,9 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
         t = type(it)
         if t is Guard:
             if it.kind == "shape":
-                lines.append(f"{indent}if v{it.slot}.shape != {it.value!r}:")
+                shape, dtype = it.value
+                lines.append(f"{indent}if v{it.slot}.shape != {shape!r} or "
+                             f"v{it.slot}.dtype != {ns.name(dtype, 'dt')}:")
                 lines.append(f"{indent}    {fail}")
             continue
         if t is Entry:

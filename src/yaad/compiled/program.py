@@ -426,7 +426,9 @@ class End:
         """Raise, as eager mode does, if an array the backward reads (an input, a tensor
         read from outside, an output) was changed in place since the call."""
         if epoch < _clock[0]:
-            saved = _Saved(self.name, tuple(E[s] for s in sorted(self.bwd_reads)), epoch)
+            # (without a backward program, eager_vjp reads any forward value)
+            reads = sorted(self.bwd_reads) if self.bwd is not None else range(len(E))
+            saved = _Saved(self.name, tuple(E[s] for s in reads if E[s] is not None), epoch)
             check_saved(saved)
 
     def eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
@@ -454,7 +456,7 @@ class End:
         for s in range(self.nslots):
             if s not in vals and s < len(E) and E[s] is not None and _is_input(self, s):
                 vals[s] = E[s]
-        for it in self.items:
+        for it in _live_items(self.items, set(self.node_outs)):
             t = type(it)
             if t is Entry:
                 if any(o in vals for o in it.outs):
@@ -813,7 +815,9 @@ class Tree:
                 lines = [f"    E = [None] * {self.nslots + 1}"]
                 lines += [f"    v{s} = L[{s}]" + ("._data" if self.tensors[s] else "")
                           for s in sorted(uses)]
-                lines += [f"    E[{s}] = v{s}" for s in sorted(uses & across)]
+                # (every input used: eager_vjp, the fallback, may recompute from them)
+                inputs = set(range(len(self.tensors)))
+                lines += [f"    E[{s}] = v{s}" for s in sorted(uses & (across | inputs))]
             else:
                 lines = [f"    v{s} = E[{s}]" for s in sorted(uses)]
             miss = "MISS" if single else "None"

@@ -269,7 +269,8 @@ def _drop_broadcasts(items: list, keep: set, shape: Callable) -> list:
                 ok = False
                 break
             other = u.args[1] if (type(u.args[0]) is S and u.args[0].i == o) else u.args[0]
-            if not (type(other) is S and other.i != o and shape(other.i) == target):
+            if not (type(other) is S and other.i != o and other.i not in m
+                    and shape(other.i) == target):  # (not a broadcast dropped too)
                 ok = False
                 break
         if ok:

@@ -137,8 +137,9 @@ class Const:
 class Guard:
     """Python looked at slot ``slot`` (``kind``: bool, int, float, complex, index, item)
     and saw ``value``: a branch point. Two kinds are assertions instead: ``meta`` (the
-    shape, dtype and requires_grad of an outside tensor) and ``shape`` (the shape of an
-    op's output, which may depend on values: ``nonzero``, a boolean mask)."""
+    shape, dtype and requires_grad of an outside tensor) and ``shape`` (the shape and
+    dtype of an op's output, which may depend on values: ``nonzero``, a boolean mask,
+    ``sqrtm``)."""
 
     __slots__ = ("slot", "kind", "value", "where")
 
@@ -277,8 +278,9 @@ _READS = {
 }
 
 
-# Ops whose outputs' shapes follow from their inputs' shapes and their constant arguments
-# (NumPy's definitions), besides the elementwise ones: no shape guard after them.
+# Ops whose outputs' shapes and dtypes follow from their inputs' shapes and dtypes and
+# their constant arguments (NumPy's definitions), besides the elementwise ones: no shape
+# guard after them. (Others may decide them from values: a mask's length, sqrtm's dtype.)
 _SHAPE_OPS = ("matmul", "einsum", "sum", "mean", "prod", "reshape", "transpose",
               "swapaxes", "moveaxis", "expand_dims", "squeeze", "broadcast_to", "diagonal",
               "trace", "scatter_add", "real", "imag", "conjugate", "astype", "log_softmax",
@@ -543,9 +545,9 @@ class Recorder:
                             tuple(getattr(t._data, "dtype", None) for t in outs)))
         if not (spec.elementwise or spec in _shape_ops()):
             for s in slots:
-                shape = getattr(self.value[s], "shape", None)
-                if shape is not None:
-                    target.append(Guard(s, "shape", shape, None))
+                v = self.value[s]
+                if hasattr(v, "shape") and hasattr(v, "dtype"):
+                    target.append(Guard(s, "shape", (v.shape, v.dtype), None))
         return out
 
     def eager(self, spec: Op, args: tuple, kw: dict) -> Any:
