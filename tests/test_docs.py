@@ -44,7 +44,7 @@ from griffe_yaad import public_names  # noqa: E402
 
 # Modules reachable from a documented namespace that are implementation, not API.
 INTERNAL = {"yaad.checkpoint", "yaad.compile", "yaad.compiled", "yaad.creation", "yaad.demo",
-            "yaad.engine", "yaad.grad_mode", "yaad.implicit", "yaad.methods",
+            "yaad.engine", "yaad.grad_mode", "yaad.gradients", "yaad.implicit", "yaad.methods",
             "yaad.numpy_dispatch",
             "yaad.op", "yaad.ops", "yaad.tensor", "yaad.nn.layers", "yaad.nn.module",
             "yaad.sparse.tensor",

@@ -41,14 +41,14 @@ from .tape import Entry, Recorder, S, Tup
 def _rule_value(rec: Recorder, r: Any, differentiable: bool) -> Any:
     """The value a rule gets for the recorded argument ``r``."""
     if type(r) is S:
-        return rec.tensor_of(r.i) if r.tensor or differentiable else rec.value[r.i]
+        return rec.rule_tensor(r.i) if r.tensor or differentiable else rec.value[r.i]
     if type(r) is Tup:
         items = [_rule_value(rec, x, False) for x in r.items]
         return items if r.is_list else tuple(items)
     if differentiable and isinstance(r, np.ndarray):
         # A constant array where a tensor may go: what the rule computes from it (its
         # conjugate, say) is recorded, so it follows in-place changes of the constant.
-        return rec.tensor_of(rec.const_slot(r))
+        return rec.rule_tensor(rec.const_slot(r))
     return r
 
 
@@ -146,8 +146,8 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
         args = [_rule_value(rec, r, variadic or (i < len(vjps) and vjps[i] is not None))
                 for i, r in enumerate(e.args)]
         kw = {k: _rule_value(rec, v, False) for k, v in e.kw.items()} if e.kw else {}
-        ans = (rec.tensor_of(outs[0]) if spec.nout == 1
-               else tuple(rec.tensor_of(o) for o in outs))
+        ans = (rec.rule_tensor(outs[0]) if spec.nout == 1
+               else tuple(rec.rule_tensor(o) for o in outs))
         strong = spec.elementwise and any(o in masked for o in outs)
         values = [rec.value[r.i] if type(r) is S else r for r in e.args]
         grads = {}

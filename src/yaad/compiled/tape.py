@@ -346,6 +346,7 @@ class Recorder:
         self.err0 = np.geterr()
         self.effects: list = []  # (("in", k) | ("ext", tensor), slot): accumulate .grad
         self.probe: Probe | None = None
+        self.plain: dict[int, Tensor] = {}  # see rule_tensor
         self.live = False  # this recorder is state.tracer
         self.prev = None  # the tracer it replaced
 
@@ -394,6 +395,20 @@ class Recorder:
         if t is None:
             t = make_tensor(self.value[s])
             self.tensor[s] = t
+            self.by_tensor[id(t)] = s
+            self.keep.append(t)
+        return t
+
+    def rule_tensor(self, s: int) -> Tensor:
+        """What a VJP rule gets for slot ``s``: its tensor when the backward is recorded
+        with its graph (create_graph), else a tensor of the same value that requires no
+        grad (as the arrays of a first-order backward: a rule must not take it for a
+        second derivative)."""
+        if state.enabled:
+            return self.tensor_of(s)
+        t = self.plain.get(s)
+        if t is None:
+            t = self.plain[s] = make_tensor(self.value[s])
             self.by_tensor[id(t)] = s
             self.keep.append(t)
         return t
