@@ -190,9 +190,8 @@ class Compiled:
                 if n < 2 or (args[0] is not args[1] if n == 2 else
                              len(set(map(id, args))) == n):
                     tree = self._trees.get(tuple(parts))
-                    if (tree is not None and tree.call is not None
-                            and (tree.state is None or tree.state.ok())):
-                        try:
+                    if tree is not None and tree.call is not None:
+                        try:  # (the call checks the state first)
                             out = tree.call(args)
                         except Exception:
                             out = MISS  # the general path below explains
@@ -204,6 +203,18 @@ class Compiled:
         except _Eager as e:
             return self._run_eager(None, str(e), args, kw)
         tree = self._trees.get(key)
+        if tree is not None and tree.call is not None:
+            try:
+                out = tree.call(leaves)
+            except Exception as e:
+                # A value-dependent failure (a singular matrix, say): eager mode raises it
+                # with the op's name. If eager mode succeeds, the replay was at fault.
+                out = self.fn(*args, **kw)
+                return self._run_eager(key, f"its replay failed ({type(e).__name__}: "
+                                            f"{e})", None, out)
+            if out is not MISS:
+                self.stats["replayed"] += 1
+                return out
         if tree is not None and tree.state is not None and not tree.state.ok():
             # What the function reads besides its arguments changed: record anew.
             del self._trees[key]
@@ -213,24 +224,10 @@ class Compiled:
                 return self._run_eager(key, f"what it reads besides its arguments (closure "
                                             f"cells, globals, attributes, items, arrays "
                                             f"they hold) changed {n} times", args, kw)
-        if tree is not None:
-            call = tree.call
-            if call is not None:
-                try:
-                    out = call(leaves)
-                except Exception as e:
-                    # A value-dependent failure (a singular matrix, say): eager mode raises
-                    # it with the op's name. If eager mode succeeds, the replay was at fault.
-                    out = self.fn(*args, **kw)
-                    return self._run_eager(key, f"its replay failed ({type(e).__name__}: "
-                                                f"{e})", None, out)
-                if out is not MISS:
-                    self.stats["replayed"] += 1
-                    return out
-        elif key in self._eager:
-            self.stats["eager"] += 1
-            return self.fn(*args, **kw)
-        else:
+        if tree is None:
+            if key in self._eager:
+                self.stats["eager"] += 1
+                return self.fn(*args, **kw)
             self._make_room()
             tree = self._trees[key] = Tree([isinstance(x, Tensor) for x in leaves],
                                            2 if self.verify else 1)

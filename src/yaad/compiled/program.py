@@ -812,11 +812,13 @@ class Tree:
                     self.call = None
                     return
                 # (one more slot: where a fused forward leaves the gradients)
-                lines = [f"    E = [None] * {self.nslots + 1}"]
+                lines = self._state_lines(ns)
+                lines.append(f"    E = [None] * {self.nslots + 1}")
                 lines += [f"    v{s} = L[{s}]" + ("._data" if self.tensors[s] else "")
                           for s in sorted(uses)]
-                # (every input used: eager_vjp, the fallback, may recompute from them)
-                inputs = set(range(len(self.tensors)))
+                # (every input used: eager_vjp, the fallback, may recompute from them;
+                # it has the parents' values from the node)
+                inputs = set(range(len(self.tensors))) - set(seg.end.parents)
                 lines += [f"    E[{s}] = v{s}" for s in sorted(uses & (across | inputs))]
             else:
                 lines = [f"    v{s} = E[{s}]" for s in sorted(uses)]
@@ -847,6 +849,13 @@ class Tree:
         for seg in segs.values():
             seg.table.update({k: c.fn for k, c in seg.children.items()})
         self.call = self._driver(ns)
+
+    def _state_lines(self, ns: Namespace) -> list[str]:
+        """The state check, first thing in ``call`` (a changed state: ``MISS``)."""
+        if self.state is None:
+            return []
+        ns.env.update(self.state.env)
+        return self.state.lines("return MISS")
 
     def _fused_forward(self, seg: Segment, items: list, uses: set, outs: set,
                        ns: Namespace) -> list[str]:
@@ -896,7 +905,8 @@ class Tree:
         """``call(L)``: put the inputs in the slot list, run the segments along the
         outcomes to the end of a path, build the outputs (or return ``MISS``)."""
         ns.env["End"] = End
-        lines = [f"    E = [None] * {self.nslots}"]
+        lines = self._state_lines(ns)
+        lines.append(f"    E = [None] * {self.nslots}")
         lines += [f"    E[{k}] = L[{k}]" + ("._data" if t else "")
                   for k, t in enumerate(self.tensors)]
         lines += [f"    r = {ns.name(self.root.fn, 'seg')}(E)",

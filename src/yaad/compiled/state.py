@@ -58,8 +58,8 @@ def _is_code(v: Any) -> bool:
 class _Walk:
     def __init__(self, module_globals: dict | None) -> None:
         self.ns = Namespace()
-        self.ns.env.update(_same=same_bits, _M=_MISSING)
-        self.lines: list[str] = []
+        self.ns.env.update(st_same=same_bits, st_M=_MISSING)
+        self.conds: list[str] = []  # each True when the state changed
         self.seen: set[int] = set()
         self.keep: list = []  # snapshots and the objects checked (their ids stay unique)
         self.globals = module_globals
@@ -67,14 +67,13 @@ class _Walk:
 
     def name(self, obj: Any, prefix: str) -> str:
         self.keep.append(obj)
-        return self.ns.name(obj, prefix)
+        return self.ns.name(obj, "st_" + prefix)  # (the names of generated code mix)
 
-    def check(self, line: str) -> None:
+    def check(self, cond: str) -> None:
         self.checks += 1
         if self.checks > MAX_CHECKS:
             raise TooMuchState
-        self.lines.append(f"        if {line}:")
-        self.lines.append("            return False")
+        self.conds.append(cond)
 
     # ---- what a place holds ----
 
@@ -100,8 +99,13 @@ class _Walk:
         self.seen.add(key)
         self.keep.append(v)
         if isinstance(v, np.ndarray):
-            snap = self.name(v.copy(), "s")
-            self.check(f"not _same({self.name(v, 'o')}, {snap})")
+            o = self.name(v, "o")
+            if v.nbytes <= 1 << 16 and not v.dtype.hasobject:  # (inline: a copy, a memcmp)
+                self.check(f"{o}.shape != {v.shape!r} or {o}.dtype != "
+                           f"{self.name(v.dtype, 'd')} or {o}.tobytes() != "
+                           f"{self.name(v.tobytes(), 's')}")
+            else:
+                self.check(f"not st_same({o}, {self.name(v.copy(), 's')})")
         elif isinstance(v, Tensor):
             return
         elif isinstance(v, types.MethodType):
@@ -138,7 +142,7 @@ class _Walk:
         self.check(f"len({src}) != {len(d)}")
         for k, x in list(d.items()):
             key = self.ns.literal(k) if isinstance(k, (str, int)) else self.name(k, "k")
-            self.holds(f"{src}.get({key}, _M)", x)
+            self.holds(f"{src}.get({key}, st_M)", x)
 
     def attributes(self, v: Any) -> None:
         """An object: its ``__dict__`` and ``__slots__`` (one without either is opaque:
@@ -152,7 +156,7 @@ class _Walk:
             for name in (slots,) if isinstance(slots, str) else slots:
                 if name in ("__dict__", "__weakref__"):
                     continue
-                self.holds(f"getattr({o}, {name!r}, _M)", getattr(v, name, _MISSING))
+                self.holds(f"getattr({o}, {name!r}, st_M)", getattr(v, name, _MISSING))
 
     # ---- functions ----
 
@@ -180,7 +184,7 @@ class _Walk:
         for n in sorted(_names(fn.__code__)):
             v = g.get(n, _MISSING)
             if v is not _MISSING:
-                self.holds(f"{gname}.get({n!r}, _M)", v)
+                self.holds(f"{gname}.get({n!r}, st_M)", v)
 
 
 def _names(code: types.CodeType) -> set:
@@ -193,12 +197,26 @@ def _names(code: types.CodeType) -> set:
 
 
 class StateCheck:
-    """The check made by :func:`watch`: ``ok()`` is True while the state is unchanged."""
+    """The check made by :func:`watch`: ``ok()`` is True while the state is unchanged;
+    ``lines(fail)`` are the same checks as statements for generated code (``fail`` when
+    the state changed, an exception when a cell was emptied), whose names are in
+    ``env``."""
 
-    def __init__(self, ok: Callable, count: int, keep: list) -> None:
-        self.ok = ok
-        self.count = count  # checks per call
+    def __init__(self, conds: list, env: dict, keep: list) -> None:
+        self.conds = conds
+        self.env = env
         self._keep = keep
+        body = ["    try:", *self.lines("return False", "        "),
+                "    except Exception:", "        return False", "    return True"]
+        ns = Namespace()
+        ns.env.update(env)
+        self.ok = build("state_ok", "", body, ns)
+
+    def lines(self, fail: str, indent: str = "    ") -> list[str]:
+        out = []
+        for c in self.conds:
+            out += [f"{indent}if {c}:", f"{indent}    {fail}"]
+        return out
 
 
 def watch(fn: Callable, objects: list) -> StateCheck | None:
@@ -217,9 +235,6 @@ def watch(fn: Callable, objects: list) -> StateCheck | None:
         w.value(fn)  # a callable object (a model): its attributes
     for x in objects:
         w.value(x)
-    if not w.lines:
+    if not w.conds:
         return None
-    # (an exception: an emptied cell, say)
-    lines = ["    try:", *w.lines, "    except Exception:", "        return False",
-             "    return True"]
-    return StateCheck(build("state_ok", "", lines, w.ns), w.checks, w.keep)
+    return StateCheck(w.conds, w.ns.env, w.keep)
