@@ -300,8 +300,10 @@ def test_helpers_and_globals_of_the_module_are_seen():
     global FACTOR
     fn = _uses_helper
     c = Y.compile(fn)
-    for FACTOR in (2.0, 3.0, 2.0):
+    for factor in (2.0, 3.0, 2.0):
+        FACTOR = factor
         _agree(c, fn, [1.0, 2.0])
+    assert float(c(Y.tensor([1.0, 2.0])).data) == 6.0
 
 
 FACTOR = 2.0

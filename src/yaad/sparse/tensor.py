@@ -295,6 +295,8 @@ class SparseTensor(Tensor):
             f"operation cannot take it: use H @ x, x @ H, +, -, * and / by scalars, "
             f"yaad.sparse.linalg, or H.todense() for a (small) dense tensor")
 
+    _data = data  # (what yaad's op machinery reads: the same refusal)
+
     @property
     def shape(self) -> tuple:  # type: ignore[override]
         return self._shape
