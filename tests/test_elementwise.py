@@ -432,3 +432,22 @@ def test_complex_conventions():
     z = yaad.tensor(np.array([1.0 + 1.0j]), requires_grad=True)
     yaad.sum(yaad.imag(z) + yaad.angle(z)).backward()
     np.testing.assert_allclose(z.grad, [1j + 1j * (1 + 1j) / 2])
+
+
+def test_xlogy_gradient_in_x_at_zero_matches_torch():
+    # d/dx x log(y) = log(y), also at x = 0 (a parameter such as (a - 1) log x at a = 1);
+    # 0 only where log(y) is undefined, as in PyTorch.
+    import torch
+
+    x0, y0 = np.array([0.0, 0.0, 1.0, 0.0, 0.0]), np.array([2.0, 0.0, 3.0, -1.0, 0.5])
+    for name, shift in (("xlogy", 0.0), ("xlog1py", -1.0)):
+        x = yaad.tensor(x0, requires_grad=True)
+        y = yaad.tensor(y0 + shift, requires_grad=True)
+        with np.errstate(all="ignore"):
+            getattr(yaad, name)(x, y).sum().backward()
+        xt = torch.tensor(x0, requires_grad=True)
+        yt = torch.tensor(y0 + shift, requires_grad=True)
+        ft = torch.xlogy if name == "xlogy" else torch.special.xlog1py
+        ft(xt, yt).sum().backward()
+        np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=1e-15)
+        np.testing.assert_allclose(y.grad, yt.grad.numpy(), rtol=1e-15)

@@ -177,11 +177,19 @@ betaln = elementwise_op("betaln", sp.betaln,
              lambda _ans, a, b: digamma(b) - digamma(a + b), real_only=True)
 expit = elementwise_op("expit", sp.expit, lambda ans, _x: ans * (1 - ans), real_only=True)
 logit = elementwise_op("logit", sp.logit, lambda _a, x: reciprocal(x * (1 - x)), real_only=True)
+
+
+def _log_defined_or_nonzero(x, y):
+    """Where d/dx of x log(y) is log(y): everywhere but at x = 0 with log(y) undefined
+    (y <= 0 for real y, y = 0 for complex), where it is 0 as in PyTorch."""
+    return logical_or(x != 0, y != 0 if np.iscomplexobj(y) else y > 0)
+
+
 xlogy = elementwise_op("xlogy", sp.xlogy,
-            lambda _a, x, y: xlogy(x != 0, y),
+            lambda _a, x, y: xlogy(_log_defined_or_nonzero(x, y), y),
             lambda _a, x, y: x / y)
 xlog1py = elementwise_op("xlog1py", sp.xlog1py,
-              lambda _a, x, y: xlog1py(x != 0, y),
+              lambda _a, x, y: xlog1py(_log_defined_or_nonzero(x, 1 + y), y),
               lambda _a, x, y: x / (1 + y))
 # Bessel functions through the recurrences of the general orders.
 jv = elementwise_op("jv", sp.jv, None, lambda _a, v, x: 0.5 * (jv(v - 1, x) - jv(v + 1, x)))
