@@ -349,8 +349,10 @@ def test_cpu_clock_ignores_sleeping():
     import time
 
     opts = runner.Options(target_s=0.0, min_repeats=3, batch_s=0.0, rounds=1)
-    (m,) = runner.measure([lambda: time.sleep(0.005)], opts)
-    assert m["wall"] >= 0.005 and m["cpu"] < 0.0025
+    # a long sleep against a loose bound: the CPU clock still counts the
+    # interpreter's own work around the call, which a loaded machine stretches
+    (m,) = runner.measure([lambda: time.sleep(0.05)], opts)
+    assert m["wall"] >= 0.05 and m["cpu"] < 0.025
 
 
 def test_peak_memory_sees_numpy_buffers():
