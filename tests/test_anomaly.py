@@ -11,6 +11,9 @@ import yaad
 from yaad.anomaly import AnomalyError, forward_site
 from yaad.grad_mode import state
 
+# detect_anomaly() warns on entry that it is slow (as PyTorch's): expected here.
+pytestmark = pytest.mark.filterwarnings("ignore:anomaly detection is on:UserWarning")
+
 
 def sqrt_at_zero():
     x = yaad.tensor([0.0, 4.0], requires_grad=True)
@@ -113,3 +116,25 @@ def test_site_is_the_user_frame_not_the_library():
     site = forward_site(y.grad_fn)
     assert "test_anomaly.py" in site and "yaad.mean(x)" in site
     assert "reductions.py" not in site
+
+
+def test_a_graph_recorded_before_is_checked_by_a_backward_inside():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        x, loss = sqrt_at_zero()  # recorded without the mode: no call site
+        with yaad.detect_anomaly(), pytest.raises(AnomalyError, match="(?s)'sqrt'.*unknown"):
+            loss.backward()
+
+
+def test_a_backward_outside_the_mode_is_not_checked():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with yaad.detect_anomaly():
+            x, loss = sqrt_at_zero()
+        loss.backward()  # as in PyTorch: the check belongs to the backward pass
+    assert np.isinf(x.grad[0])
+
+
+def test_entering_the_mode_warns_that_it_is_slow():
+    with pytest.warns(UserWarning, match="anomaly detection is on"), yaad.detect_anomaly():
+        pass

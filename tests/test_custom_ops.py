@@ -173,7 +173,8 @@ def test_function_wrong_number_or_shape_of_gradients():
             return np.ones(4)
 
     a = yaad.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(TypeError, match="TooFew.backward returned 1"):
+    with pytest.raises(RuntimeError, match="TooFew.backward returned an incorrect number "
+                       r"of gradients \(expected 2, got 1\)"):
         TooFew.apply(a, a).sum().backward()
     with pytest.raises(ValueError, match="WrongShape"):
         WrongShape.apply(a).backward()
@@ -261,3 +262,64 @@ def test_custom_ops_doc_code_matches_example():
                      'logdet = yaad.op(_logdet, name="logdet", vjp=_logdet_vjp, jvp=_logdet_jvp,'
                      ' save_ans=False)'):
         assert fragment in doc and fragment in code, fragment
+
+
+def test_function_outputs_beside_arrays_and_second_derivatives():
+    class Poly(yaad.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y, z = x ** 3, np.floor(x)
+            ctx.mark_non_differentiable(z)
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(x)
+            return y, z, "cubed", None
+
+        @staticmethod
+        def backward(ctx, gy, gz, gs, gn):
+            assert gz is None and gs is None and gn is None
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * gy
+
+    x = yaad.tensor([0.5, 2.0], requires_grad=True)
+    y, z, s, n = Poly.apply(x)
+    assert (s, n) == ("cubed", None) and not z.requires_grad and y.requires_grad
+    (g,) = yaad.autograd.grad(y.sum(), x, create_graph=True)
+    (h,) = yaad.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(g.data, 3 * x.data ** 2)
+    np.testing.assert_allclose(h, 6 * x.data)
+
+
+def test_once_differentiable_names_the_backward_it_refuses_to_differentiate():
+    class Sq(yaad.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @yaad.once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = yaad.tensor([1.0, 3.0], requires_grad=True)
+    (g,) = yaad.autograd.grad((Sq.apply(x) * x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.data, 3 * x.data ** 2)
+    with pytest.raises(RuntimeError, match=r"Sq\.backward is marked @once_differentiable"):
+        g.sum().backward()
+
+
+def test_op_reads_keeps_only_what_the_needed_rules_read():
+    scale = yaad.op(lambda x, s: x * s, name="scale_by",
+                    vjp=(lambda g, ans, x, s: g * s, lambda g, ans, x, s: g * x),
+                    reads=[[False, True], [True, False]])
+    x = yaad.tensor([1.0, 2.0], requires_grad=True)
+    s = np.array([3.0, 4.0])
+    h = x * 1
+    y = scale(h, s)
+    assert isinstance(y.grad_fn.args[0], yaad.Meta) and y.grad_fn.args[1] is s  # not h
+    h.add_(10)  # so this in-place change cannot spoil the backward
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, s)
+    both = scale(x, yaad.tensor(s, requires_grad=True))
+    assert both.grad_fn.args[0] is x.data

@@ -235,15 +235,25 @@ def test_augmented_assignment_through_an_index():
     check_jvp(f, [x])
 
 
-def test_a_stale_view_used_after_its_base_changed_raises():
-    x = yaad.tensor(rand((4,)), requires_grad=True)
-    h = x * 1
-    v1, v2 = h[0:2], h[0:2]
-    v1 *= 3
-    np.testing.assert_array_equal(v2.data, v1.data)  # same memory, as in NumPy
-    loss = (v2 * 1).sum()
-    with pytest.raises(RuntimeError, match="'getitem'"):
-        loss.backward()
+def test_a_second_view_sees_the_change_through_the_first_with_its_gradient():
+    import torch
+    x0 = rand((4,))
+
+    def run(lib, x):
+        h = x * 1
+        v1, v2 = h[0:2], h[0:2]
+        v1 *= 3  # v2 is rebased onto h's new value (PyTorch's view semantics)
+        return (v2 * lib.tensor([1.0, 2.0])).sum(), v2
+
+    x = yaad.tensor(x0, requires_grad=True)
+    loss, v2 = run(yaad, x)
+    loss.backward()
+    xt = torch.tensor(x0, requires_grad=True)
+    loss_t, v2_t = run(torch, xt)
+    loss_t.backward()
+    np.testing.assert_allclose(v2.data, v2_t.detach().numpy())
+    np.testing.assert_allclose(x.grad, xt.grad.numpy())
+    np.testing.assert_array_equal(x.grad, [3, 6, 0, 0])
 
 
 def test_a_view_of_a_leaf_that_requires_grad_cannot_change():
@@ -254,16 +264,33 @@ def test_a_view_of_a_leaf_that_requires_grad_cannot_change():
     np.testing.assert_array_equal(v.data, x.data[1:3])
 
 
-def test_other_views_of_recorded_tensors_are_refused():
-    x = yaad.tensor(rand((2, 3)), requires_grad=True)
-    h = x * 1
-    for view in (h.reshape(3, 2), h.T, yaad.diagonal(h)):
-        with pytest.raises(RuntimeError, match="shares its memory"):
-            view += 1
+def test_other_views_of_recorded_tensors_write_through_their_base():
+    import torch
+    x0 = rand((2, 3))
+    w = np.arange(6.0).reshape(2, 3)
+
+    def run(lib, x, view):
+        h = x * 1
+        v = view(h)
+        v += 1
+        v *= lib.tensor(3.0) * v.detach()  # lands in h at the view's positions
+        return (h * lib.tensor(w)).sum()
+
+    for view in (lambda h: h.reshape(3, 2), lambda h: h.T, lambda h: h[:, 1:][1:],
+                 lambda h: h.reshape(6)[::2]):
+        x = yaad.tensor(x0, requires_grad=True)
+        run(yaad, x, view).backward()
+        xt = torch.tensor(x0, requires_grad=True)
+        run(torch, xt, view).backward()
+        np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=1e-12)
+    h = yaad.tensor(x0, requires_grad=True) * 1
+    d = yaad.diagonal(h)
+    with pytest.raises(ValueError, match="read-only"):  # NumPy's diagonal is read-only
+        d += 1
     with yaad.no_grad():
         r = h.reshape(3, 2)
         r += 1  # NumPy semantics without recording: the base changes
-    np.testing.assert_allclose(h.data, x.data + 1)
+    np.testing.assert_allclose(h.data, x0 + 1)
 
 
 def test_views_of_memory_nothing_else_holds_can_change():
@@ -333,3 +360,61 @@ def test_inplace_against_torch():
     tt = torch.tensor(x, requires_grad=True)
     run(torch, tt).backward()
     np.testing.assert_allclose(t.grad, tt.grad.numpy())
+
+
+def test_views_are_remembered_weakly_and_forgotten_when_gone():
+    base = yaad.tensor(rand((10,)))
+    for k in range(1000):
+        base[k % 10] * 2  # a view, dropped at once
+    assert len(base._views) <= 64
+    kept = [base[k] for k in range(10)]
+    assert sum(r() is not None for r in base._views) == 10
+    with yaad.no_grad():
+        base += 1
+    np.testing.assert_array_equal([v.data for v in kept], base.data)
+
+
+def test_a_view_of_a_view_of_a_recorded_base_follows_every_change():
+    x = yaad.tensor(rand((3, 4)), requires_grad=True)
+    w = yaad.tensor(2.0, requires_grad=True)
+    h = x * 1
+    row = h[1]
+    col = h.T[2]  # column 2: two views sharing the element h[1, 2]
+    cell = row[2]
+    h.mul_(w)
+    row.add_(1)
+    col.mul_(w)
+    assert cell.data == h.data[1, 2] == col.data[1]
+    (cell * 3).backward()
+    # cell = ((x[1, 2] * w) + 1) * w
+    assert w.grad == pytest.approx(3 * (2 * x.data[1, 2] * 2.0 + 1))
+    np.testing.assert_allclose(x.grad, np.where(np.arange(12).reshape(3, 4) == 6, 12.0, 0))
+
+
+def test_a_view_made_under_no_grad_refuses_backward_after_its_base_changed():
+    x = yaad.tensor(rand((3,)), requires_grad=True)
+    h = x * 1
+    with yaad.no_grad():
+        v = h[:2]
+    h.add_(1)
+    assert v.requires_grad
+    loss = (v * 2).sum()
+    with pytest.raises(RuntimeError, match="no_grad().*add_|add_.*no_grad()"):
+        loss.backward()
+
+
+def test_copies_of_a_base_and_its_views_share_nothing():
+    import copy
+    import pickle
+
+    x = yaad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = x[1:]
+    y = pickle.loads(pickle.dumps(x))  # a tensor with views pickles as before
+    np.testing.assert_array_equal(y.data, x.data)
+    c = yaad.tensor([1.0, 2.0, 3.0])
+    w = c[1:]
+    c2, w2 = copy.deepcopy([c, w])
+    c2.add_(1)  # the copies have memory of their own: not a base and its view
+    np.testing.assert_array_equal(w2.data, [2.0, 3.0])
+    assert w2._base is None and pickle.loads(pickle.dumps(w))._base is None
+    assert v._base.parent is x

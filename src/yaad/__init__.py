@@ -31,7 +31,7 @@ from . import signal
 from .linalg import vecdot
 from . import autograd, testing
 from . import func
-from .autograd import Function
+from .autograd import Function, once_differentiable
 from .anomaly import detect_anomaly
 from .checkpoint import checkpoint
 from . import nn, optim, optimize

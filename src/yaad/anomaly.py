@@ -1,9 +1,10 @@
 """``yaad.detect_anomaly``: find the forward operation behind a NaN or inf in backward.
 
 While the mode is on, every recorded operation notes where the user's code called it
-(the innermost frames outside yaad), and its gradient rules check what they return. The
-first rule that returns a NaN or an infinity raises, naming the operation, the input,
-and the line of the forward call. It slows everything down: use it to debug.
+(the innermost frames outside yaad), and a backward pass run inside it checks what every
+gradient rule returns (also for a graph recorded before, as in PyTorch). The first rule
+that returns a NaN or an infinity raises, naming the operation, the input, and the line
+of the forward call. It slows everything down: use it to debug.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import functools
 import linecache
 import os
 import sys
+import warnings
 import weakref
 from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from .grad_mode import state
-from .op import Node, Op
+from .op import Node
 from .tensor import Tensor
 
 __all__ = ["detect_anomaly", "AnomalyError"]
@@ -66,6 +68,9 @@ class detect_anomaly:
         self._prev: list = []
 
     def __enter__(self) -> detect_anomaly:
+        warnings.warn("anomaly detection is on: every operation notes where it was "
+                      "called and backward checks every gradient, which is slow; use it "
+                      "to debug", UserWarning, stacklevel=2)
         self._prev.append(state.anomaly)
         state.anomaly = self
         state.refresh()
@@ -82,6 +87,21 @@ class detect_anomaly:
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+    def check_gradient(self, node: Node, i: int, result: Any) -> None:
+        """Raise :class:`AnomalyError` if ``result``, the gradient that the rule of
+        ``node`` gave its input ``i``, holds a NaN or an infinity (called by the engine
+        for every rule of a backward pass run while the mode is on)."""
+        data = result.data if isinstance(result, Tensor) else np.asarray(result)
+        if data.dtype.kind in "fc" and not np.all(np.isfinite(data)):
+            what = "nan" if np.any(np.isnan(data)) else "inf"
+            name = node.op.name
+            site = forward_site(node)
+            raise AnomalyError(
+                f"detect_anomaly: the gradient of '{name}' for its input {i} contains "
+                f"{what} (shape {data.shape}). The forward call of '{name}' was made at "
+                f"(most recent call last):\n"
+                f"{site or '  (unknown: the forward ran outside detect_anomaly())'}")
 
 
 def _user_frames() -> tuple:
@@ -105,12 +125,8 @@ def note_forward(out: Any) -> None:
             break
     else:
         return
-    if node in _where:
-        return
-    _where[node] = _user_frames()
-    mode = state.anomaly
-    if getattr(mode, "check_nan", True):
-        node.op = _checked(node.op, node)
+    if node not in _where:
+        _where[node] = _user_frames()
 
 
 def forward_site(node: Any) -> str:
@@ -124,37 +140,3 @@ def forward_site(node: Any) -> str:
         if code:
             lines.append(f"    {code}")
     return "\n".join(lines)
-
-
-def _checked(spec: Op, node: Node) -> Op:
-    """A copy of ``spec`` for this node whose gradient rules reject NaN and inf."""
-    ref = weakref.ref(node)
-
-    def check(result: Any, i: int) -> Any:
-        if result is None:
-            return result
-        data = result.data if isinstance(result, Tensor) else np.asarray(result)
-        if data.dtype.kind in "fc" and not np.all(np.isfinite(data)):
-            what = "nan" if np.any(np.isnan(data)) else "inf"
-            n = ref()
-            site = forward_site(n) if n is not None else ""
-            raise AnomalyError(
-                f"detect_anomaly: the gradient of '{spec.name}' for its input {i} contains "
-                f"{what} (shape {data.shape}). The forward call of '{spec.name}' was made "
-                f"at (most recent call last):\n{site or '  (unknown)'}")
-        return result
-
-    if spec.variadic:
-        rule = spec.vjps[0]
-        vjps = (lambda i, *a, **kw: check(rule(i, *a, **kw), i),)
-    else:
-        vjps = tuple(None if r is None else
-                     (lambda *a, _r=r, _i=i, **kw: check(_r(*a, **kw), _i))
-                     for i, r in enumerate(spec.vjps))
-    copy = object.__new__(Op)
-    for slot in Op.__slots__:
-        if slot != "__weakref__" and hasattr(spec, slot):
-            setattr(copy, slot, getattr(spec, slot))
-    copy.vjps = vjps
-    copy.derivs = None  # the engine's table shortcut would bypass the checked rules
-    return copy

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .engine import run_backward
-from .grad_mode import state
-from .op import Op, apply
-from .tensor import Tensor
+from .grad_mode import no_grad, state
+from .op import Op, apply, refuse_backward
+from .tensor import Tensor, make_tensor
+
+__all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable"]
 
 
 def _as_tuple(x: Any, what: str = "outputs") -> tuple:
@@ -24,7 +27,8 @@ def _as_tuple(x: Any, what: str = "outputs") -> tuple:
 
 def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
          grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool = False) -> tuple:
+         create_graph: bool = False, allow_unused: bool | None = None,
+         materialize_grads: bool = False) -> tuple:
     """Gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``.
 
     Parameters
@@ -40,13 +44,21 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     create_graph : bool, optional
         Record the computation of the gradients, for higher derivatives.
     allow_unused : bool, optional
-        Return None for inputs that the outputs do not depend on, instead of raising.
+        Return None for inputs that the outputs do not depend on, instead of raising
+        (default: ``materialize_grads``).
+    materialize_grads : bool, optional
+        Return zeros instead of None for such inputs.
 
     Returns
     -------
     tuple
         One gradient (array, or tensor under ``create_graph``) per input.
     """
+    if materialize_grads and allow_unused is False:
+        raise ValueError("grad: materialize_grads=True returns zeros for unused inputs, "
+                         "so allow_unused must be True or left out, not False")
+    if allow_unused is None:
+        allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs, "inputs")
     if grad_outputs is None:
@@ -57,8 +69,17 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         if len(grad_outputs) != len(outputs):
             raise ValueError(f"grad: {len(grad_outputs)} grad_outputs for {len(outputs)} "
                              f"outputs")
-    return tuple(run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
-                              capture=True, allow_unused=allow_unused))
+    grads = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                         capture=True, allow_unused=allow_unused)
+    if materialize_grads:
+        grads = [_zeros_like(t, create_graph) if g is None else g
+                 for g, t in zip(grads, inputs)]
+    return tuple(grads)
+
+
+def _zeros_like(t: Tensor, create_graph: bool) -> Any:
+    zeros = np.zeros(t.shape, dtype=t.dtype)
+    return make_tensor(zeros, requires_grad=True) if create_graph else zeros
 
 
 def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
@@ -93,15 +114,31 @@ class FunctionCtx:
 
     def __init__(self, needs_input_grad: tuple) -> None:
         self.needs_input_grad = needs_input_grad
+        self.materialize_grads = True
         self._saved: tuple = ()
         self._view = None  # maps saved arrays to the values a rule works with
         self._inputs: tuple = ()
         self._outputs: Any = None
         self._grads = None  # (g, gradients): backward's result for the current pass
+        self._non_differentiable: list = []
+        # forward's outputs: for each, its index among the array outputs, or None for a
+        # value that is not an array (None, a string, a Python number), kept as it is
+        self._layout: list = []
+        self._values: list = []
 
     def save_for_backward(self, *values: Any) -> None:
         """Keep values (inputs, outputs or others) for :meth:`Function.backward`."""
         self._saved = values
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        """Declare outputs of ``forward`` (the arrays it returns) without a gradient:
+        their tensors do not require grad, and backward receives zeros for them."""
+        self._non_differentiable.extend(outputs)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, backward receives None (instead of zeros) for the outputs that
+        got no gradient; it must then handle None."""
+        self.materialize_grads = bool(value)
 
     @property
     def saved_tensors(self) -> tuple:
@@ -179,18 +216,35 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        """Run the function on ``args`` (tensors, arrays, other values), recording it."""
+        """Run the function on ``args`` (tensors, arrays, other values), recording it.
+
+        Array outputs come back as tensors; other outputs (None, strings, Python
+        numbers) as they are.
+        """
         if not any(isinstance(a, Tensor) for a in args):
             return cls.forward(FunctionCtx((False,) * len(args)), *args)
         needs = tuple(isinstance(a, Tensor) and a.requires_grad and state.enabled
                       for a in args)
-        return apply(_function_op(cls), args, {"ctx": FunctionCtx(needs)})
+        ctx = FunctionCtx(needs)
+        out = apply(_function_op(cls), args, {"ctx": ctx})
+        tensors = out if isinstance(out, tuple) else (out,)
+        result = []
+        for k, value in zip(ctx._layout, ctx._values):
+            if k is None:
+                result.append(value)
+            elif any(value is m for m in ctx._non_differentiable):
+                result.append(make_tensor(tensors[k].data))
+            else:
+                result.append(tensors[k])
+        return result[0] if ctx._single else tuple(result)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (Tensor, np.ndarray, np.generic))
 
 
 def _as_array(x: Any) -> Any:
-    if isinstance(x, Tensor):
-        return x.data
-    return x if hasattr(x, "dtype") else np.asarray(x)
+    return x.data if isinstance(x, Tensor) else np.asarray(x)
 
 
 def _function_op(cls: type) -> Op:
@@ -199,12 +253,17 @@ def _function_op(cls: type) -> Op:
     name = cls.__name__
 
     def forward(*arrays: Any, ctx: FunctionCtx) -> Any:
-        out = cls.forward(ctx, *arrays)
-        if isinstance(out, tuple):
-            out = tuple(_as_array(o) for o in out)
-            spec.nout = len(out)
-        else:
-            out = _as_array(out)
+        with no_grad():  # as in PyTorch (forward works on arrays anyway)
+            out = cls.forward(ctx, *arrays)
+        ctx._single = not isinstance(out, tuple)
+        ctx._values = [out] if ctx._single else list(out)
+        outs = []
+        for value in ctx._values:
+            ctx._layout.append(len(outs) if _is_array(value) else None)
+            if _is_array(value):
+                outs.append(_as_array(value))
+        spec.nout = len(outs)
+        out = outs[0] if len(outs) == 1 else tuple(outs)
         ctx._inputs = arrays
         if cls._save_outputs:
             ctx._outputs = out
@@ -213,21 +272,29 @@ def _function_op(cls: type) -> Op:
     def vjp(i: int, g: Any, ans: Any, *args: Any, ctx: FunctionCtx) -> Any:
         cached = ctx._grads
         if cached is None or cached[0] is not g:
-            if spec.nout == 1:
-                grads = (g,)
-            else:  # outputs that received no gradient get zeros, as in PyTorch
-                grads = tuple(np.zeros(np.shape(a), dtype=a.dtype) if gk is None else gk
-                              for gk, a in zip(g, ans))
+            gs = (g,) if spec.nout == 1 else g
+            outs = (ans,) if spec.nout == 1 else ans
+            grads = []
+            for k in ctx._layout:  # one per output of forward, as in PyTorch
+                if k is None:
+                    grads.append(None)  # a value that is not an array
+                elif gs[k] is None and ctx.materialize_grads:
+                    grads.append(np.zeros(outs[k].shape, dtype=outs[k].dtype))
+                else:
+                    grads.append(gs[k])
             ctx._view = ctx._viewer(args, ans)
             try:
                 result = cls.backward(ctx, *grads)
             finally:
                 ctx._view = None
             result = result if isinstance(result, tuple) else (result,)
-            if len(result) != len(args):
-                raise TypeError(
-                    f"{name}.backward returned {len(result)} gradient(s), but apply() was "
-                    f"called with {len(args)} argument(s): return one per argument (None "
+            n = len(args)
+            if len(result) > n and all(r is None for r in result[n:]):
+                result = result[:n]  # trailing Nones are accepted, as in PyTorch
+            if len(result) != n:
+                raise RuntimeError(
+                    f"{name}.backward returned an incorrect number of gradients (expected "
+                    f"{n}, got {len(result)}): return one per argument of apply() (None "
                     f"for an argument without a gradient)")
             cached = ctx._grads = (g, result)
         return cached[1][i]
@@ -251,3 +318,36 @@ def _function_op(cls: type) -> Op:
               save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
               selects=False, linear=False)
     return spec
+
+
+def once_differentiable(backward: Callable) -> Callable:
+    """Decorate :meth:`Function.backward` written for first derivatives only (with NumPy,
+    say): it runs without recording, and a gradient it returns under
+    ``create_graph=True`` refuses to be differentiated again (as in PyTorch).
+
+    Parameters
+    ----------
+    backward : callable
+        ``backward(ctx, *grads)``.
+
+    Returns
+    -------
+    callable
+    """
+    @functools.wraps(backward)
+    def wrapper(ctx: FunctionCtx, *grads: Any) -> Any:
+        with no_grad():
+            result = backward(ctx, *grads)
+        deps = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]
+        if not deps:
+            return result
+        message = (f"{getattr(backward, '__qualname__', 'backward')} is marked "
+                   f"@once_differentiable: its gradients cannot be differentiated again")
+        single = not isinstance(result, tuple)
+        out = tuple(None if r is None else
+                    refuse_backward(r.data if isinstance(r, Tensor) else r, deps[0],
+                                    message=message)
+                    for r in ((result,) if single else result))
+        return out[0] if single else out
+
+    return wrapper

@@ -1,9 +1,11 @@
 """``yaad.checkpoint``: trade compute for memory by recomputing a segment in backward.
 
-``checkpoint(f, *args)`` runs ``f`` without recording its operations and records one
-node in their place. Backward recomputes ``f`` (recording it this time), backpropagates
-through the recomputed graph and drops it. Only the segment's inputs are kept between
-forward and backward, not its intermediate activations.
+``checkpoint(f, *args)`` runs ``f`` on fresh copies of its inputs, keeps only its
+outputs' values, and records one node in place of its operations. Backward recomputes
+``f``, backpropagates through the recomputed graph and drops it. Only the segment's
+inputs are kept between forward and backward, not its intermediate activations. (As
+PyTorch's ``use_reentrant=False``: ``f`` runs with recording on, so it may itself call
+``autograd.grad`` or ``backward``.)
 
 Tensors that ``f`` uses without receiving them as arguments (the weights of a layer it
 closes over) are found during the forward run and get their gradients too.
@@ -15,7 +17,8 @@ from typing import Any, Callable
 
 from .autograd import Function, FunctionCtx
 from .engine import run_backward
-from .grad_mode import enable_grad, no_grad, state
+from .grad_mode import enable_grad, state
+from .op import _clock
 from .tensor import Tensor, make_tensor
 
 __all__ = ["checkpoint"]
@@ -72,20 +75,34 @@ class _Segment:
         self.hook = None  # the segment hook that was active around this one
         self.outputs: Any = None
         self.meta: list = []
+        self.fresh: list = []  # the copies of the inputs that the forward run uses
+        self.start = 0  # nodes recorded from now on belong to the forward run
 
     def _collect(self, args: tuple, kw: dict) -> tuple:
-        # The segment hook during the forward run, under no_grad: a tensor that requires
-        # grad can only come from outside the segment.
+        # The segment hook during the forward run: a tensor that requires grad and was
+        # recorded before the run (or is a leaf other than the inputs' copies) comes
+        # from outside the segment.
         eff_args, eff_kw = self.hook(args, kw) if self.hook is not None else (args, kw)
         for raw, eff in zip((*args, *kw.values()), (*eff_args, *eff_kw.values())):
-            if isinstance(eff, Tensor) and eff.requires_grad:
+            if isinstance(eff, Tensor) and eff.requires_grad and self._outside(eff):
                 self.closures.setdefault(id(raw), (raw, eff))
         return eff_args, eff_kw
 
+    def _outside(self, t: Tensor) -> bool:
+        node = t._node
+        if node is None:
+            return not any(t is c for c in self.fresh)
+        node = node[0] if type(node) is tuple else node
+        return node.epoch < self.start
+
     def run(self, args: tuple) -> Any:
-        call = [a.detach() if k in self.slots else a for k, a in enumerate(args)]
-        out = _with_hook(self._collect, self, lambda: _no_grad_call(self.f, call,
-                                                                     self.kwargs))
+        call = [_leaf(a.data) if k in self.slots else a for k, a in enumerate(args)]
+        self.fresh = [call[k] for k in self.slots]
+        _clock[0] += 1  # (a node's epoch is the clock when it was recorded)
+        self.start = _clock[0]
+        out = _with_hook(self._collect, self, lambda: _grad_call(self.f, call,
+                                                                  self.kwargs))
+        self.fresh = []
         outs = out if isinstance(out, tuple) else (out,)
         for k, o in enumerate(outs):
             if not isinstance(o, Tensor):
@@ -136,11 +153,6 @@ class _Segment:
 
 def _leaf(a: Any) -> Tensor:
     return make_tensor(a, requires_grad=True)
-
-
-def _no_grad_call(f: Callable, args: list, kwargs: dict) -> Any:
-    with no_grad():
-        return f(*args, **kwargs)
 
 
 def _grad_call(f: Callable, args: list, kwargs: dict) -> Any:

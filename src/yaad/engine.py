@@ -148,8 +148,12 @@ def _run_hooks(hooks: list, g: Any) -> Any:
 
 
 def _node_hooks(node: Node, g: Any) -> Any:
+    """Run the tensor hooks of ``node``'s outputs on ``g`` (a list for several outputs)
+    and fill the ``.grad`` of retained ones; returns the (maybe replaced) gradient."""
     multi = node.op.nout != 1
     extra = node.extra
+    if extra is None:
+        return g
     if extra.hooks:
         for k, hooks in extra.hooks.items():
             if multi:
@@ -163,7 +167,7 @@ def _node_hooks(node: Node, g: Any) -> Any:
             gk = _dense((g[k] if g is not None else None) if multi else g)
             if t is not None and gk is not None:
                 prev = getattr(t, "_grad", None)
-                t._grad = gk.copy() if prev is None else prev + gk
+                t._grad = gk.copy() if prev is None else accumulate_grad(prev, gk, False)
     return g
 
 
@@ -188,11 +192,28 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
     With ``capture`` (``autograd.grad``), return the gradients for ``inputs`` instead of
     accumulating into any ``.grad``.
     """
-    if state.tracer is not None:  # yaad.compile is recording: record the backward pass too
-        return state.tracer.backward(outputs, grad_outputs, retain_graph, create_graph,
-                                     inputs, capture, allow_unused)
+    check = None
+    if state.special:
+        if state.tracer is not None:  # yaad.compile is recording: record backward too
+            return state.tracer.backward(outputs, grad_outputs, retain_graph,
+                                         create_graph, inputs, capture, allow_unused)
+        anomaly = state.anomaly
+        if anomaly and anomaly.check_nan:
+            check = anomaly  # detect_anomaly(): every rule's result is checked
     if retain_graph is None:
         retain_graph = create_graph
+    # Nested passes (a rule or hook calling backward) are counted per thread, and go on
+    # in a fresh thread every few levels, so that deep reentrance is not limited by the
+    # recursion limit (PyTorch runs 2,000 levels; it uses threads too). _running (passes
+    # running in any thread) spares the per-thread count, which is slow to reach, when
+    # no other pass runs.
+    global _running
+    nested = _running
+    if nested:
+        depth = state.depth
+        if depth and not depth % _STACK_LEVELS:
+            return _on_fresh_stack(run_backward, outputs, grad_outputs, retain_graph,
+                                   create_graph, inputs, capture, allow_unused)
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
         check_output(t, k)
@@ -200,27 +221,72 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
 
     targets = None
     if inputs is not None:
-        inputs = check_inputs(inputs)
+        inputs = check_inputs(inputs, "grad" if capture else "backward")
         targets = {}
         for k, t in enumerate(inputs):
             targets.setdefault(_node_of(_edge(t)) or t, []).append(k)
 
     prev_mode = state.enabled
     state.enabled = bool(create_graph)
+    if nested:
+        state.depth = depth + 1
+    _running += 1
     try:
-        results = _execute(roots, retain_graph, create_graph, inputs, targets, capture)
+        results = _execute(roots, retain_graph, create_graph, inputs, targets, check)
     finally:
+        _running -= 1
         state.enabled = prev_mode
+        if nested:
+            state.depth = depth
     if inputs is None:
         return None
+    if not capture:  # backward(inputs=...): an unused input keeps its .grad (PyTorch)
+        for t, g in zip(inputs, results):
+            if g is not None:
+                t._grad = accumulate_grad(getattr(t, "_grad", None), g, create_graph)
+        return None
     check_unused(inputs, results, allow_unused)
-    if capture:
-        return results
-    for t, g in zip(inputs, results):
-        if g is not None:
-            prev = getattr(t, "_grad", None)
-            t._grad = _own(g) if prev is None else prev + g
-    return None
+    return results
+
+
+_STACK_LEVELS = 40  # nested backward passes per thread
+_running = 0  # backward passes running (all threads)
+
+
+def _on_fresh_stack(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a new thread that starts with this thread's autograd state."""
+    import threading
+
+    saved = dict(state.__dict__)
+    box: dict = {}
+
+    def body() -> None:
+        state.__dict__.update(saved)
+        state.depth += 1  # (so that fn goes on here)
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001  (re-raised in the calling thread)
+            box["error"] = e
+
+    worker = threading.Thread(target=body, name="yaad-reentrant-backward")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def accumulate_grad(prev: Any, g: Any, create_graph: bool) -> Any:
+    """``prev + g`` as a tensor's new ``.grad``: added into ``prev`` in place where it is
+    an array of the same shape and dtype (as PyTorch does, so that a reference to
+    ``x.grad`` sees the sum), except under create_graph (then a new, recorded sum)."""
+    if prev is None:
+        return _own(g)
+    if (not create_graph and type(prev) is ndarray and prev.flags.writeable
+            and isinstance(g, ndarray) and prev.shape == g.shape and prev.dtype == g.dtype):
+        prev += g
+        return prev
+    return prev + g
 
 
 def _parent_nodes(node: Node):
@@ -232,8 +298,12 @@ def _parent_nodes(node: Node):
             yield p[0]
 
 
-def _leading_to(start: list, targets: dict) -> set:
-    """The nodes on some path from ``start`` to a target (autograd.grad runs only these)."""
+def _leading_to(start: list, targets: dict) -> tuple[set, set]:
+    """The part of the graph that autograd.grad runs: the nodes on a path from ``start``
+    to a target that lead further back to one (they run), and the target nodes that do
+    not (stops: their gradient is taken as it arrives, and they are left alone, so that
+    a pass nested in another one, as a checkpoint's, does not touch the outer pass's
+    nodes)."""
     seen: set = set()
     order = []
     stack = [(n, False) for n in start]
@@ -248,13 +318,16 @@ def _leading_to(start: list, targets: dict) -> set:
         stack.append((node, True))
         stack.extend((p, False) for p in _parent_nodes(node) if p not in seen)
     needed: set = set()
+    stops: set = set()
     for node in order:  # every node after the nodes it depends on
-        if node in targets or any(
-                p in targets if isinstance(p, Tensor) else
-                (p[0] if type(p) is tuple else p) in needed
-                for p in node.parents if p is not None):
+        if any(p in targets if isinstance(p, Tensor) else
+               (p[0] if type(p) is tuple else p) in needed or
+               (p[0] if type(p) is tuple else p) in stops
+               for p in node.parents if p is not None):
             needed.add(node)
-    return needed
+        elif node in targets:
+            stops.add(node)
+    return needed, stops
 
 
 _pass_ids = itertools.count(1)
@@ -265,7 +338,7 @@ _REENTRANT = (
     "one after the other.")
 
 
-def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> list | None:
+def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list | None:
     # Each node keeps its bookkeeping for the pass in slots (visit: the pass id, count:
     # consumers still to deliver, acc: the gradient so far): no dict lookups keyed by
     # thousands of scattered nodes.
@@ -281,7 +354,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
             _accumulate(leaves, edge, g)  # a leaf as an output: its gradient is g
         else:
             start.append(node)
-    needed = _leading_to(start, targets) if targets else None
+    needed, stops = _leading_to(start, targets) if targets else (None, None)
+    stopped: dict = {}  # edge into a stop -> its gradient
     stack = []
     for node in start:
         if node.visit != pid and (needed is None or node in needed):
@@ -311,7 +385,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
     # 2. Seed the roots, then run nodes as their counts reach zero.
     for edge, g in roots:
         node = _node_of(edge)
-        if node is not None and node.visit == pid:
+        if stops and node in stops:
+            stopped[edge] = _add(stopped.get(edge), g)
+        elif node is not None and node.visit == pid:
             _accumulate(leaves, edge, g)
     if len(ready) > 1:
         ready = [n for n in ready if n.count == 0]
@@ -322,7 +398,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
     ready_pop = ready.pop
     ready_append = ready.append
     captured = {n for n in targets if type(n) is Node} if targets else None
-    slow = create_graph or bool(captured)
+    slow = create_graph or bool(captured) or check is not None
     release = not retain_graph
     run = None  # the _NodeRun for the cases the loop below leaves out, made when needed
 
@@ -340,10 +416,13 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
         spec = node.op
         if (slow or g is None or node.extra is not None or not spec.simple
                 or (masked and node in masked)):
-            if captured and node in captured:
-                g = _capture(node, g, targets[node], inputs, results)
             if run is None:
-                run = _NodeRun(leaves, pid, ready, masked, create_graph, release)
+                run = _NodeRun(leaves, pid, ready, masked, create_graph, release, check,
+                               stops, stopped)
+            if captured and node in captured:
+                # An input of autograd.grad with others further back: PyTorch takes its
+                # gradient before its hooks then (and after them at a stop, below).
+                g = _capture(node, g, targets[node], inputs, results)
             run.general(node, g)
             continue
         # The common case, specialised: one output, no hooks, first order. A row of the
@@ -391,20 +470,34 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
                     ready_append(p)
             elif type(p) is tuple:
                 if run is None:
-                    run = _NodeRun(leaves, pid, ready, masked, create_graph, release)
+                    run = _NodeRun(leaves, pid, ready, masked, create_graph, release, check,
+                               stops, stopped)
                 run.deliver(p, gi, selects)
             elif gi is not None:
                 prev = leaves_get(p)
                 leaves[p] = gi if prev is None else prev + gi
-        if release:
+        if release and spec.frees:
             node.args = node.ans = node.kw = None
 
-    # 3. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's
+    # 3. Stops (inputs of autograd.grad where the pass ends): hooks, then capture.
+    for node in stops or ():
+        if node.op.nout == 1:
+            g = stopped.get(node)
+        else:
+            g = [stopped.get((node, k)) for k in range(node.op.nout)]
+            g = None if all(x is None for x in g) else g
+        _capture(node, _node_hooks(node, g), targets[node], inputs, results)
+
+    # 4. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's
     # variables dropped) so that _own can tell from the reference count whether a gradient
     # is held elsewhere.
     g = gi = prev = None
     while leaves:
         leaf, g = leaves.popitem()
+        if not leaf.requires_grad or (targets is not None and leaf not in targets):
+            # detached (detach_, requires_grad_(False)) after the graph was made, or not
+            # asked for: neither its hooks nor its .grad
+            continue
         try:  # (an unset slot costs an exception; set it once)
             hooks = leaf._hooks
         except AttributeError:
@@ -412,7 +505,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
         if hooks:
             g = _run_hooks(hooks, g)
         if targets is not None:
-            for k in targets.get(leaf, ()):
+            for k in targets[leaf]:
                 results[k] = _dense(g)
             continue
         if not isinstance(g, (np.ndarray, Tensor)):
@@ -421,7 +514,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, capture) -> lis
             prev = leaf._grad
         except AttributeError:
             prev = None
-        leaf._grad = _own(g) if prev is None else prev + g
+        # (_own, not accumulate_grad, for a first gradient: its reference count check
+        # must not see accumulate_grad's own references)
+        leaf._grad = _own(g) if prev is None else accumulate_grad(prev, g, create_graph)
     return results
 
 
@@ -442,19 +537,27 @@ class _NodeRun:
     """Everything the specialised loop in ``_execute`` leaves out: several outputs, hooks,
     variadic ops, create_graph and forward mode, strong zeros, missing gradients."""
 
-    def __init__(self, leaves, pid, ready, masked, create_graph, release):
+    def __init__(self, leaves, pid, ready, masked, create_graph, release, check, stops,
+                 stopped):
         self.leaves = leaves
         self.pid = pid
         self.ready = ready
         self.masked = masked
         self.create_graph = create_graph
         self.release = release
+        self.check = check  # the active detect_anomaly(), or None
+        self.stops = stops  # inputs of autograd.grad where the pass ends (see _leading_to)
+        self.stopped = stopped
 
     def deliver(self, p: Any, gi: Any, mask: bool) -> None:
         """Pass ``gi`` along the edge ``p`` (a node, a (node, output) pair, or a leaf)."""
         tp = type(p)
         if tp is Node or tp is tuple:
             node = p if tp is Node else p[0]
+            if self.stops and node in self.stops:
+                if gi is not None:
+                    self.stopped[p] = _add(self.stopped.get(p), gi)
+                return
             if node.visit != self.pid:
                 if node.visit > self.pid:
                     raise RuntimeError(_REENTRANT.format(name=node.op.name))
@@ -487,6 +590,10 @@ class _NodeRun:
             grads = rule_gradients(spec, g, ans, rule_args, node.kw or {},
                                    [p is not None for p in node.parents],
                                    strong and spec.elementwise)
+            if self.check is not None:
+                for i, gi in enumerate(grads):
+                    if gi is not None:
+                        self.check.check_gradient(node, i, gi)
         args = node.args
         # Exact zeros keep their positions through elementwise ops only.
         mask = (strong and spec.elementwise) or spec.selects
@@ -497,7 +604,7 @@ class _NodeRun:
             if gi is not None and args[i] is not None:
                 gi = _fit(gi, args[i], node, g)
             self.deliver(p, gi, mask)
-        if self.release:
+        if self.release and spec.frees:
             node.args = node.ans = node.kw = None
             if extra is not None:
                 extra.duals = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -17,6 +18,7 @@ class _State(threading.local):
     tracer = None  # the recorder of yaad.compile, when one is recording
     anomaly = False  # yaad.detect_anomaly() is active
     segment = None  # yaad.checkpoint: called with the arguments of every op
+    depth = 0  # backward passes running in this thread (a rule or hook calling backward)
 
     def refresh(self) -> None:
         self.special = (bool(self.levels) or self.tracer is not None or self.anomaly
@@ -41,7 +43,8 @@ class set_grad_enabled:
     """Enable or disable gradient recording, for this thread.
 
     Works as a function call (the setting stays until changed), as a context
-    manager (restored on exit) and as a decorator.
+    manager (restored on exit) and as a decorator (also of generator and coroutine
+    functions: the mode holds whenever their code runs, and not between their steps).
 
     Parameters
     ----------
@@ -61,19 +64,18 @@ class set_grad_enabled:
         state.enabled = self.prev
 
     def __call__(self, fn: F) -> F:
-        mode = self.mode
         state.enabled = self.prev  # used as a decorator: do not change the mode now
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
+        return _decorate(fn, self.mode)
 
 
 class _GradModeContext:
     mode = True
+
+    def __new__(cls, fn: Callable | None = None) -> Any:
+        self = super().__new__(cls)
+        if fn is None:
+            return self
+        return _decorate(fn, cls.mode)  # bare @no_grad, or no_grad(fn)
 
     def __enter__(self) -> None:
         self.prev = state.enabled
@@ -83,18 +85,15 @@ class _GradModeContext:
         state.enabled = self.prev
 
     def __call__(self, fn: F) -> F:
-        mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
+        return _decorate(fn, self.mode)
 
 
 class no_grad(_GradModeContext):
     """Context manager and decorator that stops recording operations (this thread only).
+
+    As a decorator it may be written ``@no_grad()`` or ``@no_grad``, and it also covers
+    generator and coroutine functions (their code runs without recording, and the
+    caller's mode is back between their steps).
 
     Examples
     --------
@@ -106,6 +105,85 @@ class no_grad(_GradModeContext):
 
 
 class enable_grad(_GradModeContext):
-    """Context manager and decorator that turns recording back on inside :func:`no_grad`."""
+    """Context manager and decorator that turns recording back on inside :func:`no_grad`
+    (written and working as :class:`no_grad`)."""
 
     mode = True
+
+
+class _Mode:
+    """Set the grad mode on entry and put the previous one back on exit."""
+
+    __slots__ = ("mode", "prev")
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        state.enabled = self.prev
+
+
+def _decorate(fn: Any, mode: bool) -> Any:
+    """``fn`` running under grad mode ``mode``: a function for the whole call; a generator
+    or coroutine function for each of its steps (the mode is the caller's in between)."""
+    if inspect.isclass(fn):
+        raise TypeError(f"cannot decorate the class {fn.__name__} with a grad mode: "
+                        f"decorate its methods instead")
+    if not callable(fn):
+        raise TypeError(f"a grad mode decorates a function, not a {type(fn).__name__}")
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            return (yield from _stepped(fn(*args, **kwargs), mode))
+
+        return generator
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def coroutine(*args, **kwargs):
+            return await _Awaiting(fn(*args, **kwargs), mode)
+
+        return coroutine
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _Mode(mode):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _stepped(inner: Any, mode: bool) -> Any:
+    """A generator running ``inner`` (a generator or a coroutine) one step at a time, each
+    step under grad mode ``mode``; what it yields and receives passes through."""
+    value, error = None, None
+    while True:
+        with _Mode(mode):
+            try:
+                out = inner.send(value) if error is None else inner.throw(error)
+            except StopIteration as stop:
+                return stop.value
+        try:
+            value, error = (yield out), None
+        except GeneratorExit:
+            with _Mode(mode):
+                inner.close()
+            raise
+        except BaseException as e:  # noqa: BLE001  (thrown in: passed to inner)
+            value, error = None, e
+
+
+class _Awaiting:
+    """An awaitable that runs a coroutine step by step under a grad mode."""
+
+    __slots__ = ("coro", "mode")
+
+    def __init__(self, coro: Any, mode: bool) -> None:
+        self.coro = coro
+        self.mode = mode
+
+    def __await__(self) -> Any:
+        return _stepped(self.coro, self.mode)

@@ -124,10 +124,14 @@ def check_output(t: Any, k: int) -> None:
             f"(see docs/errors.md#no-grad-fn)")
 
 
-def check_inputs(inputs: Any) -> tuple:
-    """The ``inputs=`` of a backward call as a tuple of tensors that require grad."""
+def check_inputs(inputs: Any, caller: str = "backward") -> tuple:
+    """The ``inputs=`` of a backward call (``caller``: backward or grad) as a non-empty
+    tuple of tensors that require grad."""
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
+    if not inputs:
+        raise RuntimeError(f"`inputs` argument to {caller}() cannot be empty: pass the "
+                           f"tensors to differentiate with respect to, or leave it out")
     for k, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"input {k} is a {type(t).__name__}, not a Tensor")

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .grad_mode import state
-from .op import mark_modified
+from .op import View, _root, mark_modified, refuse_backward
 from .ops.shape import getitem, index_put, index_put_, unwrap_index
 from .tensor import Tensor, make_tensor
 
@@ -70,12 +70,6 @@ _OPERATORS = (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
               ("pow", "power"), ("matmul", "matmul"))
 
 
-def _root(a: Any) -> Any:
-    """The array that owns the memory of ``a``."""
-    base = getattr(a, "base", None)
-    return base if isinstance(base, ndarray) else a
-
-
 def _recording(self: Tensor, others: tuple) -> bool:
     return state.enabled and (self.requires_grad or any(
         isinstance(o, Tensor) and o.requires_grad for o in others))
@@ -91,23 +85,62 @@ def _snapshot(self: Tensor, copy: bool) -> Tensor:
 
 def _adopt(self: Tensor, result: Tensor) -> None:
     """Make ``self`` stand for ``result`` in the graph (its data is already written)."""
+    old = self._node
     self._node = result._node
     self.requires_grad = result.requires_grad
     tangents = getattr(result, "_tangents", None)
     if tangents or getattr(self, "_tangents", None):
         self._tangents = tangents
+    _move_retained(self, old)
 
 
-def _live_view(self: Tensor) -> tuple | None:
-    """(base tensor, index) when ``self`` is a basic-indexing view still sharing the
-    base's memory, else None."""
+def _move_retained(t: Tensor, old: Any) -> None:
+    """``retain_grad()`` follows the tensor to its new node (as in PyTorch): ``t.grad``
+    is then the gradient of its new value."""
+    if old is None:
+        return
+    node, k = old if type(old) is tuple else (old, 0)
+    extra = node.extra
+    ref = extra.retained.get(k) if extra is not None and extra.retained else None
+    if ref is not None and ref() is t:
+        del extra.retained[k]
+        t.retain_grad()
+
+
+def _live_view(self: Tensor) -> View | None:
+    """How ``self`` was made from the tensor whose memory it shares, or None."""
     view = getattr(self, "_base", None)
     if view is None:
         return None
-    if _root(view[0]._data) is not _root(self._data):
-        self._base = None  # the base's data was replaced: no longer a view
+    if _root(view.parent._data) is not _root(self._data):
+        self._base = None  # the data of one side was replaced: no longer a view
         return None
     return view
+
+
+def _top(view: View) -> Tensor:
+    """The tensor at the top of a chain of views (the one whose memory they all share)."""
+    while True:
+        base = view.parent
+        view = _live_view(base)
+        if view is None:
+            return base
+
+
+def _must_record(self: Tensor, others: tuple) -> bool:
+    """Whether an in-place change of ``self`` is recorded: something involved requires
+    grad while recording, or ``self`` is a view of a tensor that does (even if the view
+    itself was made before that tensor required grad)."""
+    if state.special or _recording(self, others):
+        return True
+    if not state.enabled or getattr(self, "_base", None) is None:
+        return False
+    view = _live_view(self)
+    while view is not None:
+        if view.parent.requires_grad:
+            return True
+        view = _live_view(view.parent)
+    return False
 
 
 def _check_leaf(self: Tensor, name: str) -> None:
@@ -120,8 +153,8 @@ def _check_leaf(self: Tensor, name: str) -> None:
 
 def _check_own_memory(self: Tensor, name: str) -> None:
     """Refuse an in-place change of a recorded tensor whose memory something else also
-    holds (a view made by reshape, transpose...). A view of memory nothing else holds
-    (of a temporary, or NumPy's buffer behind an advanced-indexing result) is the
+    holds without being its recorded view (an array it was made from). A view of memory
+    nothing else holds (of NumPy's buffer behind an advanced-indexing result) is the
     tensor's own."""
     base = getattr(self._data, "base", None)
     if self._node is None or not isinstance(base, ndarray):
@@ -129,19 +162,9 @@ def _check_own_memory(self: Tensor, name: str) -> None:
     # References to base: the view's, the local variable's and getrefcount's argument.
     if _getrefcount(base) > 3:
         raise RuntimeError(
-            f"{name}: this tensor (shape {self.shape}) shares its memory with another "
-            f"tensor: it is a view made by an op such as reshape, transpose or diagonal. "
-            f"Changing it in place while recording would change the other tensor behind "
-            f"the graph's back. Use .copy() first, or index the other tensor "
-            f"(basic-indexing views such as x[1:3] can be changed in place).")
-
-
-def _forget_view(node: Any) -> None:
-    """Stop ``node`` from watching the memory of its output once the tensor that held
-    the output stands for a new value (with a new node): no later use reaches ``node``."""
-    node = node[0] if isinstance(node, tuple) else node
-    if node is not None and node.extra is not None:
-        node.extra.view_of = None
+            f"{name}: this tensor (shape {self.shape}) shares its memory with an array or "
+            f"tensor it was not recorded as a view of. Changing it in place while "
+            f"recording would change the other behind the graph's back. Use .copy() first.")
 
 
 def _saves_input(fn: Any) -> bool:
@@ -168,7 +191,7 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
     Tensor
         ``self``.
     """
-    if not (state.special or _recording(self, others)):
+    if not _must_record(self, others):
         plain = [o._data if isinstance(o, Tensor) else o for o in others]
         _write(self, fn(self._data, *plain, *after), name)
         return self
@@ -177,9 +200,8 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
         self._data = np.array(self._data)
     view = _live_view(self)
     if view is not None:
-        return _through_base(self, view, fn, others, after)
+        return _through_base(self, view, fn, name, others, after)
     _check_own_memory(self, name)
-    old = self._node
     if fn is index_put:
         # The setitem writes straight into the memory, recorded by the in-place op.
         _adopt(self, index_put_(_snapshot(self, copy=False), *others, *after))
@@ -189,21 +211,85 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
         result = fn(src, *[src if o is self else o for o in others], *after)
         _write(self, result._data, name)
         _adopt(self, result)
-    _forget_view(old)
+    _rebase_views(self, name)
     return self
 
 
-def _through_base(self: Tensor, view: tuple, fn: Any, others: tuple, after: tuple) -> Tensor:
-    """In-place on a basic-indexing view: ``base[idx] = fn(view, ...)``, recorded on the
-    base; the view then reads the base's new value."""
-    base, idx = view
-    old = self._node
+def _through_base(self: Tensor, view: View, fn: Any, name: str, others: tuple,
+                  after: tuple) -> Tensor:
+    """In-place on a view: ``base[where the view is] = fn(view, ...)``, recorded on the
+    base; the base's views (this one among them) then read its new value."""
+    top = _top(view)
+    if state.enabled and top.requires_grad and top._node is None:
+        raise RuntimeError(
+            f"{name}: this tensor is a view of a leaf tensor that requires grad; changing "
+            f"it in place while recording would change the leaf, whose gradient would be "
+            f"lost. Wrap the update in yaad.no_grad(), or work on a .copy().")
+    if state.enabled and not view.grad_mode:
+        raise RuntimeError(
+            f"{name}: this view (shape {self.shape}) was made under no_grad() and is being "
+            f"changed in place while recording. Whether its base should then depend on "
+            f"the new value is ambiguous, so it is refused (as in PyTorch): make the view "
+            f"and change it both inside or both outside no_grad(), or .copy() it.")
+    idx = _where_in_base(self, view, name)
     src = _snapshot(self, copy=_saves_input(fn))
     result = fn(src, *[src if o is self else o for o in others], *after)
-    _setitem(base, idx, result, "__setitem__")
-    _adopt(self, getitem(base, idx))
-    _forget_view(old)  # its old value was read (by fn) before the write
+    _setitem(view.parent, idx, result, name)
     return self
+
+
+def _where_in_base(self: Tensor, view: View, name: str) -> Any:
+    """The index of the base's elements that the view shows (an index ``idx`` with
+    ``base[idx]`` equal to the view): the view's own for basic indexing, else found by
+    making the view of an array of positions."""
+    if view.spec is getitem.op and _is_basic(view.args[1]):
+        return view.args[1]
+    data = self._data
+    base = view.parent._data
+    if not data.flags.writeable:
+        raise ValueError(f"{name}: this view is read-only (as NumPy makes {view.spec.name} "
+                         f"views); change a .copy() of it, or the base it views.")
+    positions = None
+    if data.dtype == base.dtype:
+        try:
+            positions = view.replay(np.arange(base.size).reshape(base.shape))
+        except Exception:
+            positions = None
+    if getattr(positions, "shape", None) != data.shape:
+        raise RuntimeError(
+            f"{name}: this tensor is a '{view.spec.name}' view of another (of dtype "
+            f"{base.dtype}), which cannot be changed in place while recording. Change "
+            f"the base, or a .copy() of the view.")
+    return np.unravel_index(positions, base.shape)
+
+
+def _rebase_views(base: Tensor, name: str) -> None:
+    """Give every view of ``base`` (and their views) the history of its new value, as
+    if made again from ``base`` now (PyTorch's rebase): their memory already holds it."""
+    views = getattr(base, "_views", None)
+    if not views:
+        return
+    live = []
+    for ref in list(views):  # (a replay registers a new, short-lived view of base)
+        v = ref()
+        if v is None or _live_view(v) is None or v._base.parent is not base:
+            continue
+        live.append(ref)
+        made = v._base.replay(base)
+        if made.requires_grad and not v._base.grad_mode:
+            made = _stale_view(made, name)
+        _adopt(v, made)
+        _rebase_views(v, name)
+    base._views = live
+
+
+def _stale_view(t: Tensor, inplace: str) -> Tensor:
+    """``t`` through a node that refuses backward: the view was made under no_grad()."""
+    return refuse_backward(t._data, t, message=(
+        f"a view made under no_grad() was used after its base (or another view of it) "
+        f"was changed in place by {inplace} while recording; whether gradients should "
+        f"flow through the view is ambiguous, so it is refused (as in PyTorch). Make the "
+        f"view and the in-place change both inside or both outside no_grad()."))
 
 
 def _write(self: Tensor, value: Any, name: str) -> None:
@@ -244,7 +330,7 @@ def _same_memory(self: Tensor, idx: Any, value: Any) -> bool:
 def _setitem(self: Tensor, idx: Any, value: Any, name: str) -> None:
     if isinstance(value, Tensor) and _same_memory(self, idx, value):
         return
-    if not (state.special or _recording(self, (value,))):
+    if not _must_record(self, (value,)):
         data = self._data
         if not isinstance(data, ndarray):
             data = self._data = np.array(data)
@@ -255,13 +341,8 @@ def _setitem(self: Tensor, idx: Any, value: Any, name: str) -> None:
 
 
 def __getitem__(self: Tensor, idx: Any) -> Tensor:
-    idx = unwrap_index(idx)
-    out = getitem(self, idx)
-    data = out._data
-    if isinstance(data, ndarray) and data.base is not None and (
-            _root(data) is _root(self._data)):
-        out._base = (self, idx)  # a view: in-place changes of it go through self
-    return out
+    # x[k]: an element, a 0-d view of x (as in PyTorch; see ops.shape._getitem)
+    return getitem(self, (idx, Ellipsis) if type(idx) is int else unwrap_index(idx))
 
 
 def __setitem__(self: Tensor, idx: Any, value: Any) -> None:

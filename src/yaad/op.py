@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -34,6 +34,8 @@ _new = object.__new__
 # a saved array whose memory was modified later is an error (see ``mark_modified``).
 _clock = [0]
 _modified: dict[int, list] = {}  # id(root array) -> [version, clock, weakref]
+
+_NO_KW: dict = {}  # the keyword arguments of a call without any (never changed)
 
 # Every op, by name (built-ins and users'); the tests walk it.
 registry: dict[str, Op] = {}
@@ -80,15 +82,14 @@ class Node:
 
 
 class NodeExtra:
-    """Hooks, retained gradients, forward-mode duals and view tracking of a node."""
+    """Hooks, retained gradients and forward-mode duals of a node."""
 
-    __slots__ = ("hooks", "retained", "duals", "view_of")
+    __slots__ = ("hooks", "retained", "duals")
 
     def __init__(self) -> None:
         self.hooks = None
         self.retained = None
         self.duals = None
-        self.view_of = None
 
 
 def extra_of(node: Node) -> NodeExtra:
@@ -104,7 +105,8 @@ class Op:
 
     __slots__ = (
         "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
-        "elementwise", "selects", "linear", "fn", "simple", "derivs", "__weakref__",
+        "elementwise", "selects", "linear", "fn", "simple", "derivs", "reads", "frees",
+        "__weakref__",
     )
 
     def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
@@ -115,6 +117,9 @@ class Op:
         self.jvps = jvps
         self.save_args = save_args
         self.save_ans = save_ans
+        # A node keeps arrays for its rules, released after backward (unless retained);
+        # a node of an op that saves nothing can run backward again (as in PyTorch).
+        self.frees = save_args or save_ans
         self.nout = nout
         self.variadic = variadic
         self.elementwise = elementwise
@@ -126,6 +131,7 @@ class Op:
         # first-order backward computes g * conj(d) without yaad's dispatch (the vjps,
         # written with yaad functions, serve create_graph and forward mode).
         self.derivs = None
+        self.reads = None  # see op(reads=): a node keeps what its needed rules read
 
     def __repr__(self) -> str:
         return f"<yaad op {self.name}>"
@@ -165,7 +171,7 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
        jvp: Callable | Sequence | None = None, name: str | None = None,
        save_args: bool = True, save_ans: bool = True, nout: int = 1,
        variadic: bool = False, elementwise: bool = False, selects: bool = False,
-       linear: Sequence[int] | bool = False) -> Callable:
+       linear: Sequence[int] | bool = False, reads: Sequence | None = None) -> Callable:
     """Declare a differentiable operation from a forward function on arrays.
 
     Usable as ``op(forward, vjp=..., jvp=...)`` or as a decorator, with the rules given
@@ -202,6 +208,11 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
         all), as ``multiply``, ``matmul`` and ``reshape`` are; its JVP for such an input is
         the op applied with the tangent in that input's place, so no JVP rule needs
         writing. (``add`` is not: it is affine in each input and has its own rules.)
+    reads : sequence of sequence of bool, optional
+        With ``save_args``: ``reads[i][j]`` says whether the rule of input ``i`` reads
+        argument ``j``. A call then keeps only the arguments read by the rules of the
+        inputs that require grad (``multiply(x, c)`` keeps ``c``), so the others are
+        released early and may change in place afterwards.
 
     Returns
     -------
@@ -211,9 +222,12 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
     if forward is None:
         return lambda f: op(f, vjp=vjp, jvp=jvp, name=name, save_args=save_args,
                             save_ans=save_ans, nout=nout, variadic=variadic,
-                            elementwise=elementwise, selects=selects, linear=linear)
+                            elementwise=elementwise, selects=selects, linear=linear,
+                            reads=reads)
     spec = Op(forward, name or forward.__name__, _as_rules(vjp), _as_rules(jvp), save_args,
               save_ans, nout, variadic, elementwise, selects, linear)
+    if reads is not None and save_args:
+        spec.reads = tuple(tuple(bool(r) for r in row) for row in reads)
     return _make_function(spec)
 
 
@@ -231,6 +245,11 @@ def _make_function(spec: Op) -> Callable:
     save_args = spec.save_args
     save_ans = spec.save_ans
     elementwise = spec.elementwise
+    # An op that saves no input may return a view of one (reshape, getitem, real); only
+    # those look at the output's memory. (Binary elementwise ops never return views.)
+    views = not save_args
+    views2 = views and not elementwise
+    prunable = spec.reads is not None
 
     # The one- and two-input paths below are the general ``apply`` specialised by hand:
     # they run for nearly every operation, where each attribute access shows in the
@@ -272,7 +291,17 @@ def _make_function(spec: Op) -> Callable:
                     node = _new(Node)
                     node.op = spec
                     if save_args:
-                        node.args = (xd, yd)
+                        if not prunable or (px is not None and py is not None):
+                            node.args = (xd, yd)
+                        else:  # keep what the one rule that runs reads (x * c: c)
+                            r0, r1 = spec.reads[0] if py is None else spec.reads[1]
+                            if not r0 and hasattr(xd, "dtype"):  # _meta, inlined
+                                xd = (None if elementwise and xd.shape == ans.shape
+                                      and xd.dtype is ans.dtype else Meta(xd.shape, xd.dtype))
+                            if not r1 and hasattr(yd, "dtype"):
+                                yd = (None if elementwise and yd.shape == ans.shape
+                                      and yd.dtype is ans.dtype else Meta(yd.shape, yd.dtype))
+                            node.args = (xd, yd)
                     elif elementwise:
                         # None: the input has the output's shape and dtype.
                         node.args = (
@@ -291,9 +320,13 @@ def _make_function(spec: Op) -> Callable:
                     node.visit = 0
                     out._node = node
                     out.requires_grad = True
+                    if views2 and ans.base is not None:
+                        note_view(spec, args, _NO_KW, out, None, True)
                     return out
             out._node = None
             out.requires_grad = False
+            if views2 and ans.base is not None:
+                note_view(spec, args, _NO_KW, out, None, st.enabled)
             return out
         x = args[0]
         if not isinstance(x, Tensor):
@@ -307,7 +340,8 @@ def _make_function(spec: Op) -> Callable:
             raise _named(e, spec.name) from e
         out = _new(Tensor)
         out._data = ans
-        if st.enabled and x.requires_grad and (elementwise or ans.dtype.kind in "fc"):
+        rec = st.enabled
+        if rec and x.requires_grad and (elementwise or ans.dtype.kind in "fc"):
             node = _new(Node)
             node.op = spec
             if save_args:
@@ -322,13 +356,13 @@ def _make_function(spec: Op) -> Callable:
             node.epoch = _clock[0]
             node.extra = None
             node.visit = 0
-            if not save_args and getattr(ans, "base", None) is not None:
-                _note_view(node, ans)
             out._node = node
             out.requires_grad = True
-            return out
-        out._node = None
-        out.requires_grad = False
+        else:
+            out._node = None
+            out.requires_grad = False
+        if views and type(ans) is ndarray and ans.base is not None:
+            note_view(spec, args, _NO_KW, out, None, rec)
         return out
 
     def _set(attr, rules):
@@ -413,7 +447,8 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
         ans = spec.forward(*arrays, **kw)
     except Exception as e:
         raise _named(e, spec.name) from e
-    if state.enabled:
+    rec = state.enabled
+    if rec:
         vjps = spec.vjps
         variadic = spec.variadic
         parents = [None] * len(args)
@@ -429,9 +464,16 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
                         f"gradient rule for it, so its gradient would be lost. Pass "
                         f"{_describe(a)}.detach() if no gradient is wanted there, or "
                         f"declare a VJP rule for argument {i}.")
-        if any_parent:
-            return _wrap_outputs(spec, ans, _record(spec, arrays, kw, ans, tuple(parents)))
-    return _wrap_outputs(spec, ans, None)
+        node = _record(spec, arrays, kw, ans, tuple(parents)) if any_parent else None
+    else:
+        node = None
+    out = _wrap_outputs(spec, ans, node)
+    if not spec.save_args:
+        if spec.nout != 1:
+            note_views(spec, args, kw, out, rec)
+        elif ans.base is not None:
+            note_view(spec, args, kw, out, None, rec)
+    return out
 
 
 def _tuple_arrays(a: tuple) -> tuple:
@@ -462,7 +504,10 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
     node = _new(Node)
     node.op = spec
     if spec.save_args:
-        node.args = arrays
+        if spec.reads is not None and any(p is None for p in parents):
+            _keep_read(node, spec, arrays, parents, ans)
+        else:
+            node.args = arrays
     else:
         # Keep only shapes and dtypes of the differentiable inputs; other arguments
         # (axes, indices) stay as they are.
@@ -487,18 +532,106 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
     node.epoch = _clock[0]
     node.extra = None
     node.visit = 0
-    if not spec.save_args and getattr(ans, "base", None) is not None:
-        _note_view(node, ans)
     return node
 
 
-def _note_view(node: Node, ans: Any) -> None:
-    # The output is a view: an in-place change of its memory after this point would reach
-    # later users of the view but not this node. Backward checks it (check_saved). Memory
-    # not owned by an array (a buffer, a capsule from SciPy) is tracked as the view itself.
-    base = ans.base
-    if isinstance(base, np.ndarray):
-        extra_of(node).view_of = weakref.ref(base)
+def _keep_read(node: Node, spec: Op, arrays: tuple, parents: tuple, ans: Any) -> None:
+    """Set ``node.args`` to the arguments that the rules of the inputs requiring grad
+    read (see ``Op.reads``); the others keep only their shape and dtype."""
+    reads = spec.reads
+    ew = spec.elementwise
+    kept = []
+    for j, a in enumerate(arrays):
+        if any(p is not None and reads[i][j] for i, p in enumerate(parents)):
+            kept.append(a)
+        elif hasattr(a, "dtype"):
+            kept.append(_meta(a, ans, ew))
+        else:
+            kept.append(a)
+    node.args = tuple(kept)
+
+
+class View(NamedTuple):
+    """How a tensor that shares memory with another (its parent) was made from it: the
+    op, its arguments, the parent's position among them, the output index (None for a
+    single output) and whether recording was on (made by :func:`note_view`).
+
+    In-place changes use it (see ``methods``): a change of the parent gives the view a
+    new history (PyTorch's rebase), and a change of the view is written through the
+    parent."""
+
+    parent: Tensor
+    spec: Op
+    args: tuple
+    kw: dict
+    i: int
+    k: int | None
+    grad_mode: bool
+
+    def __reduce__(self) -> tuple:
+        # A copy (pickle, deepcopy) of a view has memory of its own: it is no view.
+        return (type(None), ())
+
+    def replay(self, parent: Any) -> Any:
+        """The view made again from ``parent`` (a tensor or an array)."""
+        args = list(self.args)
+        args[self.i] = parent
+        out = self.spec.fn(*args, **self.kw)
+        return out if self.k is None else out[self.k]
+
+
+_tuple_new = tuple.__new__
+
+
+class _Views(list):
+    """A tensor's ``_views``: weak references to the views made of it (not copied)."""
+
+    def __reduce__(self) -> tuple:
+        return (_Views, ())
+
+
+def _root(a: Any) -> Any:
+    base = getattr(a, "base", None)
+    return base if isinstance(base, ndarray) else a
+
+
+def note_view(spec: Op, args: tuple, kw: dict, out: Tensor, k: int | None,
+              grad_mode: bool) -> None:
+    """If output ``k`` of ``spec`` (``out``) shares memory with a tensor argument, record
+    it as a view of that tensor (a :class:`View`, and a weak reference in the tensor's
+    ``_views``), so that in-place changes of either side keep both right. (Called for
+    ops that save no input, the only ones that return views; NumPy's ``base`` is the
+    array that owns the memory.)"""
+    root = out._data.base
+    if not isinstance(root, ndarray):
+        return
+    a = args[0]  # (nearly always the one viewed)
+    i = 0
+    if not (isinstance(a, Tensor) and (a._data is root or a._data.base is root)):
+        i = next((j for j, b in enumerate(args) if isinstance(b, Tensor)
+                  and (b._data is root or b._data.base is root)), None)
+        if i is None:
+            return
+        a = args[i]
+    out._base = _tuple_new(View, (a, spec, args, kw, i, k, grad_mode))
+    try:
+        views = a._views
+    except AttributeError:
+        views = a._views = _Views()
+    n = len(views)
+    if n >= 32 and not n & (n - 1):  # now and then, drop the dead ones
+        views[:] = [r for r in views if r() is not None]
+    views.append(weakref.ref(out))
+
+
+def note_views(spec: Op, args: tuple, kw: dict, out: Any, grad_mode: bool) -> None:
+    """:func:`note_view` for each output of a call of ``spec``."""
+    if isinstance(out, tuple):
+        for k, o in enumerate(out):
+            if getattr(o._data, "base", None) is not None:
+                note_view(spec, args, kw, o, k, grad_mode)
+    elif getattr(out._data, "base", None) is not None:
+        note_view(spec, args, kw, out, None, grad_mode)
 
 
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
@@ -652,6 +785,8 @@ def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
         # A backward pass through this node while the level is active (hvp, jacfwd of
         # jacrev) must see the saved values with their tangents: keep the dual inputs.
         extra_of(node).duals = (args, out_tangents)
+    if not spec.save_args:  # (the views apply() noted are of the stripped copies)
+        note_views(spec, args, kw, out, state.enabled)
     return out
 
 
@@ -741,20 +876,39 @@ def check_saved(node: Node) -> None:
     saved = list(node.args)
     ans = node.ans
     saved.extend(ans if isinstance(ans, tuple) else (ans,))
-    view_of = node.extra.view_of if node.extra is not None else None
-    if view_of is not None and view_of() is not None:
-        saved.append(view_of())
     for k, a in enumerate(saved):
         if not isinstance(a, ndarray):
             continue
         root = a.base if isinstance(a.base, ndarray) else a
         entry = _modified.get(id(root))
         if entry is not None and entry[2]() is root and entry[1] > node.epoch:
-            what = (f"input {k}" if k < len(node.args) else
-                    "its output" if k == len(node.args) else "the memory its output views")
+            what = f"input {k}" if k < len(node.args) else "its output"
             raise RuntimeError(
                 f"one of the values needed for gradient computation has been modified by an "
                 f"in-place operation: {what} of '{node.op.name}' (an array of shape "
                 f"{a.shape} and dtype {a.dtype}) is now at version {entry[0]}, and was "
                 f"saved before that change. Avoid the in-place operation, or apply it to "
                 f"a .clone() of the tensor. (see docs/errors.md#inplace-saved)")
+
+
+def _refused(g: Any, ans: Any, value: Any, dep: Any, message: str) -> Any:
+    raise RuntimeError(message)
+
+
+refuse_backward = op(lambda value, dep, message: value, vjp=(None, _refused),
+                     name="refuse_backward", save_args=False, save_ans=False)
+del registry["refuse_backward"]  # not an op with derivatives to check: its backward raises
+refuse_backward.__doc__ = """``value`` as a tensor that depends on ``dep`` (when that
+requires grad) but whose backward raises ``RuntimeError(message)``: a gradient that must
+not be differentiated, or a view whose history is ambiguous.
+
+Parameters
+----------
+value : array
+dep : Tensor
+message : str
+
+Returns
+-------
+Tensor
+"""

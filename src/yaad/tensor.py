@@ -34,10 +34,11 @@ class Tensor:
         Whether operations on this tensor are recorded.
     """
 
-    # _grad, _hooks, _tangents and _base are left unset until used: creating a tensor
-    # stores three slots only.
+    # _grad, _hooks, _tangents, _base and _views are left unset until used: creating a
+    # tensor stores three slots only. _base: the op.View this tensor was made by, when it
+    # shares memory with its input; _views: weak references to the tensors made so.
     __slots__ = ("_data", "requires_grad", "_node", "_grad", "_hooks", "_tangents", "_base",
-                 "__weakref__")
+                 "_views", "__weakref__")
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
@@ -85,7 +86,16 @@ class Tensor:
         """The accumulated gradient, or None."""
         if state.tracer is not None:
             state.tracer.read(self, "grad")
-        return getattr(self, "_grad", None)
+        g = getattr(self, "_grad", None)
+        if g is None and self._node is not None and not self.retains_grad:
+            import warnings
+
+            warnings.warn(
+                "the .grad of a tensor that is not a leaf is being read: backward() does "
+                "not fill it unless .retain_grad() is called on the tensor first (or use "
+                "autograd.grad to get the gradient of an intermediate tensor)",
+                UserWarning, stacklevel=2)
+        return g
 
     @grad.setter
     def grad(self, value: Any) -> None:
@@ -135,7 +145,14 @@ class Tensor:
         return make_tensor(self._data)
 
     def detach_(self) -> Tensor:
-        """Cut this tensor from the graph, in place."""
+        """Cut this tensor from the graph, in place (not for a view: use :meth:`detach`).
+
+        A leaf cut so gets no gradient from graphs recorded before, as in PyTorch.
+        """
+        if getattr(self, "_base", None) is not None:
+            raise RuntimeError(
+                "detach_(): this tensor is a view of another tensor (it shares its memory), "
+                "and a view cannot be detached in place. Use .detach() instead.")
         self._node = None
         self.requires_grad = False
         return self
@@ -156,6 +173,17 @@ class Tensor:
         if extra.retained is None:
             extra.retained = {}
         extra.retained[index] = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether :meth:`retain_grad` was called on this non-leaf tensor."""
+        node = self._node
+        if node is None:
+            return False
+        node, index = node if isinstance(node, tuple) else (node, 0)
+        retained = node.extra.retained if node.extra is not None else None
+        ref = retained.get(index) if retained else None
+        return ref is not None and ref() is self
 
     def register_hook(self, fn: Callable[[Any], Any]) -> _HookHandle:
         """Call ``fn(grad)`` when this tensor's gradient is computed.

@@ -85,10 +85,12 @@ def elementwise_op(name: str, fn, *derivs, real_only: bool = False, selects: boo
     used = [d for d in derivs if d is not None]
     save_ans = any(_uses(d, 0) for d in used)
     save_args = any(_uses(d, k) for d in used for k in range(1, len(derivs) + 1))
+    n = len(derivs)
     f = op(fn, name=name,
            vjp=tuple(None if d is None else _vjp_from(d, name, real_only) for d in derivs),
            jvp=tuple(None if d is None else _jvp_from(d, name, real_only) for d in derivs),
-           save_args=save_args, save_ans=save_ans, elementwise=True, selects=selects)
+           save_args=save_args, save_ans=save_ans, elementwise=True, selects=selects,
+           reads=[[d is not None and _uses(d, k) for k in range(1, n + 1)] for d in derivs])
     _rows.append((f.op, derivs, real_only))
     return f
 

@@ -1055,7 +1055,16 @@ def _scatter_add(values, idx, shape):
     return out
 
 
-getitem = _linear(lambda a, idx: a[idx], "getitem",
+def _getitem(a, idx):
+    # An element (x[1], x[0, 2]) is a 0-d view, as in PyTorch, where NumPy gives a scalar
+    # copy: in-place changes of the element and of x then see each other.
+    out = a[idx]
+    if type(out) is ndarray or not isinstance(a, ndarray):
+        return out
+    return a[(*idx, Ellipsis) if isinstance(idx, tuple) else (idx, Ellipsis)]
+
+
+getitem = _linear(_getitem, "getitem",
                   lambda g, ans, a, idx: scatter_add(g, idx, a.shape))
 getitem.op.selects = True  # the gradient is exactly zero off the selection
 getitem.__doc__ = """``a[idx]`` with basic, advanced and boolean indices (NumPy semantics).
@@ -1123,7 +1132,12 @@ def _written(idx, shape: tuple):
 def _index_put_values_vjp(g, ans, a, values, idx):
     g = getitem(g, idx)
     survived = _written(idx, a.shape)
-    return g if survived is None else g * survived
+    if survived is not None:
+        g = g * survived
+    extra = np.ndim(values) - g.ndim
+    if extra > 0:  # NumPy drops leading axes of length 1 of values (y[:] = v[None])
+        g = reshape(g, (1,) * extra + g.shape)
+    return g
 
 
 _index_put_rules = dict(
