@@ -600,3 +600,24 @@ def _offblock(rng):
     x = x + x.T
     x[:3, :3] = 0
     return x
+
+
+def test_gauge_errors_name_the_call_site_of_the_decomposition():
+    # A chain of truncated SVDs (a network) where the third one is degenerate and its
+    # truncation cuts through the block: the error raised in backward says which call.
+    rng = np.random.default_rng(19)
+    mats = [rand(rng, (4, 4)) for _ in range(5)]
+    mats[2] = _with_spectrum([3.0, 2.0, 2.0, 1.0], False, seed=3)
+    x = yaad.tensor(np.eye(4), requires_grad=True)
+    total = 0
+    for m in mats:
+        u, s, vh = L.svd(m @ x)
+        total = total + yaad.sum(u[:, :2] @ vh[:2])  # the third cuts through (2, 2)
+    line = next(i + 1 for i, text in enumerate(open(__file__).read().splitlines())
+                if "u, s, vh = L.svd(m @ x)" in text)
+    with pytest.raises(L.GaugeError) as err:
+        total.backward()
+    msg = str(err.value)
+    assert f"test_linalg_spectral.py, line {line}" in msg
+    assert "call 3 from that line in this process" in msg
+    assert "`u, s, vh = L.svd(m @ x)`" in msg and msg.startswith("linalg.svd: ")

@@ -104,7 +104,7 @@ class detect_anomaly:
                 f"{site or '  (unknown: the forward ran outside detect_anomaly())'}")
 
 
-def _user_frames() -> tuple:
+def user_frames() -> tuple:
     """(filename, line, function) of the innermost frames outside the yaad package."""
     frames = []
     f = sys._getframe(1)
@@ -126,7 +126,7 @@ def note_forward(out: Any) -> None:
     else:
         return
     if node not in _where:
-        _where[node] = _user_frames()
+        _where[node] = user_frames()
 
 
 def forward_site(node: Any) -> str:

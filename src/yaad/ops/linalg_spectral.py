@@ -29,10 +29,13 @@ Hermitian inputs
 
 from __future__ import annotations
 
+import collections
+import linecache
 import weakref
 
 import numpy as np
 
+from ..anomaly import user_frames
 from ..op import exported, op
 from ..tensor import Tensor
 from .elementwise import conj, imag, real, where
@@ -63,6 +66,53 @@ class GaugeError(RuntimeError):
 
     def __str__(self) -> str:
         return f"{super().__str__()} (see docs/errors.md#gauge-error)"
+
+
+# ---- where a decomposition was called ---------------------------------------------------
+# A GaugeError is raised in backward, far from the line that called the decomposition;
+# each call notes where the user's code made it (cheap next to the decomposition), and
+# the errors of its rules name that line, and which call from it (a loop of truncations).
+
+_SITES: dict[int, tuple] = {}   # id(an output array) -> (weakref to it, frames, call number)
+_CALLS: collections.Counter = collections.Counter()
+
+
+def note_call_site(values) -> None:
+    """Remember where the user's code called the decomposition that returned ``values``."""
+    frames = user_frames()
+    where = frames[0][:2] if frames else None
+    _CALLS[where] += 1
+    key = id(values)
+    _SITES[key] = (weakref.ref(values, lambda _, k=key: _SITES.pop(k, None)), frames,
+                   _CALLS[where])
+
+
+def call_site(values) -> str:
+    """``values``'s call site, for an error message (empty if unknown)."""
+    d = data_of(values)
+    entry = _SITES.get(id(d))
+    if entry is None or entry[0]() is not d or not entry[1]:
+        return ""
+    filename, line, function = entry[1][0]
+    code = linecache.getline(filename, line).strip()
+    return (f" [the call at {filename}, line {line}, in {function}"
+            + (f": `{code}`" if code else "")
+            + f"; call {entry[2]} from that line in this process]")
+
+
+def located(rule, name: str, index: int):
+    """``rule`` with the call site of its decomposition (output ``index``) in its errors."""
+    def wrapped(g, ans, *args, **kw):
+        try:
+            return rule(g, ans, *args, **kw)
+        except (GaugeError, np.linalg.LinAlgError) as e:
+            msg = str(e.args[0] if e.args else e).removeprefix("linalg.resolvent: ")
+            site = call_site(ans[index])
+            if site and site not in msg:
+                raise type(e)(msg + site) from e
+            raise
+    wrapped.__name__ = getattr(rule, "__name__", name)
+    return wrapped
 
 
 _PHASE = ("{name}: the loss depends on the phases of the complex {what}, which are arbitrary "
@@ -350,6 +400,7 @@ def _cols(x, idx):
 def _eigh(a, UPLO="L", eps=None):
     a = square_matrices("eigh", a)
     w, v = np.linalg.eigh(a, UPLO)
+    note_call_site(w)
     return w, v
 
 
@@ -423,7 +474,8 @@ def _eigh_jvp(t, ans, a, UPLO="L", eps=None):
     return (real(dw) if is_complex(dw) else dw), matmul(v, f * dp)
 
 
-eigh = op(_eigh, name="linalg.eigh", nout=2, vjp=_eigh_vjp, jvp=_eigh_jvp)
+eigh = op(_eigh, name="linalg.eigh", nout=2, vjp=located(_eigh_vjp, "linalg.eigh", 0),
+          jvp=_eigh_jvp)
 
 
 # ---- eig ---------------------------------------------------------------------------------
@@ -433,7 +485,9 @@ def _eig(a, eps=None):
     a = square_matrices("eig", a)
     w, v = np.linalg.eig(a)
     ctype = np.result_type(a.dtype, np.complex64)
-    return w.astype(ctype, copy=False), v.astype(ctype, copy=False)
+    w = w.astype(ctype, copy=False)
+    note_call_site(w)
+    return w, v.astype(ctype, copy=False)
 
 
 def _eig_vjp(g, ans, a, eps=None):
@@ -495,7 +549,7 @@ def _eig_jvp(t, ans, a, eps=None):
     return diag(dp), matmul(v, c)
 
 
-eig = op(_eig, name="linalg.eig", nout=2, vjp=_eig_vjp, jvp=_eig_jvp)
+eig = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp)
 
 
 # ---- svd ---------------------------------------------------------------------------------
@@ -503,6 +557,7 @@ eig = op(_eig, name="linalg.eig", nout=2, vjp=_eig_vjp, jvp=_eig_jvp)
 
 def _svd(a, full_matrices=True, hermitian=False, eps=None):
     u, s, vh = np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
+    note_call_site(s)
     return u, s, vh
 
 
@@ -679,7 +734,7 @@ def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False, eps=None):
     return du, (real(ds) if is_complex(ds) else ds), mH(dv)
 
 
-svd = op(_svd, name="linalg.svd", nout=3, vjp=_svd_vjp, jvp=_svd_jvp)
+svd = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd", 1), jvp=_svd_jvp)
 
 
 # ---- qr ------------------------------------------------------------------------------------
@@ -687,6 +742,7 @@ svd = op(_svd, name="linalg.svd", nout=3, vjp=_svd_vjp, jvp=_svd_jvp)
 
 def _qr(a, complete=False):
     q, r = np.linalg.qr(a, "complete" if complete else "reduced")
+    note_call_site(r)
     return q, r
 
 
@@ -760,6 +816,7 @@ def _qr_jvp(t, ans, a, complete=False):
     return dq, concat_last(du, dw)
 
 
-qr = op(_qr, name="linalg.qr", nout=2, save_args=False, vjp=_qr_vjp, jvp=_qr_jvp)
+qr = op(_qr, name="linalg.qr", nout=2, save_args=False, vjp=located(_qr_vjp, "linalg.qr", 1),
+         jvp=_qr_jvp)
 
 __all__ = exported(globals())
