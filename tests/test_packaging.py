@@ -30,6 +30,8 @@ QUICK = {
     "custom_op.py": [],
     "demo_seed.py": ["--repeats", "2", "--number", "2"],
     "hessian.py": ["--atoms", "3"],
+    "ipeps_heisenberg.py": ["--D", "2", "--chi", "8", "--steps", "5", "--no-check",
+                            "--no-progress"],
     "ising_ground_state.py": ["--L", "6", "--steps", "100"],
     "mean_field.py": ["--L", "8"],
     "mlp_digits.py": ["--epochs", "1", "--hidden", "16"],
@@ -37,6 +39,7 @@ QUICK = {
     "quantum_vmc.py": ["--L", "4", "--steps", "20", "--alpha", "1"],
     "quench.py": ["--L", "6", "--K", "2", "--iterations", "2"],
     "tfim_eigsh.py": ["--L", "8"],
+    "trg_specific_heat.py": ["--chi", "6", "--steps", "8", "--temps", "2.5", "--check", "3.0"],
 }
 
 RUN_EXAMPLES = """

@@ -9,6 +9,11 @@
 3. ``mlp``: a small multilayer perceptron trained on scikit-learn's bundled digits
    (8x8 images, no download), with its test accuracy.
 
+Two more parts run on request (``--parts trg,ipeps``), from the scripts in ``examples/``
+of a source checkout: ``trg``, the specific heat of the 2D Ising model as a second
+derivative through a TRG against Onsager's solution, and ``ipeps``, the variational iPEPS
+of the Heisenberg antiferromagnet at bond dimension 2 (docs/tensor-networks.md).
+
 The building blocks (``tfim_hamiltonian``, ``hamiltonian_op``, ``ising_ground_state``,
 ``digits_mlp``, ``seed_timings``) are public so that the scripts in ``examples/`` and the
 tests reuse them.
@@ -28,7 +33,8 @@ import numpy as np
 
 import yaad
 
-PARTS = ("seed", "ising", "mlp")
+PARTS = ("seed", "ising", "mlp")  # the default
+EXTRA_PARTS = ("trg", "ipeps")  # tensor networks, from examples/ (about a minute)
 
 
 def _progress(iterable: Iterable, enabled: bool, desc: str, total: int | None = None) -> Any:
@@ -318,7 +324,7 @@ def plot(results: dict, path: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    parts = [p for p in PARTS if p in results]
+    parts = [p for p in PARTS + EXTRA_PARTS if p in results]
     fig, axes = plt.subplots(1, len(parts), figsize=(5.2 * len(parts), 4.2), squeeze=False)
     for ax, part in zip(axes[0], parts):
         r = results[part]
@@ -346,6 +352,30 @@ def plot(results: dict, path: str) -> str:
                          f"final error {r['relative_error']:.1e} vs exact "
                          f"E0 = {r['exact']:.6f}")
             ax.legend(loc="upper right")
+        elif part == "trg":
+            temps = np.linspace(1.2, 3.5, 200)
+            ax.plot(temps, [r["onsager"](1 / t)[2] for t in temps], "k-", lw=1,
+                    label="Onsager (exact)")
+            ax.plot([row["T"] for row in r["rows"]], [row["c"] for row in r["rows"]], "o",
+                    color="#1f77b4", label=f"TRG chi={r['chi']}, c = beta^2 d2lnZ/dbeta2")
+            ax.set_xlabel("temperature T")
+            ax.set_ylabel("specific heat per site")
+            ax.set_title(f"2D Ising model: second derivative through a TRG\n"
+                         f"{2 ** r['steps']} sites, by yaad through the truncated SVDs")
+            ax.legend(loc="upper right", fontsize=8)
+        elif part == "ipeps":
+            energies = [e for e, _ in r["history"]]
+            ax.plot(np.arange(1, len(energies) + 1), energies, color="#1f77b4",
+                    label=f"iPEPS D={r['D']}, chi={r['chi']} (L-BFGS)")
+            ax.axhline(r["published"], color="gray", ls="--", lw=1,
+                       label=f"Liao et al. 2019: {r['published']}")
+            ax.axhline(r["qmc"], color="#d62728", ls=":", lw=1, label=f"QMC: {r['qmc']}")
+            ax.set_ylim(r["qmc"] - 0.002, max(energies[0], r["published"]) + 0.005)
+            ax.set_xlabel("L-BFGS step")
+            ax.set_ylabel("energy per site")
+            ax.set_title("Heisenberg antiferromagnet: iPEPS\n"
+                         "gradient through the CTMRG fixed point")
+            ax.legend(loc="upper right", fontsize=8)
         else:
             epochs = np.arange(1, len(r["losses"]) + 1)
             ax.plot(epochs, r["losses"], color="#1f77b4", marker=".", label="training loss")
@@ -377,7 +407,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.description = ("Run the yaad demo: the seed workload timed against NumPy and PyTorch, "
                      "the Ising chain's ground state, and an MLP on the digits; save a figure.")
     p.add_argument("--parts", default=",".join(PARTS),
-                   help=f"comma-separated parts to run, from {','.join(PARTS)} (default: all)")
+                   help=f"comma-separated parts to run, from {','.join(PARTS + EXTRA_PARTS)} "
+                        f"(default: {','.join(PARTS)})")
     p.add_argument("--steps", type=int, default=1000, help="Adam steps for the Ising chain "
                    "(default 1000)")
     p.add_argument("--epochs", type=int, default=30, help="training epochs of the MLP "
@@ -394,6 +425,38 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return p
 
 
+def _example(name: str) -> Any:
+    """The script ``examples/<name>.py`` of a source checkout as a module, or None."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples",
+                        f"{name}.py")
+    if not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location(f"yaad_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _trg(example: Any, chi: int = 16, steps: int = 16) -> dict:
+    print(f"2D Ising model, TRG with chi={chi} on {2 ** steps} sites: the specific heat as "
+          f"the second derivative of ln Z through the truncated SVDs")
+    rows = example.scan([1.5, 2.0, 2.6, 3.0], chi, steps)
+    return {"rows": rows, "chi": chi, "steps": steps, "onsager": example.onsager}
+
+
+def _ipeps(example: Any, progress: bool, D: int = 2, chi: int = 16, steps: int = 60) -> dict:
+    print(f"Heisenberg antiferromagnet, iPEPS with D={D}, chi={chi}: L-BFGS with gradients "
+          f"through the CTMRG fixed point")
+    r = example.optimize(D, chi, steps, verbose=progress)
+    r.update(published=example.PUBLISHED[D], qmc=example.QMC_ENERGY)
+    print(f"  energy per site {r['energy']:.6f} (Liao et al. 2019: {r['published']}, "
+          f"QMC: {r['qmc']}), staggered magnetisation {r['magnetisation']:.4f} "
+          f"({r['seconds']:.1f} s)")
+    return r
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo with command-line arguments; return an exit status."""
     args = build_parser().parse_args(argv)
@@ -403,9 +466,10 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the demo for parsed arguments (see :func:`build_parser`)."""
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = [p for p in parts if p not in PARTS]
+    unknown = [p for p in parts if p not in PARTS + EXTRA_PARTS]
     if unknown:
-        print(f"unknown demo part(s) {unknown}; choose from {list(PARTS)}", file=sys.stderr)
+        print(f"unknown demo part(s) {unknown}; choose from {list(PARTS + EXTRA_PARTS)}",
+              file=sys.stderr)
         return 2
     progress = not args.no_progress
     start = time.perf_counter()
@@ -430,6 +494,13 @@ def run(args: argparse.Namespace) -> int:
                   f"({r['seconds']:.2f} s)")
             print(f"  relative energy error: {r['relative_error']:.2e}")
             results["ising"] = r
+        elif part in EXTRA_PARTS:
+            example = _example("trg_specific_heat" if part == "trg" else "ipeps_heisenberg")
+            if example is None:
+                print(f"{part}: skipped, the scripts of examples/ are not here (run it from "
+                      f"a source checkout of yaad)")
+                continue
+            results[part] = _trg(example) if part == "trg" else _ipeps(example, progress)
         else:
             print("MLP (64-64-10, tanh) trained with Adam on scikit-learn's digits")
             try:
