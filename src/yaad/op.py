@@ -275,6 +275,8 @@ def _make_function(spec: Op) -> Callable:
                 return forward(x, y)
             if st.special:
                 return _apply_special(spec, args, {})
+            if not (xt and yt):
+                _refuse_object_operand(spec, y if xt else x)
             xd = x._data if xt else x
             yd = y._data if yt else y
             try:
@@ -385,6 +387,22 @@ def _make_function(spec: Op) -> Callable:
 
 
 _SEQUENCES = (list, tuple)
+_NUMBERS = (int, float, complex, bool)
+
+
+def _refuse_object_operand(spec: Op, v: Any) -> None:
+    """Raise if ``v``, the operand of ``spec`` next to a tensor, is an object NumPy can
+    only hold as one Python object (a SciPy sparse matrix, a dict): the result would be
+    an array of dtype object, not numbers."""
+    if type(v) in _NUMBERS or isinstance(v, (np.ndarray, np.generic)) or type(v) in _SEQUENCES:
+        return
+    if np.asarray(v).dtype.hasobject:
+        hint = (" Wrap a SciPy sparse matrix first: theta * yaad.sparse.asarray(H) "
+                "(see docs/errors.md#sparse-operand)."
+                if hasattr(v, "tocsr") else " Convert it to an array first.")
+        raise TypeError(
+            f"{spec.name}: an operand of type {type(v).__name__} is not an array; NumPy "
+            f"would hold it as one Python object (dtype object), not as numbers.{hint}")
 
 
 def holds_tensor(x: Any) -> bool:
