@@ -7,12 +7,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .anomaly import detect_anomaly
 from .engine import run_backward
 from .grad_mode import no_grad, state
 from .op import Op, apply, refuse_backward
 from .tensor import Tensor, make_tensor
 
-__all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable"]
+__all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable",
+           "detect_anomaly"]
 
 
 def _as_tuple(x: Any, what: str = "outputs") -> tuple:

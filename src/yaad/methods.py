@@ -13,10 +13,10 @@ autograd rules:
   the tensor then stands for the new value in the graph;
 - a leaf that requires grad cannot be changed in place while recording (optimizers work
   under ``no_grad()``);
-- a view made by basic indexing (``v = x[1:3]``) writes through to its base, which
-  records the change (``x[1:3] = f(v)``), so ``x[1:3] += y`` and ``v *= 2`` are
-  differentiable; other views (``reshape``, ``transpose``...) of memory that another
-  tensor also holds cannot be changed in place while recording;
+- a view (``v = x[1:3]``, ``x.reshape(...)``, ``x.T``, ``z.real``...) writes through to
+  its base, which records the change (``x[1:3] = f(v)``), so ``x[1:3] += y`` and
+  ``v *= 2`` are differentiable; a change of the base gives its views the history of
+  their new values (PyTorch's rebase);
 - every write bumps the version of the memory: a value saved for backward and changed
   afterwards makes backward raise, naming the op and the version.
 """
@@ -30,6 +30,7 @@ import numpy as np
 
 from .grad_mode import state
 from .op import View, _root, mark_modified, refuse_backward
+from .ops.elementwise import imag, real
 from .ops.shape import getitem, index_put, index_put_, unwrap_index
 from .tensor import Tensor, make_tensor
 
@@ -234,6 +235,11 @@ def _through_base(self: Tensor, view: View, fn: Any, name: str, others: tuple,
     idx = _where_in_base(self, view, name)
     src = _snapshot(self, copy=_saves_input(fn))
     result = fn(src, *[src if o is self else o for o in others], *after)
+    if idx is None:  # the real or imaginary part of a complex base: rebuild it all
+        base = view.parent
+        result = (result + 1j * imag(base) if view.spec is real.op
+                  else real(base) + 1j * result)
+        idx = Ellipsis
     _setitem(view.parent, idx, result, name)
     return self
 
@@ -241,7 +247,8 @@ def _through_base(self: Tensor, view: View, fn: Any, name: str, others: tuple,
 def _where_in_base(self: Tensor, view: View, name: str) -> Any:
     """The index of the base's elements that the view shows (an index ``idx`` with
     ``base[idx]`` equal to the view): the view's own for basic indexing, else found by
-    making the view of an array of positions."""
+    making the view of an array of positions; None for the real or imaginary part of a
+    complex base."""
     if view.spec is getitem.op and _is_basic(view.args[1]):
         return view.args[1]
     data = self._data
@@ -249,6 +256,8 @@ def _where_in_base(self: Tensor, view: View, name: str) -> Any:
     if not data.flags.writeable:
         raise ValueError(f"{name}: this view is read-only (as NumPy makes {view.spec.name} "
                          f"views); change a .copy() of it, or the base it views.")
+    if (view.spec is real.op or view.spec is imag.op) and base.dtype.kind == "c":
+        return None
     positions = None
     if data.dtype == base.dtype:
         try:

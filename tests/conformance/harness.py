@@ -89,7 +89,7 @@ class YaadLib:
 
     @staticmethod
     def detect_anomaly(check_nan: bool = True) -> Any:
-        return yaad.detect_anomaly(check_nan=check_nan)
+        return yaad.autograd.detect_anomaly(check_nan=check_nan)
 
     @staticmethod
     def version(t: yaad.Tensor) -> int:

@@ -1440,6 +1440,36 @@ def setitem_with_a_new_axis(L, log):
 
 
 @program
+def setitem_with_a_new_axis_broadcasting_the_value(L, log):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    v = L.tensor([5.0, 6.0], requires_grad=True)
+    y[None, :] = v * 2
+    (y * y).sum().backward()
+    return [y, v.grad, x.grad]
+
+
+@program
+def setitem_with_two_new_axes_and_a_scalar(L, log):
+    x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 1
+    v = L.tensor(3.0, requires_grad=True)
+    y[None, 1, None] = v
+    (y * L.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    return [y, v.grad, x.grad]
+
+
+@program
+def setitem_of_a_zero_d_tensor_with_a_new_axis(L, log):
+    x = L.tensor(1.0, requires_grad=True)
+    y = x * 1
+    v = L.tensor([5.0], requires_grad=True)
+    y[None] = v * v
+    (y * 3).backward()
+    return [y, v.grad, x.grad]
+
+
+@program
 def setitem_broadcasting_a_scalar(L, log):
     x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
     v = L.tensor(2.0, requires_grad=True)
@@ -2606,6 +2636,35 @@ def complex_angle_gradient(L, log):
     return z.grad
 
 
+
+@program
+def writing_into_the_real_part(L, log):
+    z = L.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    w = L.tensor([0.5, 2.0], requires_grad=True)
+    b = z * 1
+    b.real.mul_(w)
+    (b * b.conj()).real.sum().backward()
+    return [b, z.grad, w.grad]
+
+
+@program
+def writing_into_the_imaginary_part_of_a_row(L, log):
+    z = L.tensor([[1 + 2j, 3 - 1j], [2j, 1 + 0j]], requires_grad=True)
+    b = z * 1
+    b[1].imag.add_(b[0].real * 2)
+    (b * b.conj()).real.sum().backward()
+    return [b, z.grad]
+
+
+@program
+def the_real_part_is_rebased_when_the_base_changes(L, log):
+    z = L.tensor([1 + 2j, 3 - 1j], requires_grad=True, dtype=np.complex64)
+    b = z * 1
+    r = b.real
+    b.mul_(1j)
+    (r * r).sum().backward()
+    return [r, z.grad]
+
 # ---- reentrant backward -------------------------------------------------------------------
 area("reentrant backward")
 
@@ -2752,6 +2811,29 @@ def writing_into_a_diagonal(L, log):
     h.diagonal().add_(1)
     return h
 
+
+
+@program(differs="multi-output-views-writable",
+         torch_side=raised(RuntimeError, "multiple views"),
+         yaad_side=returned([np.array([2.0, 4.0, 3.0, 4.0]), np.array([8.0, 16.0, 6.0, 8.0])]))
+def writing_into_an_output_of_split(L, log):
+    x = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    b = x * 1
+    first, _ = L.split(b, 2)
+    first.mul_(2)
+    (b * b).sum().backward()
+    return [b, x.grad]
+
+
+@program(differs="overlapping-writes",
+         torch_side=raised(RuntimeError, "single memory location"),
+         yaad_side=returned([np.array([1.0, 1.0, 2.0]), np.array([4.0, 4.0, 0.0])]))
+def assigning_a_tensor_to_an_overlapping_part_of_itself(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    b[1:] = b[:-1]
+    (b * b).sum().backward()
+    return [b, x.grad]
 
 area("grad mode")
 

@@ -1103,7 +1103,7 @@ Tensor
 
 
 def _index_put(a, values, idx):
-    out = a.copy()
+    out = np.array(a) if isinstance(a, np.generic) else a.copy()  # (a 0-d result: a scalar)
     out[idx] = values
     return out
 
@@ -1137,6 +1137,11 @@ def _index_put_values_vjp(g, ans, a, values, idx):
     extra = np.ndim(values) - g.ndim
     if extra > 0:  # NumPy drops leading axes of length 1 of values (y[:] = v[None])
         g = reshape(g, (1,) * extra + g.shape)
+    elif extra < 0:  # values broadcast to a[idx], which may have more axes than the
+        # output (y[None, :] = v): sum those here, the engine reduces the rest
+        from .reductions import sum as _sum
+
+        g = _sum(g, axis=tuple(range(-extra)))
     return g
 
 
