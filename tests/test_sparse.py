@@ -238,7 +238,8 @@ def test_elementwise_op_with_a_scipy_sparse_operand_raises_instead_of_an_object_
     x = yaad.tensor(np.ones((3, 3)), requires_grad=True)
     a = make(np.eye(3))
     for f in (lambda: x * a, lambda: x + a, lambda: yaad.multiply(x, a)):
-        with pytest.raises(TypeError, match=r"(multiply|add): an operand of type csr_.*yaad.sparse.asarray"):
+        with pytest.raises(TypeError, match=r"(multiply|add): an operand of type "
+                                            r"csr_.*yaad.sparse.asarray"):
             f()
     assert x.grad is None
     # plain operands are untouched by the check
