@@ -348,6 +348,7 @@ GUARD_SRC = {
     "bool": "bool(v{s})", "int": "int(v{s})", "float": "_key(float(v{s}))",
     "complex": "_key(complex(v{s}))", "index": "_index(v{s})", "item": "_key(v{s}.item())",
     "meta": "(v{s}.shape, v{s}.dtype, {x}.requires_grad, {x}._node is None)",
+    "shape": "_key((v{s}.shape, v{s}.dtype))",
 }
 
 

@@ -666,6 +666,17 @@ def _chain(items: list, end: End) -> Segment:
 ASSERTS = ("meta", "shape")  # guards that are assertions, not branch points
 
 
+def _split(seg: Segment, k: int) -> None:
+    """Make the assertion ``seg.items[k]`` the branch point of ``seg``: what followed it
+    becomes the child for its recorded outcome."""
+    rest = Segment(seg.items[k + 1:])
+    rest.guard, rest.children, rest.end = seg.guard, seg.children, seg.end
+    seg.guard = seg.items[k]
+    seg.items = seg.items[:k]
+    seg.children = {_outcome(seg.guard): rest}
+    seg.end = None
+
+
 def _outcome(g: Guard) -> Any:
     return outcome_key(g.value)
 
@@ -699,10 +710,16 @@ class Tree:
                     other = items[pos + k] if pos + k < len(items) else None
                     mine = seg.items[k]
                     if (type(other) is Guard and type(mine) is Guard
-                            and other.kind == mine.kind and other.kind in ASSERTS
-                            and other.slot == mine.slot):
-                        self.root = _chain(items, end)
-                        return "changed"
+                            and other.kind == mine.kind and other.slot == mine.slot):
+                        if mine.kind == "shape":
+                            # A shape decided by values (a mask's length) that differs:
+                            # from now on a branch point, so both shapes stay recorded.
+                            _split(seg, k)
+                            seg.children[_outcome(other)] = _chain(items[pos + k + 1:], end)
+                            return "new"
+                        if mine.kind == "meta":
+                            self.root = _chain(items, end)
+                            return "changed"
                     return "conflict"
             pos += n
             if seg.guard is None:
