@@ -85,6 +85,14 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
     return g
 
 
+def call_rule(spec: Any, i: int, g: Any, ans: Any, args: Sequence, kw: dict) -> Any:
+    """The result of ``spec``'s VJP rule for its input ``i`` (a variadic op has one rule,
+    told the input's position)."""
+    if spec.variadic:
+        return spec.vjps[0](i, g, ans, *args, **kw)
+    return spec.vjps[i](g, ans, *args, **kw)
+
+
 def rule_gradients(spec: Any, g: Any, ans: Any, args: Sequence, kw: dict,
                    wanted: Sequence[bool], strong: bool = False) -> list:
     """The results of ``spec``'s VJP rules for the inputs marked in ``wanted`` (None for
@@ -92,23 +100,16 @@ def rule_gradients(spec: Any, g: Any, ans: Any, args: Sequence, kw: dict,
     places), exact zeros wherever ``g`` is zero and the result is not finite: 0 * inf and
     0 * nan there become 0. A finite result is kept as it is: under create_graph, a ``g``
     that is zero by accident (it depends on the inputs) must keep its derivatives."""
-    vjps = spec.vjps
-    variadic = spec.variadic
-    grads: list = []
     if not strong:
-        for i, w in enumerate(wanted):
-            grads.append(None if not w else vjps[0](i, g, ans, *args, **kw) if variadic
-                         else vjps[i](g, ans, *args, **kw))
-        return grads
+        return [call_rule(spec, i, g, ans, args, kw) if w else None
+                for i, w in enumerate(wanted)]
     from . import isfinite, where
 
     zero = g == 0
+    grads: list = []
     with np.errstate(all="ignore"):
         for i, w in enumerate(wanted):
-            gi = None
-            if w:
-                gi = (vjps[0](i, g, ans, *args, **kw) if variadic
-                      else vjps[i](g, ans, *args, **kw))
+            gi = call_rule(spec, i, g, ans, args, kw) if w else None
             grads.append(None if gi is None else where(zero & ~isfinite(gi), 0, gi))
     return grads
 

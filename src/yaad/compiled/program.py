@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..grad_mode import state
+from ..gradients import root_gradient, unit
 from ..op import Node, Op, _clock, check_saved
 from ..tensor import Tensor, make_tensor
 from . import codegen, fused
@@ -51,17 +52,10 @@ class CompiledTensor(Tensor):
                 end = ctx[0]
                 fast = end.fast
                 if fast is not None and not state.special:
-                    if gradient is None:
-                        seed = end.one
-                        if seed is None:  # the engine explains why a gradient is needed
-                            fast = None
-                    else:
-                        seed = gradient._data if isinstance(gradient, Tensor) else gradient
-                        if np.shape(seed) != end.out_shape:
-                            fast = None
-                        elif not isinstance(seed, np.ndarray):
-                            seed = np.asarray(seed, dtype=end.out_dtype)
-                    if fast is not None and fast(node, ctx[1], seed, retain_graph):
+                    seed = end.one
+                    if gradient is not None or seed is None:
+                        seed = root_gradient(self, gradient, 0)
+                    if fast(node, ctx[1], seed, retain_graph):
                         return
         Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
 
@@ -146,7 +140,6 @@ class End:
         self.copy: tuple = ()
         self.fast = False
         self.one = None
-        self.out_shape = self.out_dtype = None
         self.problems: list[str] = []
         if self.nout:
             entries = [it for it in rec.items if type(it) is Entry]
@@ -363,16 +356,12 @@ class End:
         self.copy = tuple(copy)
         if self.nout == 1:
             self.fast = True
-            self.out_shape = self.out_shapes[0]
-            self.out_dtype = self.out_dtypes[0]
 
     def _make_one(self) -> None:
         if self.nout == 1:
             shape, dtype = self.out_shapes[0], self.out_dtypes[0]
             if int(np.prod(shape)) == 1 and dtype.kind != "c":
-                one = np.ones(shape, dtype=dtype)
-                one.flags.writeable = False
-                self.one = one  # the implicit gradient of a real scalar
+                self.one = unit(dtype, shape)  # the implicit gradient of a real scalar
 
     def try_fuse_backward(self) -> None:
         """With the fused backend: the backward pass, with the forward recomputed in

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..grad_mode import state
 from ..gradients import (
+    call_rule,
     check_inputs,
     check_output,
     check_unused,
@@ -159,15 +160,13 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
                     with np.errstate(all="ignore"):
                         rec.quiet += 1
                         try:
-                            gi = (vjps[0](i, g, ans, *args, **kw) if variadic
-                                  else vjps[i](g, ans, *args, **kw))
+                            gi = call_rule(spec, i, g, ans, args, kw)
                             if gi is not None and gi is not g:
                                 gi = STRONG_ZERO.fn(g, gi)
                         finally:
                             rec.quiet -= 1
                 else:
-                    gi = (vjps[0](i, g, ans, *args, **kw) if variadic
-                          else vjps[i](g, ans, *args, **kw))
+                    gi = call_rule(spec, i, g, ans, args, kw)
                 if gi is not None:
                     gi = fit_gradient(gi, values[i], spec.name, i, g, values)
                     if not isinstance(gi, Tensor):  # made from shapes alone (zeros)
