@@ -9,6 +9,7 @@ CompileWarning. Expected values are also written out where they are short.
 from __future__ import annotations
 
 import ast
+import operator
 import pathlib
 import types
 import warnings
@@ -208,8 +209,41 @@ def test_python_number_arguments_are_told_apart_by_bits():
             assert float(c(Y.tensor([1.0]), s).data[0]) == np.copysign(np.inf, s)
 
 
-def test_format_of_a_scalar_is_a_guard():
-    check(lambda x: x * float(f"{x.sum():.0f}"), [[1.0, 1, 2]], [[[2.0, 2, 2]]])
+def _set_data(x):
+    y = x * 2
+    y.data = np.ones(3)
+    return y
+
+
+# The rows of docs/compile.md's table "What Python reads from a value", each on inputs
+# that keep and that flip what it reads.
+GUARD_READS = {
+    "bool": lambda x: x * (2.0 if x.sum() > 0 else -1.0),
+    "float": lambda x: x * float(x[0]),
+    "int": lambda x: x * int(x[0] > 0),
+    "complex": lambda x: x * complex(x[0]).real,
+    "item": lambda x: x * x[0].item(),
+    "operator.index": lambda x: x * [1.0, 2.0, 3.0][operator.index(Y.argmax(x))],
+    "format of a 0-d tensor": lambda x: x * float(f"{x.sum():.0f}"),
+}
+SHAPE_READS = {
+    "iteration": lambda x: sum(t * t for t in x),
+    "len": lambda x: x * len(x),
+    "shape and dtype": lambda x: x * x.shape[0] * (1.0 if x.dtype == np.float64 else 2.0),
+}
+FLIPS = [[[-1.0, 2, 3]], [[-0.0, 2, -3]], [[0.0, 2, -3]], [[3.0, 2, 1]], [[1.0, -2, 3]]]
+
+
+@pytest.mark.parametrize("read", list(GUARD_READS.values()), ids=list(GUARD_READS))
+def test_reading_a_scalar_is_a_guard(read):
+    c = check(lambda x: Y.sum(read(x)), [[1.0, -2, 3]], FLIPS, replay=True)
+    assert c.stats["recorded"] >= 3  # (a flipped outcome is a new path)
+
+
+@pytest.mark.parametrize("read", list(SHAPE_READS.values()), ids=list(SHAPE_READS))
+def test_reading_shapes_is_recorded(read):
+    c = check(lambda x: Y.sum(read(x)), [[1.0, -2, 3]], FLIPS, replay=True)
+    assert c.stats["recorded"] == 2
 
 
 WHOLE_READS = {
@@ -223,6 +257,9 @@ WHOLE_READS = {
     "np.asarray": lambda x: x * np.asarray(x.detach())[0],
     "tolist": lambda x: x * x.tolist()[0],
     "tensor(x).data": lambda x: x * Y.tensor(x).data[0],
+    "print": lambda x: x * (print(x) or 1.0),
+    "grad": lambda x: x * (1.0 if x.grad is None else 2.0),
+    "assigning data": _set_data,
 }
 
 
