@@ -274,6 +274,11 @@ def test_no_module_is_trusted_by_name():
     mod = types.ModuleType("yaad.ops.sneaky")
     exec("import numpy as np\ndef f(x):\n    return x * float(np.sum(x.data))\n", vars(mod))
     check(mod.f, [[1.0, 2.0]], [[[3.0, 4.0]]], replay=False)
+    # the warning names the user's line and the yaad function that read the value
+    c = Y.compile(lambda x: mod.f(x) * 2)
+    with pytest.warns(CompileWarning, match=r"test_compile_guards\.py:\d+, inside "
+                                            r"yaad\.ops\.sneaky\.f"):
+        c(Y.tensor([1.0, 2.0]))
 
 
 def test_nothing_is_patched_while_recording():

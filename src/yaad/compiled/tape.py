@@ -234,13 +234,22 @@ def _layout(a: np.ndarray) -> tuple:
     return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
 
 
+# (the modules that hand values around without being what the user called)
+_MACHINERY = frozenset({"yaad.tensor", "yaad.methods", "yaad.op", "yaad.numpy_dispatch"})
+
+
 def user_location() -> str:
-    """``file:line`` of the innermost frame outside yaad (for messages)."""
+    """``file:line`` of the innermost frame outside yaad (for messages), and the yaad
+    function called there when the value was read inside it (``inside yaad.ops.x.f``)."""
     f = sys._getframe(1)
+    inside = None
     while f is not None:
         mod = f.f_globals.get("__name__", "")
         if not (mod == "yaad" or mod.startswith("yaad.")):
-            return f"{f.f_code.co_filename}:{f.f_lineno}"
+            where = f"{f.f_code.co_filename}:{f.f_lineno}"
+            return where if inside is None else f"{where}, inside {inside}"
+        if mod not in _MACHINERY and not mod.startswith("yaad.compiled"):
+            inside = f"{mod}.{f.f_code.co_name}"
         f = f.f_back
     return "?"
 
