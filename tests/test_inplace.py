@@ -418,3 +418,47 @@ def test_copies_of_a_base_and_its_views_share_nothing():
     np.testing.assert_array_equal(w2.data, [2.0, 3.0])
     assert w2._base is None and pickle.loads(pickle.dumps(w))._base is None
     assert v._base.parent is x
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+def test_assigning_the_real_part_of_a_complex_tensor_to_it(recorded):
+    # Found by tests/conformance/test_fuzz_views.py: the real part shares the complex
+    # array's address, shape and strides, and was taken for the same memory (a no-op).
+    z0 = np.array([1 + 2j, 3 - 1j, -2 + 0.5j])
+    z = yaad.tensor(z0, requires_grad=recorded)
+    b = z * 1
+    b[...] = b.real
+    np.testing.assert_array_equal(b.data, z0.real + 0j)
+    b.copy_(b.imag * 1j + 1)
+    np.testing.assert_array_equal(b.data, np.ones(3, C128))
+    if recorded:
+        w = yaad.tensor(z0, requires_grad=True)
+        c = w * 1
+        c[...] = c.real
+        (abs(c) ** 2).sum().backward()
+        np.testing.assert_allclose(w.grad, 2 * z0.real)  # d/dz of (Re z)^2, PyTorch's way
+
+
+def test_a_view_of_a_reshaped_copy_writes_through():
+    # Found by tests/conformance/test_fuzz_views.py: reshape of a strided view is a copy
+    # whose NumPy base its own views share; that is not memory held by anything else.
+    x = yaad.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    flat = (x * 1)[::2].reshape(-1)  # a copy (rows 0 and 2 are not contiguous)
+    v = flat[..., 0]
+    v.add_(10.0)
+    flat[::2] = 0.5
+    np.testing.assert_array_equal(flat.data, [0.5, 1, 0.5, 3, 0.5, 9, 0.5, 11])
+    (flat * flat).sum().backward()
+    np.testing.assert_array_equal(x.grad, [[0, 2, 0, 6], [0] * 4, [0, 18, 0, 22]])
+
+
+def test_copying_a_tensor_into_itself_changes_nothing():
+    x = yaad.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    y = h * x  # saves h
+    version = h._version
+    h.copy_(h)
+    h[...] = h
+    assert h._version == version
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, 2 * x.data)

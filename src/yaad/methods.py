@@ -160,12 +160,25 @@ def _check_own_memory(self: Tensor, name: str) -> None:
     base = getattr(self._data, "base", None)
     if self._node is None or not isinstance(base, ndarray):
         return
-    # References to base: the view's, the local variable's and getrefcount's argument.
-    if _getrefcount(base) > 3:
+    # References to base: the view's, the local variable's and getrefcount's argument,
+    # and those of the tensor's recorded views (NumPy gives them the same base).
+    if _getrefcount(base) > 3 + _views_holding(self, base):
         raise RuntimeError(
             f"{name}: this tensor (shape {self.shape}) shares its memory with an array or "
             f"tensor it was not recorded as a view of. Changing it in place while "
             f"recording would change the other behind the graph's back. Use .copy() first.")
+
+
+def _views_holding(t: Tensor, base: ndarray) -> int:
+    """How many live recorded views of ``t`` (and of their views) have ``base`` as their
+    data's base."""
+    n = 0
+    for ref in getattr(t, "_views", None) or ():
+        v = ref()
+        view = None if v is None else getattr(v, "_base", None)
+        if view is not None and view.parent is t:
+            n += (getattr(v._data, "base", None) is base) + _views_holding(v, base)
+    return n
 
 
 def _saves_input(fn: Any) -> bool:
@@ -325,15 +338,17 @@ def _is_basic(idx: Any) -> bool:
 
 def _same_memory(self: Tensor, idx: Any, value: Any) -> bool:
     """Whether ``value`` already is the memory ``self[idx]`` names (the last step of
-    ``x[idx] += y``), so that assigning it changes nothing."""
+    ``x[idx] += y``, or ``x.copy_(x)``), so that assigning it changes nothing."""
     v = getattr(value, "_data", None)
-    if not isinstance(v, ndarray) or v.base is None or _root(v) is not _root(self._data):
+    if (not isinstance(v, ndarray) or (v.base is None and v is not self._data)
+            or _root(v) is not _root(self._data)):
         return False
     if not _is_basic(idx):
         return False
     target = self._data[idx]
     return (isinstance(target, ndarray) and target.shape == v.shape
-            and target.strides == v.strides and target.ctypes.data == v.ctypes.data)
+            and target.dtype == v.dtype and target.strides == v.strides
+            and target.ctypes.data == v.ctypes.data)
 
 
 def _setitem(self: Tensor, idx: Any, value: Any, name: str) -> None:
