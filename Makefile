@@ -27,6 +27,7 @@ docs: $(VENV)/.installed-docs
 
 bench: $(VENV)/.installed-bench
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m benchmarks $(ARGS)
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m benchmarks.jacobian
 
 fuzz: $(VENV)/.installed-test
 	YAAD_FUZZ_PROGRAMS=5000 $(PY) -m pytest tests -k fuzz $(ARGS)

@@ -1266,7 +1266,7 @@ case("linalg.eigvalsh", lambda a: np.linalg.eigvalsh(_herm(a)), _sq(),
 def _resolvent_call(m, shifts, g):
     # The spectral basis comes from the current value of m, as the rules of eigh pass it.
     from yaad.ops.linalg_spectral import resolvent
-    w, v = np.linalg.eigh(_herm(np.asarray(getattr(m, "data", m))))
+    w, v = yaad.linalg.eigh(_yherm(m.detach() if isinstance(m, yaad.Tensor) else m))
     return resolvent(_yherm(m), shifts, g, v, w, n=w.shape[-1], name="fuzz")
 
 

@@ -410,3 +410,17 @@ def test_command_line_writes_json_markdown_and_chart(tmp_path):
     except ImportError:
         return
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_jacobian_benchmark_checks_every_implementation_before_timing_it():
+    import yaad
+    from benchmarks import jacobian
+
+    rows = jacobian.rows(n=6, repeats=1)
+    timed = {(t, impl) for t, impl, ms in rows if ms >= 0}
+    assert {("jacrev", "yaad (vmap)"), ("jacrev", "yaad, loop of VJPs"),
+            ("jacrev", "torch.func"), ("jacrev", "jax (no jit)"), ("hessian", "yaad (vmap)"),
+            ("hessian", "torch.func"), ("jacfwd", "jax (no jit)")} <= timed
+    w, b, x = jacobian.problem(6)
+    np.testing.assert_allclose(jacobian.loop_jacrev(jacobian.yaad_f(w, b), x),
+                               yaad.func.jacrev(jacobian.yaad_f(w, b))(x), rtol=1e-12)

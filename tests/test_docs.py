@@ -43,8 +43,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 from griffe_yaad import public_names  # noqa: E402
 
 # Modules reachable from a documented namespace that are implementation, not API.
-INTERNAL = {"yaad.checkpoint", "yaad.compile", "yaad.compiled", "yaad.creation", "yaad.demo",
-            "yaad.engine", "yaad.grad_mode", "yaad.gradients", "yaad.implicit", "yaad.methods",
+INTERNAL = {"yaad.batching", "yaad.checkpoint", "yaad.compile", "yaad.compiled",
+            "yaad.creation", "yaad.demo", "yaad.engine", "yaad.grad_mode", "yaad.gradients",
+            "yaad.implicit", "yaad.methods",
             "yaad.numpy_dispatch",
             "yaad.op", "yaad.ops", "yaad.tensor", "yaad.nn.layers", "yaad.nn.module",
             "yaad.sparse.tensor",

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .batching import batch_axes
 from .tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
@@ -32,6 +33,8 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     Tensor
     """
     if isinstance(data, Tensor):
+        if batch_axes(data):
+            return _batched_copy(data, requires_grad, dtype)
         data = data.data
     try:
         array = np.array(data, dtype=dtype, copy=True)
@@ -176,9 +179,22 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     return (y, step) if retstep else y
 
 
+def _batched_copy(x: Tensor, requires_grad: bool, dtype: Any) -> Tensor:
+    """``tensor(x)`` inside vmap: a copy of every example, cut from the graph."""
+    from .ops.shape import astype
+
+    if requires_grad:
+        raise ValueError("tensor(x, requires_grad=True) inside vmap: a leaf cannot have a "
+                         "batch axis; differentiate with yaad.func.grad inside the "
+                         "vmapped function instead")
+    return astype(x.detach(), x.dtype if dtype is None else dtype, copy=True)
+
+
 def _like_maker(np_fn, name):
     def make(a: Any, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
         data = a.data if isinstance(a, Tensor) else a
+        if batch_axes(a):  # inside vmap: the same for every example, of one example's shape
+            data = np.broadcast_to(np.zeros((), a.dtype), a.shape)
         return Tensor(np_fn(data, *args, **kwargs), requires_grad=requires_grad)
 
     make.__name__ = name

@@ -123,7 +123,8 @@ def _irfft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
 
 
 def _transform(forward, name, vjp, doc):
-    f = op(forward, name=name, save_args=False, save_ans=False, linear=True, vjp=vjp)
+    f = op(forward, name=name, save_args=False, save_ans=False, linear=True, vjp=vjp,
+           batch="scan")
     f.__name__ = f.__qualname__ = name.removeprefix("fft.")
     f.__doc__ = doc
     return f

@@ -22,14 +22,14 @@ complex inputs need ``holomorphic=True`` (then they return ``df/dz``).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from . import batching
 from .engine import run_backward
-from .grad_mode import enable_grad, state
+from .grad_mode import enable_grad, new_level, state
 from .op import Node, op, strip_level, tangent_of, with_tangent
 from .tensor import Tensor, make_tensor
 
@@ -253,12 +253,14 @@ class _Reverse:
         if t.requires_grad and outer:
             a = alias(t)
             self.cut.append(a._node)
-            return a
+            return batching.expand(a)
         leaf = make_tensor(t._data, requires_grad=True)
         self.fresh.append(leaf)
         for level, tangent in _active_tangents(t).items():
             leaf = with_tangent(leaf, level, tangent)
-        return leaf
+        # Inside vmap, an input is given every batch axis (a copy per example), so that
+        # its gradient is one per example, not their sum.
+        return batching.expand(leaf)
 
     def _external(self) -> bool:
         """Whether the outputs depend on a tensor requiring grad other than the inputs."""
@@ -289,8 +291,8 @@ class _Reverse:
         if self.create_graph:
             return True
         for c in cot_leaves:
-            if isinstance(c, Tensor) and ((c.requires_grad and state.enabled)
-                                          or _active_tangents(c)):
+            if isinstance(c, Tensor) and ((c.requires_grad and state.enabled) or any(
+                    not isinstance(t, batching.BatchAxis) for t in _active_tangents(c).values())):
                 return True
         return False
 
@@ -304,6 +306,7 @@ class _Reverse:
         outs, cots = [], []
         for o, c in zip(self.out_leaves, cot_leaves):
             if isinstance(o, Tensor) and o.requires_grad:
+                o, c = batching.root(o, c)
                 outs.append(o)
                 cots.append(c)
         grads: list = [None] * len(self.inputs)
@@ -319,7 +322,8 @@ class _Reverse:
             finally:
                 for n, p in zip(self.cut, saved):
                     n.parents = p
-        return [_zeros(x) if g is None else g for g, x in zip(grads, self.inputs)]
+        return [_zeros(x) if g is None else batching.like(g, x)
+                for g, x in zip(grads, self.inputs)]
 
     def export(self, x: Any, keep_graph: bool | None = None) -> Any:
         keep = self.create_graph if keep_graph is None else keep_graph
@@ -484,13 +488,10 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -
 
 # ---- forward mode ----------------------------------------------------------------------
 
-_levels = itertools.count(1)
-
-
 @contextlib.contextmanager
 def _forward_level() -> Iterator[int]:
     """A new forward-mode level, innermost while the block runs."""
-    level = next(_levels)
+    level = new_level()
     state.levels = state.levels + (level,)
     state.refresh()
     try:
@@ -621,22 +622,22 @@ def _zeros_tree(tree: Any) -> Any:
 # ---- Jacobians ----------------------------------------------------------------------------
 
 
-def _basis(shape: tuple, dtype: np.dtype, k: int, scale: complex = 1) -> np.ndarray:
-    e = np.zeros(shape, dtype=dtype)
-    e.reshape(-1)[k] = scale
-    return e
+def _basis(shape: tuple, dtype: np.dtype, scale: complex = 1) -> np.ndarray:
+    """The unit vectors of arrays of ``shape``, stacked: shape ``(n,) + shape``."""
+    n = int(np.prod(shape))
+    return (np.eye(n, dtype=dtype) * np.asarray(scale, dtype=dtype)).reshape((n,) + shape)
 
 
-def _assemble(parts: list, lead: tuple, trail: tuple, rows: bool) -> Any:
-    """Stack Jacobian rows (shape ``trail``) or columns (shape ``lead``) into an array
+def _block(rows: Any, lead: tuple, trail: tuple, rows_first: bool) -> Any:
+    """Stacked Jacobian rows (``(n,) + trail``) or columns (``(n,) + lead``) as the block
     of shape ``lead + trail``."""
-    if not parts:
-        return np.zeros(lead + trail)
-    from . import reshape, stack
+    from . import moveaxis, reshape
 
-    if any(isinstance(p, Tensor) for p in parts):
-        return reshape(stack(parts, axis=0 if rows else -1), lead + trail)
-    return np.stack(parts, axis=0 if rows else -1).reshape(lead + trail)
+    if not rows_first:
+        rows = moveaxis(rows, 0, -1) if isinstance(rows, Tensor) else np.moveaxis(rows, 0, -1)
+    if isinstance(rows, Tensor):
+        return reshape(rows, lead + trail)
+    return np.reshape(rows, lead + trail)
 
 
 def _complex_pair_error(fname: str) -> ValueError:
@@ -657,8 +658,9 @@ def _jac_structure(out_tree: Any, in_tree: Any, single: bool, blocks: list) -> A
 
 
 def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False) -> Callable:
-    """The Jacobian of ``f`` by reverse mode, one vector-Jacobian product per output entry.
+           holomorphic: bool = False, chunk_size: int | None = None) -> Callable:
+    """The Jacobian of ``f`` by reverse mode: one evaluation of ``f``, then the
+    vector-Jacobian products of all unit cotangents at once (:func:`vmap`).
 
     Parameters
     ----------
@@ -670,6 +672,8 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         ``f`` returns ``(output, aux)``; the result is then ``(jacobian, aux)``.
     holomorphic : bool, optional
         ``f`` is holomorphic in its complex inputs: return ``df/dz``.
+    chunk_size : int, optional
+        Compute at most this many rows at a time (less memory, more passes).
 
     Returns
     -------
@@ -693,19 +697,19 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             cplx = o_dt.kind == "c"
             if cplx and complex_in and not holomorphic:
                 raise _complex_pair_error("jacrev")
-            rows: list = [[] for _ in rev.inputs]
-            for k in range(int(np.prod(o_shape))):
+
+            def pull(e, j=j):
                 cots = list(cot_zeros)
-                cots[j] = _basis(o_shape, o_dt, k)
-                gs = rev.pullback(cots, retain=True)
-                if cplx and not holomorphic:  # real inputs: J = vjp(e) + i vjp(ie)
-                    cots[j] = _basis(o_shape, o_dt, k, 1j)
-                    gs = [a + 1j * b for a, b in zip(gs, rev.pullback(cots, retain=True))]
-                elif holomorphic:
-                    gs = [_conj(g) for g in gs]
-                for r, g in zip(rows, gs):
-                    r.append(g)
-            blocks.append([rev.export(_assemble(r, o_shape, x.shape, True))
+                cots[j] = e
+                return rev.pullback(cots, retain=True)
+
+            pulled = _vmap(pull, 0, 0, chunk_size, own=True)
+            rows = pulled(_basis(o_shape, o_dt))
+            if cplx and not holomorphic:  # real inputs: J = vjp(e) + i vjp(ie)
+                rows = [a + 1j * b for a, b in zip(rows, pulled(_basis(o_shape, o_dt, 1j)))]
+            elif holomorphic:
+                rows = [_conj(r) for r in rows]
+            blocks.append([rev.export(_block(r, o_shape, x.shape, True))
                            for r, x in zip(rows, rev.inputs)])
         jac = _jac_structure(rev.out_tree, rev.in_tree, single, blocks)
         return (jac, rev.aux_output()) if has_aux else jac
@@ -726,8 +730,9 @@ def _conj(x: Any) -> Any:
 
 
 def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False) -> Callable:
-    """The Jacobian of ``f`` by forward mode, one Jacobian-vector product per input entry.
+           holomorphic: bool = False, chunk_size: int | None = None) -> Callable:
+    """The Jacobian of ``f`` by forward mode: the Jacobian-vector products of all unit
+    tangents at once (:func:`vmap`).
 
     Same parameters and result layout as :func:`jacrev`; cheaper than it when the inputs
     have fewer entries than the outputs. Needs a JVP rule for every op ``f`` uses.
@@ -743,26 +748,28 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         zeros = [_zeros(x) for x in xs]
         primals = _tree_unflatten(in_tree, leaves)
         out = aux = None
-        cols: list = []  # cols[i][k]: output leaves' tangents for entry k of input i
+        cols: list = []  # cols[i]: the output leaves' tangents for the unit vectors of input i
+
+        def push(t, i):
+            tans = list(zeros)
+            tans[i] = t
+            res = jvp(g, primals, _tree_unflatten(in_tree, tans), has_aux=has_aux)
+            return res[0], _tree_flatten(res[1])[0], res[2] if has_aux else None
+
         for i, x in enumerate(xs):
-            cols.append([])
-            for k in range(x.size):
-                tans = list(zeros)
-                tans[i] = _basis(x.shape, x.dtype, k)
-                res = jvp(g, primals, _tree_unflatten(in_tree, tans), has_aux=has_aux)
-                out, t_out = res[0], res[1]
-                aux = res[2] if has_aux else None
-                t_leaves = _tree_flatten(t_out)[0]
-                if x.dtype.kind == "c" and not holomorphic:
-                    # real outputs: the gradient convention, dy/dRe + 1j dy/dIm
-                    tans[i] = _basis(x.shape, x.dtype, k, 1j)
-                    t2 = _tree_flatten(jvp(g, primals, _tree_unflatten(in_tree, tans),
-                                           has_aux=has_aux)[1])[0]
-                    for o in t_leaves:
-                        if _dtype(o).kind == "c":
-                            raise _complex_pair_error("jacfwd")
-                    t_leaves = [a + 1j * b for a, b in zip(t_leaves, t2)]
-                cols[i].append(t_leaves)
+            if not x.size:
+                cols.append(None)
+                continue
+            batched = _vmap(push, (0, None), (None, 0, None), chunk_size, own=True)
+            out, t_leaves, aux = batched(_basis(x.shape, x.dtype), i)
+            if x.dtype.kind == "c" and not holomorphic:
+                # real outputs: the gradient convention, dy/dRe + 1j dy/dIm
+                t2 = batched(_basis(x.shape, x.dtype, 1j), i)[1]
+                for o in t_leaves:
+                    if _dtype(o).kind == "c":
+                        raise _complex_pair_error("jacfwd")
+                t_leaves = [a + 1j * b for a, b in zip(t_leaves, t2)]
+            cols.append(t_leaves)
         if out is None:  # no input entries at all
             out = g(*primals)
             if has_aux:
@@ -771,8 +778,9 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         blocks = []
         for j, o in enumerate(o_leaves):
             o_shape = np.shape(o)
-            blocks.append([_export(_assemble([c[j] for c in cols[i]], o_shape, x.shape,
-                                             False), array_mode)
+            blocks.append([_export(np.zeros(o_shape + x.shape, _dtype(o)) if cols[i] is None
+                                   else _block(cols[i][j], o_shape, x.shape, False),
+                                   array_mode)
                            for i, x in enumerate(xs)])
         jac = _jac_structure(o_tree, in_tree, single, blocks)
         return (jac, aux) if has_aux else jac
@@ -862,6 +870,170 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
 
     _, h, value = jvp(value_grad, primals, tangents, has_aux=True)
     return value, h
+
+# ---- vmap ----------------------------------------------------------------------------------
+
+
+def _axes_for(prefix: Any, structure: Any, what: str) -> list:
+    """The axis of each leaf of a tree (``structure`` from ``_flatten``), from ``prefix``:
+    an int or None for a whole subtree, or a container matching the tree's."""
+    if prefix is None or isinstance(prefix, (int, np.integer)):
+        return [None if prefix is None else int(prefix)] * _count_leaves(structure)
+    kind, keys, children = structure if structure is not None else (None, None, ())
+    if kind is dict and isinstance(prefix, dict) and sorted(prefix, key=str) == sorted(
+            keys, key=str):
+        parts = [prefix[k] for k in keys]
+    elif (kind is not None and kind is not dict and isinstance(prefix, (tuple, list))
+          and len(prefix) == len(children)):
+        parts = list(prefix)
+    else:
+        raise ValueError(f"vmap: {what}={prefix!r} does not match the structure of the "
+                         f"{'inputs' if what == 'in_axes' else 'outputs'}: give an int or "
+                         f"None, or a tuple, list or dict shaped like them")
+    return [a for p, c in zip(parts, children) for a in _axes_for(p, c, what)]
+
+
+def _count_leaves(structure: Any) -> int:
+    return 1 if structure is None else sum(_count_leaves(c) for c in structure[2])
+
+
+def vmap(func: Callable, in_axes: Any = 0, out_axes: Any = 0, *,
+         chunk_size: int | None = None) -> Callable:
+    """Vectorize ``func`` over an axis of its inputs: ``func`` is written for one example
+    and runs once on the whole batch.
+
+    Inside, tensors look like one example (``x.shape`` leaves the batch axis out), and
+    each op runs on the whole batch by its batching rule (an op without one runs once per
+    example, with a :class:`BatchingWarning`). ``vmap`` composes with itself and with
+    :func:`grad`, :func:`vjp`, :func:`jvp`, :func:`jacrev`, :func:`jacfwd` and
+    :func:`hessian`, in any order: ``vmap(grad(loss), in_axes=(None, 0, 0))`` gives
+    per-example gradients.
+
+    Parameters
+    ----------
+    func : callable
+        A function of one example; returns arrays, tensors, or pytrees of them.
+    in_axes : int, None, or a tuple with one entry per positional argument
+        The batch axis of each input (None: the same value for every example). An entry
+        may itself be a tuple, list or dict matching the argument's structure.
+    out_axes : int, None, or a pytree prefix of the output
+        Where the batch axis goes in each output (None: the output must not depend on
+        the example).
+    chunk_size : int, optional
+        Run at most this many examples at a time (less memory; the results are joined).
+
+    Returns
+    -------
+    callable
+        Takes the batched arguments; returns ``func``'s outputs with a batch axis.
+        Arrays in, arrays out (as for the other transforms).
+
+    Raises
+    ------
+    ValueError
+        When the mapped axes have different lengths, or none is mapped.
+
+    Examples
+    --------
+    >>> yaad.func.vmap(lambda x: x @ x)(np.arange(6.0).reshape(2, 3))
+    array([ 5., 50.])
+    """
+    return _vmap(func, in_axes, out_axes, chunk_size, own=False)
+
+
+def _vmap(func: Callable, in_axes: Any, out_axes: Any, chunk_size: int | None,
+          own: bool) -> Callable:
+    """:func:`vmap`; ``own``: the batch is a transform's own unit vectors (see
+    ``batching.batch_level``)."""
+    if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
+                                   or chunk_size < 1):
+        raise ValueError(f"vmap: chunk_size must be a positive int or None, got {chunk_size!r}")
+
+    def wrapper(*args: Any) -> Any:
+        leaves, tree = _tree_flatten(args)
+        axes = _axes_for(tuple(in_axes) if isinstance(in_axes, list) else in_axes, tree,
+                         "in_axes")
+        size, axes = _batch_size(leaves, axes)
+        array_mode = _array_mode(leaves)
+        if chunk_size is None or size <= chunk_size:
+            return _vmapped(func, leaves, tree, axes, out_axes, size, array_mode, own)
+        parts = []
+        for start in range(0, size, chunk_size):
+            stop = min(start + chunk_size, size)
+            chunk = [x if a is None else x[(slice(None),) * a + (slice(start, stop),)]
+                     for x, a in zip(leaves, axes)]
+            parts.append(_vmapped(func, chunk, tree, axes, out_axes, stop - start, array_mode,
+                                  own))
+        return _join_chunks(parts, out_axes)
+
+    wrapper.__name__ = f"vmap({getattr(func, '__name__', 'f')})"
+    wrapper.__doc__ = f"{getattr(func, '__name__', 'f')} vectorized over a batch axis."
+    return wrapper
+
+
+def _batch_size(leaves: list, axes: list) -> tuple[int, list]:
+    """The common length of the mapped axes, and the axes made non-negative."""
+    size, first, norm = None, None, []
+    for k, (x, a) in enumerate(zip(leaves, axes)):
+        if a is None:
+            norm.append(None)
+            continue
+        shape = np.shape(x)
+        if not -len(shape) <= a < len(shape):
+            raise ValueError(f"vmap: in_axes gives axis {a} for input {k}, which has shape "
+                             f"{shape}")
+        a %= len(shape)
+        norm.append(a)
+        if size is None:
+            size, first = shape[a], (k, a)
+        elif shape[a] != size:
+            raise ValueError(f"vmap: the mapped axes have different lengths: input "
+                             f"{first[0]} has {size} along axis {first[1]}, input {k} has "
+                             f"{shape[a]} along axis {a}")
+    if size is None:
+        raise ValueError("vmap: no input is mapped (in_axes is None for all of them); map "
+                         "at least one")
+    return size, norm
+
+
+def _vmapped(func: Callable, leaves: list, tree: Any, axes: list, out_axes: Any, size: int,
+             array_mode: bool, own: bool) -> Any:
+    with batching.batch_level(size, own) as level:
+        inputs = [x if a is None else batching.mark(
+            x if isinstance(x, Tensor) else make_tensor(np.asarray(x)), level, a)
+            for x, a in zip(leaves, axes)]
+        out = func(*_tree_unflatten(tree, inputs))
+        o_leaves, o_tree = _tree_flatten(out)
+        results = []
+        for k, (o, a) in enumerate(zip(o_leaves, _axes_for(out_axes, o_tree, "out_axes"))):
+            if a is None:
+                if batching.involves(o, level):
+                    raise ValueError(f"vmap: out_axes is None for output {k}, but it differs "
+                                     f"from example to example; give it an axis")
+                results.append(o)
+                continue
+            nd = np.ndim(o) + 1
+            if not -nd <= a < nd:
+                raise ValueError(f"vmap: out_axes gives axis {a} for output {k}, which has "
+                                 f"{nd} axes with the batch axis")
+            results.append(batching.strip(o, level, size, a % nd)[0])
+    return _tree_unflatten(o_tree, [_export(r, array_mode) for r in results])
+
+
+def _join_chunks(parts: list, out_axes: Any) -> Any:
+    from . import concatenate
+
+    trees = [_tree_flatten(p) for p in parts]
+    structure = trees[0][1]
+    joined = []
+    for k, a in enumerate(_axes_for(out_axes, structure, "out_axes")):
+        pieces = [t[0][k] for t in trees]
+        joined.append(pieces[0] if a is None else concatenate(pieces, axis=a))
+    return _tree_unflatten(structure, joined)
+
+
+BatchingWarning = batching.BatchingWarning
+__all__ += ["vmap", "BatchingWarning"]
 
 from .implicit import ConvergenceError, fixed_point, root  # noqa: E402  (implicit diff.)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -19,6 +20,7 @@ class _State(threading.local):
     anomaly = False  # yaad.detect_anomaly() is active
     segment = None  # yaad.checkpoint: called with the arguments of every op
     depth = 0  # backward passes running in this thread (a rule or hook calling backward)
+    batching = None  # vmap's dispatch (yaad.batching), while a batch level is active
 
     def refresh(self) -> None:
         self.special = (bool(self.levels) or self.tracer is not None or self.anomaly
@@ -26,6 +28,10 @@ class _State(threading.local):
 
 
 state = _State()
+
+# Levels of forward mode and of vmap, numbered in the order they are entered (one counter:
+# a tensor keys its tangents and batch axes by level).
+new_level = itertools.count(1).__next__
 
 
 def is_grad_enabled() -> bool:

@@ -178,8 +178,8 @@ def root_gradient(t: Tensor, g: Any, k: int, create_graph: bool = False) -> Any:
                 f"as .real or abs(...)**2. (see docs/errors.md#complex-backward)")
         g = unit(data.dtype, data.shape)
     else:
-        if isinstance(g, Tensor) and not create_graph:
-            g = g._data
+        if isinstance(g, Tensor) and not create_graph and not getattr(g, "_tangents", None):
+            g = g._data  # (a batched cotangent stays a tensor: its data are not its value)
         if np.shape(g) != t.shape:
             raise RuntimeError(f"backward: gradient for output {k} has shape {np.shape(g)}, "
                                f"but the output has shape {t.shape}")

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.linalg import LinAlgError
 
+from .batching import per_example
 from .grad_mode import is_grad_enabled
 from .op import op
 from .ops.elementwise import conj
@@ -186,6 +187,7 @@ def slogdet(a: Any) -> SlogdetResult:
     return SlogdetResult(*slogdet_op(a))
 
 
+@per_example()
 def lstsq(a: Any, b: Any, rcond: float | None = None) -> tuple:
     """Least-squares solution of ``a x = b`` (numpy.linalg.lstsq), batched.
 
@@ -249,9 +251,14 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         if isinstance(a, Tensor) and a.requires_grad and is_grad_enabled():
             raise ValueError("qr: mode='raw' is not differentiable; use mode='reduced' or "
                              "'complete', or call it under yaad.no_grad()")
-        h, tau = np.linalg.qr(data_of(a), "raw")
-        return (Tensor(h), Tensor(tau)) if isinstance(a, Tensor) else (h, tau)
+        return _qr_raw(a)
     raise ValueError(f"qr: unrecognized mode {mode!r}; use 'reduced', 'complete', 'r' or 'raw'")
+
+
+@per_example()
+def _qr_raw(a: Any) -> tuple:
+    h, tau = np.linalg.qr(data_of(a), "raw")
+    return (Tensor(h), Tensor(tau)) if isinstance(a, Tensor) else (h, tau)
 
 
 def eigh(a: Any, UPLO: str = "L", *, eps: float | None = None) -> EighResult:
@@ -430,7 +437,7 @@ def _matrix_rank(A: Any, tol: Any, hermitian: bool, rtol: Any) -> Any:
 
 
 _rank_op = op(lambda A, tol, hermitian, rtol: np.asarray(_matrix_rank(A, tol, hermitian, rtol)),
-              name="linalg.matrix_rank")
+              name="linalg.matrix_rank", batch="broadcast")
 
 
 def matrix_power(a: Any, n: int) -> Any:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .batching import conform
 from .grad_mode import state
 from .op import View, _root, mark_modified, refuse_backward
 from .ops.elementwise import imag, real
@@ -223,6 +224,7 @@ def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple 
         src = _snapshot(self, copy=_saves_input(fn))
         # x *= x: the other operand is the old value too
         result = fn(src, *[src if o is self else o for o in others], *after)
+        result = conform(result, self)  # (inside vmap: the layout of self's batch axes)
         _write(self, result._data, name)
         _adopt(self, result)
     _rebase_views(self, name)

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from .tensor import Tensor
+from .tensor import Tensor, ndim_of
 
 # Ufunc methods that are reductions or scans with a yaad name.
 _UFUNC_METHODS = {
@@ -68,7 +66,10 @@ _META = {"shape", "ndim", "size", "iscomplexobj", "isrealobj", "isscalar", "resu
 
 def _data(x: Any, meta: bool = False) -> Any:
     if isinstance(x, Tensor):
-        return x._data if meta else x.data
+        if meta:  # (inside vmap, one example's shape: a stand-in without values)
+            stand_in = getattr(x, "_stand_in", None)
+            return stand_in() if stand_in is not None else x._data
+        return x.data
     if isinstance(x, (list, tuple)):
         return type(x)(_data(v, meta) for v in x)
     if isinstance(x, dict):
@@ -160,7 +161,7 @@ def _outer_operands(inputs: tuple) -> tuple:
 
 
 def _ndim(x: Any) -> int:
-    return np.ndim(x._data if isinstance(x, Tensor) else x)
+    return ndim_of(x)
 
 
 def array_function(func: Any, args: tuple, kwargs: dict) -> Any:

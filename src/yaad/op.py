@@ -106,7 +106,7 @@ class Op:
     __slots__ = (
         "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
         "elementwise", "selects", "linear", "fn", "simple", "derivs", "reads", "frees",
-        "__weakref__",
+        "batch", "__weakref__",
     )
 
     def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
@@ -132,6 +132,7 @@ class Op:
         # written with yaad functions, serve create_graph and forward mode).
         self.derivs = None
         self.reads = None  # see op(reads=): a node keeps what its needed rules read
+        self.batch = None  # the batching rule for vmap (see op(batch=))
 
     def __repr__(self) -> str:
         return f"<yaad op {self.name}>"
@@ -171,7 +172,8 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
        jvp: Callable | Sequence | None = None, name: str | None = None,
        save_args: bool = True, save_ans: bool = True, nout: int = 1,
        variadic: bool = False, elementwise: bool = False, selects: bool = False,
-       linear: Sequence[int] | bool = False, reads: Sequence | None = None) -> Callable:
+       linear: Sequence[int] | bool = False, reads: Sequence | None = None,
+       batch: Callable | str | None = None) -> Callable:
     """Declare a differentiable operation from a forward function on arrays.
 
     Usable as ``op(forward, vjp=..., jvp=...)`` or as a decorator, with the rules given
@@ -213,6 +215,15 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
         argument ``j``. A call then keeps only the arguments read by the rules of the
         inputs that require grad (``multiply(x, c)`` keeps ``c``), so the others are
         released early and may change in place afterwards.
+    batch : callable or str, optional
+        How :func:`yaad.func.vmap` runs the op on a batch (also ``f.defbatch(rule)``).
+        A rule ``batch(dims, *args, **kw) -> (out, out_dim)`` gets the arguments with
+        their batch axis in place (``dims[i]``: its position in argument ``i``, or None
+        for an argument without one) and returns the op's result on the whole batch and
+        the position of the batch axis in it (a tuple of them for several outputs).
+        ``"broadcast"``: the op broadcasts over leading axes, as elementwise functions
+        and stacks of matrices do (the default for ``elementwise=True``). Without a
+        rule, vmap calls the op once per example, with a warning.
 
     Returns
     -------
@@ -223,11 +234,12 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
         return lambda f: op(f, vjp=vjp, jvp=jvp, name=name, save_args=save_args,
                             save_ans=save_ans, nout=nout, variadic=variadic,
                             elementwise=elementwise, selects=selects, linear=linear,
-                            reads=reads)
+                            reads=reads, batch=batch)
     spec = Op(forward, name or forward.__name__, _as_rules(vjp), _as_rules(jvp), save_args,
               save_ans, nout, variadic, elementwise, selects, linear)
     if reads is not None and save_args:
         spec.reads = tuple(tuple(bool(r) for r in row) for row in reads)
+    spec.batch = batch
     return _make_function(spec)
 
 
@@ -382,6 +394,7 @@ def _make_function(spec: Op) -> Callable:
     spec.fn = call
     call.defvjp = lambda *rules: _set("vjps", rules)
     call.defjvp = lambda *rules: _set("jvps", rules)
+    call.defbatch = lambda rule: setattr(spec, "batch", rule) or rule
     registry[spec.name] = spec
     return call
 
@@ -420,6 +433,9 @@ def _call_plain(spec: Op, args: tuple, kw: dict) -> Any:
     reaches each tensor instead of being dropped by the conversion to an array."""
     vjps = spec.vjps
     stacked = None
+    if state.batching is not None and any(type(a) in _SEQUENCES and holds_tensor(a)
+                                          for a in args):
+        return apply(spec, args, kw)  # a tensor in an index: vmap may batch it
     for i, a in enumerate(args):
         if (type(a) in _SEQUENCES and (spec.variadic or (i < len(vjps) and vjps[i]))
                 and holds_tensor(a)):
@@ -670,6 +686,10 @@ def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
 def _apply_special(spec: Op, args: tuple, kw: dict) -> Any:
     levels = state.levels
     if levels:
+        if state.batching is not None:  # vmap: a batched argument goes first (batching.py)
+            out = state.batching(spec, args, kw)
+            if out is not NotImplemented:
+                return out
         top = _top_level(args, kw, levels)
         if top is not None:
             return _apply_forward_mode(spec, args, kw, top)

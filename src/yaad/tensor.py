@@ -44,6 +44,9 @@ class Tensor:
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         if isinstance(data, Tensor):
+            if type(data) in presenters.values():  # its data are not its value (vmap)
+                raise TypeError("Tensor(x) of a tensor inside vmap: use yaad.tensor(x) "
+                                "for a copy, or x.detach()")
             data = data._data
         elif not isinstance(data, np.ndarray):
             data = np.asarray(data)
@@ -408,7 +411,7 @@ def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
 
     ``node`` is the producing node (or ``(node, output index)``), None for a leaf.
     """
-    t = _new(Tensor)
+    t = _new(_presenter(tangents) if tangents and presenters else Tensor)
     t._data = data
     t._node = node
     t.requires_grad = requires_grad
@@ -418,14 +421,27 @@ def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
 
 
 def shape_of(x: Any) -> tuple:
-    """The shape of a tensor, an array or anything NumPy reads as one (no value is read:
-    a compiled function's recording need not see it)."""
-    return x._data.shape if isinstance(x, Tensor) else np.shape(x)
+    """The shape of a tensor (one example's inside vmap), an array or anything NumPy reads
+    as one (no value is read: a compiled function's recording need not see it)."""
+    return x.shape if isinstance(x, Tensor) else np.shape(x)
 
 
 def ndim_of(x: Any) -> int:
     """The number of dimensions (see :func:`shape_of`)."""
-    return x._data.ndim if isinstance(x, Tensor) else np.ndim(x)
+    return x.ndim if isinstance(x, Tensor) else np.ndim(x)
+
+
+# A mode whose entries in ``_tangents`` change what a tensor presents (vmap's batch axes,
+# hidden from the shape) registers here: the entry's type -> the Tensor subclass to use.
+presenters: dict[type, type] = {}
+
+
+def _presenter(tangents: dict) -> type:
+    for v in tangents.values():
+        cls = presenters.get(type(v))
+        if cls is not None:
+            return cls
+    return Tensor
 
 
 def dtype_of(x: Any) -> np.dtype:

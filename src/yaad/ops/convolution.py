@@ -25,9 +25,10 @@ import numpy as np
 import scipy.signal as ssig
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from ..batching import example_shape, front
 from ..op import op
 from .elementwise import conj
-from .shape import flip, getitem, pad
+from .shape import expand_dims, flip, getitem, pad
 
 _MODES = ("full", "valid", "same")
 
@@ -98,8 +99,26 @@ def _signal(fn, name):
     return forward
 
 
+def _first_batched(signal, default: str, one_d: bool):
+    """The batching rule of a convolution of ``in1`` (batched) by ``in2`` (not), computed by
+    ``signal`` (``signal.convolve`` or ``signal.correlate``): the batch is one more axis,
+    along which ``in2`` has length one. Where the window of "same" or "valid" would follow
+    ``in2``'s length (longer than ``in1``'s), and with both batched: once per example."""
+    def batch(dims, in1, in2, mode=default, method="auto"):
+        if dims[0] is None or any(d is not None for d in dims[1:]):
+            return NotImplemented
+        shape = example_shape(in1, dims[0])
+        if (one_d and len(shape) != 1) or (mode != "full" and any(
+                m < k for m, k in zip(shape, np.shape(in2)))):
+            return NotImplemented
+        return signal(front(in1, dims[0]), expand_dims(in2, 0), mode, method), 0
+
+    return batch
+
+
 signal_convolve = op(_signal(ssig.convolve, "convolve"), name="signal.convolve", linear=True,
-                     vjp=_rules(_scipy_windows, "full", False))
+                     vjp=_rules(_scipy_windows, "full", False),
+                     batch=_first_batched(lambda *a: signal_convolve(*a), "full", False))
 signal_convolve.__doc__ = """N-dimensional convolution (scipy.signal.convolve), differentiable
 in both inputs.
 
@@ -117,7 +136,8 @@ Returns
 Tensor or ndarray
 """
 signal_correlate = op(_signal(ssig.correlate, "correlate"), name="signal.correlate",
-                      linear=True, vjp=_rules(_scipy_windows, "full", True))
+                      linear=True, vjp=_rules(_scipy_windows, "full", True),
+                      batch=_first_batched(lambda *a: signal_correlate(*a), "full", False))
 signal_correlate.__doc__ = """N-dimensional cross-correlation (scipy.signal.correlate):
 ``sum in1[k + n] conj(in2[n])``, differentiable in both inputs.
 
@@ -164,7 +184,8 @@ def _vector(x):
 
 
 convolve = op(_np_convolve, name="convolve", linear=True,
-              vjp=_as_1d(_rules(_numpy_windows("convolve"), "full", False)))
+              vjp=_as_1d(_rules(_numpy_windows("convolve"), "full", False)),
+              batch=_first_batched(signal_convolve, "full", True))
 convolve.__doc__ = """Discrete linear convolution of two 1-D sequences (numpy.convolve),
 differentiable in both.
 
@@ -180,7 +201,8 @@ Tensor or ndarray
 """
 
 correlate = op(_np_correlate, name="correlate", linear=True,
-               vjp=_as_1d(_rules(_numpy_windows("correlate"), "valid", True)))
+               vjp=_as_1d(_rules(_numpy_windows("correlate"), "valid", True)),
+               batch=_first_batched(signal_correlate, "valid", True))
 correlate.__doc__ = """Cross-correlation of two 1-D sequences, ``sum a[n + k] conj(v[n])``
 (numpy.correlate), differentiable in both.
 

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.special as sp
 
 from ..op import exported, op
+from ..tensor import Tensor
 from . import parameter_derivatives as _pd
 
 _LN2 = math.log(2.0)
@@ -405,7 +406,7 @@ floor_divide = elementwise_op("floor_divide", np.floor_divide, lambda _a, _x, _y
                    lambda _a, _x, _y: 0, real_only=True)
 
 
-@op
+@op(batch="broadcast")
 def round(x, decimals=0):  # noqa: A001 - NumPy's name
     """Round to the given number of decimals (zero gradient, like PyTorch)."""
     return np.round(x, decimals)
@@ -453,7 +454,7 @@ def _scaled_temporary(t, g, sign=1):
 def _fits_into(t, g) -> bool:
     """Whether ``t * g`` has ``t``'s shape and dtype (so it can be computed in place)."""
     gshape = np.shape(g)
-    if len(gshape) > t.ndim or not t.flags.writeable:
+    if len(gshape) > t.ndim or not t.flags.writeable or isinstance(g, Tensor):
         return False
     if any(a != 1 and a != b for a, b in zip(gshape[::-1], t.shape[::-1])):
         return False
@@ -665,7 +666,7 @@ infinite, and it stays zero through the elementwise functions above it."""
 # ---- without gradient: comparisons, logic, tests -------------------------------------
 
 def _nondiff(fn, name=None):
-    return op(fn, name=name or fn.__name__)
+    return op(fn, name=name or fn.__name__, batch="broadcast")
 
 
 equal = _nondiff(np.equal)

@@ -13,20 +13,33 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+from numpy.lib.array_utils import normalize_axis_index
 
+from ..batching import aligned, columns, front
 from ..op import exported, op
 from ..tensor import Tensor
 from .elementwise import conj, imag, real, where
 from .products import matmul
 from .reductions import sum as _sum
-from .shape import concatenate, diag_embed, diagonal, expand_dims, squeeze, swapaxes, tril, triu
+from .shape import (
+    _values,
+    concatenate,
+    diag_embed,
+    diagonal,
+    expand_dims,
+    squeeze,
+    swapaxes,
+    tril,
+    triu,
+)
 
 # ---- helpers (arrays or tensors) ----------------------------------------------------
 
 
 def data_of(x):
-    """The array behind ``x`` (for masks and checks, which carry no gradient)."""
-    return x.data if isinstance(x, Tensor) else x
+    """The array behind ``x`` (for masks and checks, which carry no gradient; inside
+    vmap, every example's)."""
+    return _values(x)
 
 
 def is_complex(x) -> bool:
@@ -113,6 +126,27 @@ def square_matrices(name: str, a):
     return a
 
 
+def solve_batch(fn):
+    """The batching rule of a solve ``fn(a, b, *rest)`` for ``a x = b`` (``b``: a vector or
+    matrices): with one matrix ``a``, a single solve for the examples' right-hand sides as
+    columns; else stacks of matrices, each vector made a column."""
+    def batch(dims, a, b, *rest, **kw):
+        da, db = dims[:2]
+        if any(d is not None for d in dims[2:]):
+            return NotImplemented
+        nda, ndb = np.ndim(a) - (da is not None), np.ndim(b) - (db is not None)
+        if da is None and nda == 2 and ndb <= 2:
+            cols, back = columns(b, db)
+            return back(fn(a, cols, *rest, **kw))
+        vec = ndb == 1
+        b = front(b, db)
+        a, b = aligned((a, expand_dims(b, -1) if vec else b), (da, db and 0), cores=(2, 2))
+        out = fn(a, b, *rest, **kw)
+        return (squeeze(out, -1) if vec else out), 0
+
+    return batch
+
+
 # ---- triangular solve ----------------------------------------------------------------
 
 _TRANS = {0: 0, "N": 0, "n": 0, 1: 1, "T": 1, "t": 1, 2: 2, "C": 2, "c": 2}
@@ -183,7 +217,9 @@ def _st_jvp_a(t, x, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b
 
 
 solve_triangular = op(_solve_triangular, name="linalg.solve_triangular", linear=(1,),
-                      vjp=(_st_vjp_a, _st_vjp_b), jvp=(_st_jvp_a, None))
+                      vjp=(_st_vjp_a, _st_vjp_b), jvp=(_st_jvp_a, None),
+                      batch=solve_batch(lambda a, b, *rest, **kw: solve_triangular(
+                          a, b, *rest, **kw)))
 solve_triangular.__doc__ = """Solve ``op(a) x = b`` for a triangular ``a``.
 
 SciPy's ``scipy.linalg.solve_triangular``, batched. Only the triangle selected by
@@ -220,7 +256,7 @@ def _inv(a):
     return np.linalg.inv(a)
 
 
-inv = op(_inv, name="linalg.inv", save_args=False,
+inv = op(_inv, name="linalg.inv", save_args=False, batch="broadcast",
          vjp=lambda g, ans, a: -matmul(mH(ans), matmul(g, mH(ans))),
          jvp=lambda t, ans, a: -matmul(ans, matmul(t, ans)))
 inv.__doc__ = """Inverse of (a batch of) square matrices (numpy.linalg.inv).
@@ -263,7 +299,7 @@ def mv_solve(a, b, vec: bool):
 
 
 solve = op(_solve, name="linalg.solve", linear=(1,),
-           vjp=(_solve_vjp_a, _solve_vjp_b),
+           vjp=(_solve_vjp_a, _solve_vjp_b), batch=solve_batch(lambda a, b: solve(a, b)),
            jvp=(lambda t, x, a, b: -mv_solve(a, mv(t, x, b.ndim == 1), b.ndim == 1), None))
 solve.__doc__ = """Solve ``a x = b`` (numpy.linalg.solve, NumPy 2 broadcasting).
 
@@ -316,7 +352,7 @@ def adjugate(a, det_a):
     return col(col(phase)) * matmul(mH(vh) * row(others), mH(u))
 
 
-det = op(_det, name="linalg.det",
+det = op(_det, name="linalg.det", batch="broadcast",
          vjp=lambda g, ans, a: col(col(g)) * mH(adjugate(a, ans)),
          jvp=lambda t, ans, a: _sum(mT(adjugate(a, ans)) * t, axis=(-2, -1)))
 det.__doc__ = """Determinant of (a batch of) square matrices (numpy.linalg.det).
@@ -369,7 +405,8 @@ def _slogdet_jvp(t, ans, a):
     return sign * (1j * imag(d)), real(d)
 
 
-slogdet_op = op(_slogdet, name="linalg.slogdet", nout=2, vjp=_slogdet_vjp, jvp=_slogdet_jvp)
+slogdet_op = op(_slogdet, name="linalg.slogdet", nout=2, vjp=_slogdet_vjp, jvp=_slogdet_jvp,
+                batch="broadcast")
 
 
 # ---- pseudo-inverse and least squares -----------------------------------------------
@@ -403,7 +440,7 @@ def _pinv(a, rcond=None, hermitian=False, rtol=None):
     return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **kw)
 
 
-pinv = op(_pinv, name="linalg.pinv",
+pinv = op(_pinv, name="linalg.pinv", batch="broadcast",
           vjp=lambda g, p, a, rcond=None, hermitian=False, rtol=None: pinv_vjp(a, p, g,
                                                                                hermitian),
           jvp=lambda t, p, a, rcond=None, hermitian=False, rtol=None: pinv_jvp(a, p, t,
@@ -467,7 +504,8 @@ def _lstsq_jvp_a(t, x, a, b, rcond=None):
 
 
 lstsq_solution = op(_lstsq_solution, name="linalg.lstsq", linear=(1,),
-                    vjp=(_lstsq_vjp_a, _lstsq_vjp_b), jvp=(_lstsq_jvp_a, None))
+                    vjp=(_lstsq_vjp_a, _lstsq_vjp_b), jvp=(_lstsq_jvp_a, None),
+                    batch=solve_batch(lambda a, b, rcond=None: lstsq_solution(a, b, rcond)))
 lstsq_solution.__doc__ = """The minimum-norm least-squares solution ``pinv(a) @ b``, batched
 (the first output of numpy.linalg.lstsq)."""
 
@@ -498,7 +536,7 @@ def _cholesky_jvp(t, ans, a, upper=False):
     return mH(dl) if upper else dl
 
 
-cholesky = op(_cholesky, name="linalg.cholesky", save_args=False,
+cholesky = op(_cholesky, name="linalg.cholesky", save_args=False, batch="broadcast",
               vjp=_cholesky_vjp, jvp=_cholesky_jvp)
 cholesky.__doc__ = """Cholesky factorisation ``a = L L^H`` (numpy.linalg.cholesky).
 
@@ -533,9 +571,19 @@ def _cconj(x):
     return conj(x) if is_complex(x) else x
 
 
+def _cross_batch(dims, x1, x2, axis=-1):
+    # the axis counted from the end is the same in both once they are aligned
+    ends = {normalize_axis_index(axis, np.ndim(x) - (d is not None)) - np.ndim(x) + (
+        d is not None) for x, d in zip((x1, x2), dims)}
+    if len(ends) != 1:
+        return NotImplemented
+    return cross(*aligned((x1, x2), dims), axis=ends.pop()), 0
+
+
 cross = op(_cross, name="linalg.cross", save_ans=False, linear=True,
            vjp=(lambda g, ans, x1, x2, axis=-1: cross(_cconj(x2), g, axis=axis),
-                lambda g, ans, x1, x2, axis=-1: cross(g, _cconj(x1), axis=axis)))
+                lambda g, ans, x1, x2, axis=-1: cross(g, _cconj(x1), axis=axis)),
+           batch=_cross_batch)
 cross.__doc__ = """Cross product of 3-vectors along ``axis`` (numpy.linalg.cross), broadcasting."""
 
 

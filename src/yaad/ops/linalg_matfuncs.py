@@ -31,7 +31,7 @@ def _zeros_of(t):
 
 
 block_upper = op(
-    _block_upper, name="linalg.block_upper", save_args=False, save_ans=False,
+    _block_upper, name="linalg.block_upper", save_args=False, save_ans=False, batch="broadcast",
     vjp=(lambda g, ans, a, e: g[..., :a.shape[-1], :a.shape[-1]] + g[..., a.shape[-1]:,
                                                                      a.shape[-1]:],
          lambda g, ans, a, e: g[..., :a.shape[-1], a.shape[-1]:]),
@@ -64,7 +64,7 @@ def _matrix_function(name: str, forward):
     # The VJP is the adjoint of E -> L_f(A, E): conj(L_f(A^T, conj(g))), which holds for
     # every primary matrix function. (L_f(A^H, g) would need f(conj z) = conj f(z), false
     # on the branch cut: sqrtm and logm of a real matrix with a negative eigenvalue.)
-    fn = op(fwd, name=f"linalg.{name}", save_ans=False,
+    fn = op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast",
             vjp=lambda g, ans, A: _conj(frechet(fn, mT(A), _conj(g))),
             jvp=lambda t, ans, A: frechet(fn, A, t))
     return fn

@@ -63,7 +63,7 @@ def _vector_norm_jvp(t, ans, x, axis=None, keepdims=False, ord=2):
 
 
 _vector_norm_op = op(_vector_norm, name="linalg.vector_norm", vjp=_vector_norm_vjp,
-                     jvp=_vector_norm_jvp)
+                     jvp=_vector_norm_jvp, batch="reduce")
 
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from ..batching import columns
 from ..op import op
 from ..tensor import Tensor
 from .elementwise import conj
@@ -68,7 +69,7 @@ def _adjoint(g, a, b):
 
 
 solve_sylvester = op(
-    _sylvester, name="linalg.solve_sylvester",
+    _sylvester, name="linalg.solve_sylvester", batch="broadcast",
     vjp=(lambda g, x, a, b, q: -matmul(_adjoint(g, a, b), mH(x)),
          lambda g, x, a, b, q: -matmul(mH(x), _adjoint(g, a, b)),
          lambda g, x, a, b, q: _adjoint(g, a, b)),
@@ -168,8 +169,16 @@ def _banded_jvp_ab(t, x, l_and_u, ab, b, *rest, **kw):
     return solve_banded(l_and_u, ab, -_band_matvec(*l_and_u, t, x))
 
 
+def _banded_batch(dims, l_and_u, ab, b, *rest, **kw):
+    if dims[1] is not None or any(d is not None for d in dims[3:]):
+        return NotImplemented  # a band per example: SciPy solves one at a time
+    cols, back = columns(b, dims[2])  # one band: the examples' right-hand sides as columns
+    return back(solve_banded(l_and_u, ab, cols, *rest, **kw))
+
+
 solve_banded = op(_banded, name="linalg.solve_banded", linear=(2,),
-                  vjp=(None, _banded_vjp_ab, _banded_vjp_b), jvp=(None, _banded_jvp_ab, None))
+                  vjp=(None, _banded_vjp_ab, _banded_vjp_b), jvp=(None, _banded_jvp_ab, None),
+                  batch=_banded_batch)
 solve_banded.__doc__ = """Solve ``a x = b`` for a banded ``a`` given in LAPACK's band
 storage (scipy.linalg.solve_banded), differentiable in ``ab`` and ``b``.
 

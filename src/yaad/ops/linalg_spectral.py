@@ -36,6 +36,7 @@ import weakref
 import numpy as np
 
 from ..anomaly import user_frames
+from ..batching import aligned
 from ..op import exported, op
 from ..tensor import Tensor
 from .elementwise import conj, imag, real, where
@@ -363,8 +364,15 @@ def _resolvent_vjp_shifts(gx, x, m, shifts, g, *basis, **kw):
     return -(real(d) if is_complex(d) else d)
 
 
+def _resolvent_batch(dims, m, shifts, g, *basis, **kw):
+    # every argument broadcast over its leading axes; these are its own:
+    cores = (2, 1, 2, 2, 1, 2)[:3 + len(basis)]
+    args = aligned((m, shifts, g, *basis), dims, cores=cores)
+    return resolvent(*args, **kw), 0
+
+
 resolvent = op(
-    _resolvent, name="linalg.resolvent",
+    _resolvent, name="linalg.resolvent", batch=_resolvent_batch,
     vjp=(_resolvent_vjp_m, _resolvent_vjp_shifts,
          lambda gx, x, m, shifts, g, *basis, **kw: resolvent(m, shifts, gx, *basis, **kw),
          None, None, None),
@@ -475,7 +483,7 @@ def _eigh_jvp(t, ans, a, UPLO="L", eps=None):
 
 
 eigh = op(_eigh, name="linalg.eigh", nout=2, vjp=located(_eigh_vjp, "linalg.eigh", 0),
-          jvp=_eigh_jvp)
+          jvp=_eigh_jvp, batch="broadcast")
 
 
 # ---- eig ---------------------------------------------------------------------------------
@@ -549,7 +557,8 @@ def _eig_jvp(t, ans, a, eps=None):
     return diag(dp), matmul(v, c)
 
 
-eig = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp)
+eig = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp,
+         batch="broadcast")
 
 
 # ---- svd ---------------------------------------------------------------------------------
@@ -734,7 +743,8 @@ def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False, eps=None):
     return du, (real(ds) if is_complex(ds) else ds), mH(dv)
 
 
-svd = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd", 1), jvp=_svd_jvp)
+svd = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd", 1), jvp=_svd_jvp,
+         batch="broadcast")
 
 
 # ---- qr ------------------------------------------------------------------------------------
@@ -817,6 +827,6 @@ def _qr_jvp(t, ans, a, complete=False):
 
 
 qr = op(_qr, name="linalg.qr", nout=2, save_args=False, vjp=located(_qr_vjp, "linalg.qr", 1),
-         jvp=_qr_jvp)
+         jvp=_qr_jvp, batch="broadcast")
 
 __all__ = exported(globals())

@@ -13,11 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from ..batching import aligned, example_shape, front, size_of
 from ..op import exported, op
 from .elementwise import conj, exp, imag, real, sign, where
 from .reductions import expand_reduced
 from .reductions import sum as _sum
+from .shape import broadcast_to
 
 
 def _c(x):
@@ -55,7 +58,8 @@ def _softmax_jvp(t, ans, x, axis=None):
     return ans * (t - _sum(t * ans, axis=axis, keepdims=True))
 
 
-softmax = op(_softmax, name="softmax", save_args=False, vjp=_softmax_vjp, jvp=_softmax_jvp)
+softmax = op(_softmax, name="softmax", save_args=False, vjp=_softmax_vjp, jvp=_softmax_jvp,
+             batch="reduce")
 softmax.__doc__ = """Softmax, ``exp(x) / sum(exp(x))`` over ``axis`` (scipy.special.softmax).
 
 Parameters
@@ -88,7 +92,7 @@ def _log_softmax_jvp(t, ans, x, axis=None):
 
 
 log_softmax = op(_log_softmax, name="log_softmax", save_args=False, vjp=_log_softmax_vjp,
-                 jvp=_log_softmax_jvp)
+                 jvp=_log_softmax_jvp, batch="reduce")
 log_softmax.__doc__ = """Logarithm of the softmax over ``axis`` (scipy.special.log_softmax).
 
 Parameters
@@ -153,8 +157,23 @@ def _lse_jvp(k):
     return jvp
 
 
+def _lse_batch(dims, a, b, axis, keepdims):
+    nd = len(np.broadcast_shapes(*(example_shape(x, d) for x, d in zip((a, b), dims))))
+    a, b = aligned((a, b), dims, nd)
+    return _lse(a, b, _shifted_axes(axis, nd), keepdims), 0
+
+
+def _shifted_axes(axis, nd):
+    """The ``axis`` of an example (None: all) as axes of the batch (batch axis in front)."""
+    if axis is None:
+        return tuple(range(1, nd + 1))
+    if isinstance(axis, (int, np.integer)):
+        return normalize_axis_index(axis, nd) + 1
+    return tuple(i + 1 for i in normalize_axis_tuple(axis, nd))
+
+
 _lse = op(_logsumexp, name="logsumexp", vjp=(_lse_vjp(0), _lse_vjp(1)),
-          jvp=(_lse_jvp(0), _lse_jvp(1)))
+          jvp=(_lse_jvp(0), _lse_jvp(1)), batch=_lse_batch)
 
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
@@ -212,7 +231,15 @@ def _sign_of_sum_forward(a, b, out, axis, keepdims) -> np.ndarray:
 
 
 # (an op: a compiled replay computes the sign of the new sum)
-_sign_of_sum = op(_sign_of_sum_forward, name="logsumexp_sign")
+def _sign_batch(dims, a, b, out, axis, keepdims):
+    nd = len(np.broadcast_shapes(*(example_shape(x, d) for x, d in zip((a, b), dims))))
+    a, b = aligned((a, b), dims[:2], nd)
+    n = size_of((a, b, out), dims[:3])
+    out = front(out, dims[2]) if dims[2] is not None else broadcast_to(out, (n,) + np.shape(out))
+    return _sign_of_sum(a, b, out, _shifted_axes(axis, nd), keepdims), 0
+
+
+_sign_of_sum = op(_sign_of_sum_forward, name="logsumexp_sign", batch=_sign_batch)
 
 
 __all__ = exported(globals())

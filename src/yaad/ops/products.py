@@ -13,6 +13,7 @@ its backward reuses the intermediates; each contraction's VJP is itself an einsu
 
 from __future__ import annotations
 
+import math
 import string
 from collections import Counter
 from functools import lru_cache
@@ -20,7 +21,9 @@ from typing import Any
 
 import numpy as np
 import opt_einsum
+from numpy.lib.array_utils import normalize_axis_index
 
+from ..batching import aligned, columns, flat_examples, front
 from ..op import exported, op
 from ..tensor import dtype_of
 from .elementwise import conj, multiply
@@ -126,8 +129,33 @@ def _matmul_vjp_b(g, ans, a, b):
     return _conj_product(lambda g, a: matmul(a.mT, g), g, (a,), b)
 
 
+def _matmul_batch(dims, a, b):
+    da, db = dims
+    nda, ndb = np.ndim(a) - (da is not None), np.ndim(b) - (db is not None)
+    if db is None and ndb == 2 and nda <= 2:
+        # rows (or matrices) of a times one matrix: a single product of (n*rows, k) by b
+        a = front(a, da)
+        rows = reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))
+        return reshape(_matmul(rows, b), a.shape[:-1] + b.shape[-1:]), 0
+    if da is None and nda == 2 and ndb <= 2:  # one matrix times the columns of b
+        cols, back = columns(b, db)
+        return back(_matmul(a, cols))
+    # in general: vectors as matrices, the batch axis in front of aligned stacks
+    va, vb = nda == 1, ndb == 1
+    a, b = front(a, da), front(b, db)
+    if va:
+        a = expand_dims(a, -2)
+    if vb:
+        b = expand_dims(b, -1)
+    a, b = aligned((a, b), (da and 0, db and 0), max(nda + va, ndb + vb))
+    out = _matmul(a, b)
+    if va or vb:
+        out = squeeze(out, (-2, -1) if va and vb else -2 if va else -1)
+    return out, 0
+
+
 _matmul = op(np.matmul, name="matmul", save_ans=False, linear=True,
-             vjp=(_matmul_vjp_a, _matmul_vjp_b))
+             vjp=(_matmul_vjp_a, _matmul_vjp_b), batch=_matmul_batch)
 
 # Multipliers of operands that are not arrays (SciPy sparse matrices, LinearOperators):
 # yaad.sparse registers one. Each returns NotImplemented for operands it does not know.
@@ -187,8 +215,14 @@ def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return g if axes == (nd - 2, nd - 1) else moveaxis(g, (-2, -1), axes)
 
 
+def _trace_batch(dims, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    nd = np.ndim(a) - 1
+    return trace(front(a, dims[0]), offset, normalize_axis_index(axis1, nd) + 1,
+                 normalize_axis_index(axis2, nd) + 1, dtype, out), 0
+
+
 trace = op(_trace, name="trace", save_args=False, save_ans=False, linear=(0,),
-           vjp=_trace_vjp)
+           vjp=_trace_vjp, batch=_trace_batch)
 trace.__doc__ = """Sum along a diagonal (numpy.trace), batched through ``axis1``/``axis2``.
 
 Parameters
@@ -216,9 +250,20 @@ def _vdot(a, b):
     return np.vdot(a, b)
 
 
+def _vdot_batch(dims, a, b):
+    # conj(a) . b of each example's flattened arrays: a batched dot product
+    a, b = (flat_examples(x, d) if d is not None else reshape(x, (-1,))
+            for x, d in zip((a, b), dims))
+    if a.dtype.kind == "c":
+        a = conj(a)
+    return _contract("ij,ij->i" if a.ndim == b.ndim == 2 else
+                     "ij,j->i" if a.ndim == 2 else "j,ij->i", a, b), 0
+
+
 vdot = op(_vdot, name="vdot", save_ans=False, linear=True,
           vjp=(lambda g, ans, a, b: reshape(_c(g) * reshape(b, a.shape), a.shape),
-               lambda g, ans, a, b: reshape(g * reshape(a, b.shape), b.shape)))
+               lambda g, ans, a, b: reshape(g * reshape(a, b.shape), b.shape)),
+          batch=_vdot_batch)
 vdot.__doc__ = """Dot product of two flattened arrays, conjugating the first (numpy.vdot).
 
 Parameters
@@ -284,8 +329,24 @@ def _tensordot_vjp_b(g, ans, a, b, axes=2):
     return r if perm is None else transpose(r, perm)
 
 
+def _tensordot_batch(dims, a, b, axes=2):
+    da, db = dims[:2]
+    ia, ib = _tensordot_axes(axes, np.ndim(a) - (da is not None), np.ndim(b) - (db is not None))
+    if da is not None and db is not None:  # a batch axis shared by both: an einsum
+        na, nb = np.ndim(a) - 1, np.ndim(b) - 1
+        la, lb = list(_LETTERS[1:na + 1]), list(_LETTERS[na + 1:na + nb + 1])
+        for i, j in zip(ia, ib):
+            lb[j] = la[i]
+        out = "a" + "".join(c for k, c in enumerate(la) if k not in ia) + "".join(
+            c for k, c in enumerate(lb) if k not in ib)
+        return _contract(f"a{''.join(la)},a{''.join(lb)}->{out}", front(a, da), front(b, db)), 0
+    if da is not None:
+        return tensordot(front(a, da), b, ([i + 1 for i in ia], ib)), 0
+    return tensordot(a, front(b, db), (ia, [j + 1 for j in ib])), np.ndim(a) - len(ia)
+
+
 tensordot = op(_tensordot, name="tensordot", save_ans=False, linear=True,
-               vjp=(_tensordot_vjp_a, _tensordot_vjp_b))
+               vjp=(_tensordot_vjp_a, _tensordot_vjp_b), batch=_tensordot_batch)
 tensordot.__doc__ = """Sum products over the given axes (numpy.tensordot).
 
 Parameters
@@ -746,9 +807,18 @@ def _contract_vjp(i, g, ans, subscripts, *ops):
     return r
 
 
+def _contract_batch(dims, subscripts, *ops):
+    # a new label for the batch axis, in front of the batched operands and of the output
+    label = next(c for c in _LETTERS if c not in subscripts)
+    lhs, output = subscripts.split("->")
+    terms = [label + t if d is not None else t for t, d in zip(lhs.split(","), dims[1:])]
+    return _contract(",".join(terms) + "->" + label + output,
+                     *(front(o, d) for o, d in zip(ops, dims[1:]))), 0
+
+
 # Variadic: every positional argument after the subscripts is an operand.
 _contract = op(_contract_forward, name="einsum", variadic=True, linear=True,
-               save_ans=False, vjp=_contract_vjp)
+               save_ans=False, vjp=_contract_vjp, batch=_contract_batch)
 
 def matvec(x1: Any, x2: Any, /) -> Any:
     """Matrix-vector product over the last axes, batched (numpy.matvec).

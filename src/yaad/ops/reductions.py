@@ -90,7 +90,7 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
-sum = op(_sum, name="sum", save_args=False, save_ans=False, linear=(0,),  # noqa: A001
+sum = op(_sum, name="sum", save_args=False, save_ans=False, linear=(0,), batch="reduce",  # noqa: A001
          vjp=lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False:
          _spread(g, a, axis, keepdims))
 sum.__doc__ = """Sum of elements over the given axes (numpy.sum).
@@ -126,7 +126,7 @@ def _mean(a, axis=None, dtype=None, out=None, keepdims=False):
 _EXACT_MEAN = (np.dtype(np.float64), np.dtype(np.complex128))
 
 
-mean = op(_mean, name="mean", save_args=False, save_ans=False, linear=(0,),
+mean = op(_mean, name="mean", save_args=False, save_ans=False, linear=(0,), batch="reduce",
           vjp=lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False:
           _spread(g, a, axis, keepdims) / builtins.max(_count(a.shape, axis), 1))
 mean.__doc__ = """Arithmetic mean over the given axes (numpy.mean).
@@ -195,10 +195,10 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
     counts = sum(logical_not(isnan(a)), axis=axis, keepdims=keepdims)
     total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    if np.any(counts == 0):
+    if np.any(_values(counts) == 0):
         warnings.warn("nanmean: mean of empty slice", RuntimeWarning, stacklevel=2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return total / counts.astype(np.finfo(total.dtype).dtype)
+        return total / astype(counts, np.finfo(total.dtype).dtype)
 
 
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
@@ -278,7 +278,8 @@ def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return sum(dt, axis=axis, keepdims=keepdims) * (2 / dof)
 
 
-var = op(_stat("var", np.var), name="var", save_ans=False, vjp=_var_vjp, jvp=_var_jvp)
+var = op(_stat("var", np.var), name="var", save_ans=False, vjp=_var_vjp, jvp=_var_jvp,
+         batch="reduce")
 var.__doc__ = """Variance over the given axes (numpy.var); real for complex input.
 
 Parameters
@@ -322,7 +323,7 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return sum(dt, axis=axis, keepdims=keepdims) / dof
 
 
-std = op(_stat("std", np.std), name="std", vjp=_std_vjp, jvp=_std_jvp)
+std = op(_stat("std", np.std), name="std", vjp=_std_vjp, jvp=_std_jvp, batch="reduce")
 std.__doc__ = """Standard deviation over the given axes (numpy.std); real for complex input.
 
 Where a slice has zero variance (a constant input) the gradient is 0, a subgradient of
@@ -392,7 +393,7 @@ def _prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
     return sum(t * _prod_others(a, axis, ans, keepdims), axis=axis, keepdims=keepdims)
 
 
-prod = op(_prod, name="prod", vjp=_prod_vjp, jvp=_prod_jvp)
+prod = op(_prod, name="prod", vjp=_prod_vjp, jvp=_prod_jvp, batch="reduce")
 prod.__doc__ = """Product of elements over the given axes (numpy.prod).
 
 The gradient is exact with zeros in the input: each entry gets the product of the others.
@@ -433,7 +434,7 @@ def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
 
 
 cumsum = op(_cumsum, name="cumsum", save_args=False, save_ans=False, linear=(0,),
-            vjp=_cumsum_vjp)
+            vjp=_cumsum_vjp, batch="scan")
 cumsum.__doc__ = """Cumulative sum along an axis (numpy.cumsum).
 
 Parameters
@@ -495,7 +496,7 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
     return moveaxis(sum(terms, axis=-2), -1, axis)
 
 
-cumprod = op(_cumprod, name="cumprod", vjp=_cumprod_vjp, jvp=_cumprod_jvp)
+cumprod = op(_cumprod, name="cumprod", vjp=_cumprod_vjp, jvp=_cumprod_jvp, batch="scan")
 cumprod.__doc__ = """Cumulative product along an axis (numpy.cumprod).
 
 The gradient is exact with zeros in the input (it then costs n^2 per slice).
@@ -540,7 +541,7 @@ def _extreme(name: str, fn):
     def jvp(t, ans, a, axis=None, out=None, keepdims=False):
         return sum(t * share(ans, a, axis, keepdims), axis=axis, keepdims=keepdims)
 
-    spec = op(forward, name=name, vjp=vjp, jvp=jvp, selects=True)
+    spec = op(forward, name=name, vjp=vjp, jvp=jvp, selects=True, batch="reduce")
     spec.__doc__ = f"""The {'largest' if name == 'max' else 'smallest'} element over the \
 given axes (numpy.{name}, also ``a{name}``).
 
@@ -646,8 +647,8 @@ def partition(a: Any, kth: Any, axis: int | None = -1, kind: str = "introselect"
 
 # ---- without gradient ------------------------------------------------------------------
 
-def _nondiff(fn, name: str, doc: str):
-    spec = op(fn, name=name)
+def _nondiff(fn, name: str, doc: str, batch: str):
+    spec = op(fn, name=name, batch=batch)
     spec.__doc__ = doc
     return spec
 
@@ -675,7 +676,7 @@ Returns
 -------
 Tensor
     Integer, without gradient.
-""")
+""", "scan")
 
 argmin = _nondiff(_argext(np.argmin, "argmin"), "argmin", """Indices of the minima (numpy.argmin).
 
@@ -692,7 +693,7 @@ Returns
 -------
 Tensor
     Integer, without gradient.
-""")
+""", "scan")
 
 argsort = _nondiff(lambda a, axis=-1, kind=None, order=None, *, stable=None: np.argsort(
     a, axis=axis, kind=kind, order=order, stable=stable), "argsort",
@@ -710,7 +711,7 @@ Returns
 -------
 Tensor
     Integer, without gradient.
-""")
+""", "scan")
 
 
 argpartition = _nondiff(
@@ -730,7 +731,7 @@ Returns
 -------
 Tensor
     Integer, without gradient.
-""")
+""", "scan")
 
 
 def _logical(fn, name):
@@ -755,7 +756,7 @@ Returns
 -------
 Tensor
     Boolean, without gradient.
-""")
+""", "reduce")
 
 any = _nondiff(_logical(np.any, "any"), "any", """Whether any element is true (numpy.any).
 
@@ -771,7 +772,7 @@ Returns
 -------
 Tensor
     Boolean, without gradient.
-""")
+""", "reduce")
 
 count_nonzero = _nondiff(lambda a, axis=None, *, keepdims=False: np.count_nonzero(
     a, axis=axis, keepdims=keepdims), "count_nonzero",
@@ -787,7 +788,7 @@ Returns
 -------
 Tensor
     Integer, without gradient.
-""")
+""", "reduce")
 
 
 def nonzero(a: Any) -> tuple:
@@ -823,7 +824,7 @@ def argwhere(a: Any) -> Any:
     return _argwhere(a)
 
 
-_argwhere = _nondiff(np.argwhere, "argwhere", "")
+_argwhere = _nondiff(np.argwhere, "argwhere", "", "per_example")
 
 
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
@@ -847,8 +848,14 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
     return _searchsorted(a, v, side, sorter)
 
 
+def _searchsorted_batch(dims, a, v, side="left", sorter=None):
+    if dims[0] is None and dims[3:] in ((), (None,)):  # one sorted array: v elementwise
+        return _searchsorted(a, v, side, sorter), dims[1]
+    return NotImplemented
+
+
 _searchsorted = _nondiff(lambda a, v, side="left", sorter=None: np.asarray(
-    np.searchsorted(a, v, side=side, sorter=sorter)), "searchsorted", "")
+    np.searchsorted(a, v, side=side, sorter=sorter)), "searchsorted", "", _searchsorted_batch)
 
 
 __all__ = exported(globals())

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from ..batching import aligned, batch_axes, flat_examples, front, per_example, size_of
 from ..op import exported, holds_tensor, mark_modified, op
 from ..tensor import Tensor, ndim_of, shape_of
 
@@ -29,8 +30,14 @@ def _normalize_axes(axis, ndim: int) -> tuple:
 
 
 def _values(x):
-    """The array of a tensor (or the array itself): for decisions on values, never recorded."""
-    return x.data if isinstance(x, Tensor) else x
+    """The array of a tensor (or the array itself): for decisions on values, never recorded.
+
+    Inside vmap, the array of every example at once: a decision taken on it must hold
+    for each of them (a check, or the choice between two exact ways to compute)."""
+    if not isinstance(x, Tensor):
+        return x
+    return x.data if type(x) is Tensor or not batch_axes(x) else x._all_values()
+
 
 
 def _as_operand(x: Any) -> Any:
@@ -51,10 +58,31 @@ def _no_out(name: str, out) -> None:
                         f"returned value")
 
 
-def _linear(forward, name: str, vjp, jvp=None) -> Any:
+def _linear(forward, name: str, vjp, jvp=None, batch=None) -> Any:
     """An op linear in its first input whose rules read only shapes (the common case here)."""
     return op(forward, name=name, save_args=False, save_ans=False, linear=jvp is None,
-              vjp=vjp, jvp=jvp)
+              vjp=vjp, jvp=jvp, batch=batch)
+
+
+def _first_batched(rule):
+    """A batching rule for an op whose first argument alone may be batched: ``rule(x, nd,
+    *args, **kw)`` gets it with the batch axis in front and its number of axes per example,
+    and returns the result (batch axis in front)."""
+    def batch(dims, x, *args, **kw):
+        if any(d is not None for d in dims[1:]):
+            return NotImplemented
+        out = rule(front(x, dims[0]), np.ndim(x) - 1, *args, **kw)
+        return NotImplemented if out is NotImplemented else (out, 0)
+
+    return batch
+
+
+def _shifted(axis, nd: int):
+    """Axes of an example (an int or a sequence, negative ones allowed) as axes of the
+    batch, whose batch axis is in front."""
+    if isinstance(axis, (int, np.integer)):
+        return normalize_axis_index(axis, nd) + 1
+    return tuple(a + 1 for a in normalize_axis_tuple(axis, nd))
 
 
 # ---- reshaping -----------------------------------------------------------------------
@@ -63,8 +91,20 @@ def _reshape(a, shape, order="C"):
     return np.reshape(a, shape, order=order)
 
 
+def _reshape_batch(dims, a, shape, order="C"):
+    if dims[1:] != (None,) * len(dims[1:]) or order not in ("C", "F"):
+        return NotImplemented
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if order == "C":  # each example stays contiguous with the batch axis in front...
+        a = front(a, dims[0])
+        return reshape(a, a.shape[:1] + shape), 0
+    a = moveaxis(a, dims[0], -1)  # ...and in Fortran order with it last
+    return reshape(a, shape + a.shape[-1:], order="F"), len(shape)
+
+
 reshape = _linear(_reshape, "reshape",
-                  lambda g, ans, a, shape, order="C": reshape(g, a.shape, order=order))
+                  lambda g, ans, a, shape, order="C": reshape(g, a.shape, order=order),
+                  batch=_reshape_batch)
 reshape.__doc__ = """Give a new shape to an array without changing its data (numpy.reshape).
 
 Parameters
@@ -105,7 +145,9 @@ def _transpose_vjp(g, ans, a, axes=None):
     return transpose(g, tuple(np.argsort(normalize_axis_tuple(axes, a.ndim))))
 
 
-transpose = _linear(lambda a, axes=None: np.transpose(a, axes), "transpose", _transpose_vjp)
+transpose = _linear(lambda a, axes=None: np.transpose(a, axes), "transpose", _transpose_vjp,
+                    batch=_first_batched(lambda a, nd, axes=None: transpose(a, (0,) + (
+                        tuple(range(nd, 0, -1)) if axes is None else _shifted(axes, nd)))))
 transpose.__doc__ = """Permute the axes (numpy.transpose); reverses them by default.
 
 Parameters
@@ -120,7 +162,9 @@ Tensor
 """
 
 swapaxes = _linear(lambda a, axis1, axis2: np.swapaxes(a, axis1, axis2), "swapaxes",
-                   lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2))
+                   lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2),
+                   batch=_first_batched(lambda a, nd, axis1, axis2: swapaxes(
+                       a, _shifted(axis1, nd), _shifted(axis2, nd))))
 swapaxes.__doc__ = """Interchange two axes (numpy.swapaxes).
 
 Parameters
@@ -155,7 +199,9 @@ def matrix_transpose(x: Any) -> Any:
 
 moveaxis = _linear(lambda a, source, destination: np.moveaxis(a, source, destination),
                    "moveaxis",
-                   lambda g, ans, a, source, destination: moveaxis(g, destination, source))
+                   lambda g, ans, a, source, destination: moveaxis(g, destination, source),
+                   batch=_first_batched(lambda a, nd, source, destination: moveaxis(
+                       a, _shifted(source, nd), _shifted(destination, nd))))
 moveaxis.__doc__ = """Move axes to new positions (numpy.moveaxis).
 
 Parameters
@@ -170,7 +216,10 @@ Tensor
 """
 
 expand_dims = _linear(lambda a, axis: np.expand_dims(a, axis), "expand_dims",
-                      lambda g, ans, a, axis: reshape(g, a.shape))
+                      lambda g, ans, a, axis: reshape(g, a.shape),
+                      batch=_first_batched(lambda a, nd, axis: expand_dims(a, _shifted(
+                          axis, nd + (1 if isinstance(axis, (int, np.integer))
+                                      else len(axis))))))
 expand_dims.__doc__ = """Insert axes of length one (numpy.expand_dims).
 
 Parameters
@@ -185,7 +234,10 @@ Tensor
 """
 
 squeeze = _linear(lambda a, axis=None: np.squeeze(a, axis), "squeeze",
-                  lambda g, ans, a, axis=None: reshape(g, a.shape))
+                  lambda g, ans, a, axis=None: reshape(g, a.shape),
+                  batch=_first_batched(lambda a, nd, axis=None: squeeze(a, tuple(
+                      i for i in range(1, nd + 1) if a.shape[i] == 1) if axis is None
+                      else _shifted(axis, nd))))
 squeeze.__doc__ = """Remove axes of length one (numpy.squeeze).
 
 Parameters
@@ -200,8 +252,15 @@ Tensor
 """
 
 # The engine sums the gradient back over the broadcast axes.
+def _broadcast_to_batch(dims, a, shape, subok=False):
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    a = aligned((a,), dims[:1], len(shape))[0]
+    return broadcast_to(a, a.shape[:1] + shape), 0
+
+
 broadcast_to = _linear(lambda a, shape, subok=False: np.broadcast_to(a, shape),
-                       "broadcast_to", lambda g, ans, a, shape, subok=False: g)
+                       "broadcast_to", lambda g, ans, a, shape, subok=False: g,
+                       batch=_broadcast_to_batch)
 broadcast_to.__doc__ = """Broadcast an array to a shape (numpy.broadcast_to, a read-only view).
 
 Parameters
@@ -281,7 +340,7 @@ def _astype(a, dtype, copy=True):
 
 
 # The engine casts the gradient back to the input's dtype (the real part for a real one).
-astype = _linear(_astype, "astype", lambda g, ans, a, dtype, copy=True: g)
+astype = _linear(_astype, "astype", lambda g, ans, a, dtype, copy=True: g, batch="broadcast")
 astype.__doc__ = """Cast to a dtype (numpy.astype); the gradient is cast back.
 
 Parameters
@@ -297,7 +356,8 @@ Tensor
     A complex input cast to a real dtype keeps its real part, and its gradient is real.
 """
 
-copy = _linear(lambda a: np.array(a, copy=True), "copy", lambda g, ans, a: g)
+copy = _linear(lambda a: np.array(a, copy=True), "copy", lambda g, ans, a: g,
+               batch="broadcast")
 copy.__doc__ = """A copy of the array (numpy.copy; ``Tensor.clone()`` in PyTorch terms).
 
 Parameters
@@ -338,6 +398,25 @@ _concatenate = op(lambda *arrays, axis=0, dtype=None, casting="same_kind": np.co
 _concatenate.defjvp(_join_jvp(_concatenate))
 
 
+def _batched_all(dims, arrays) -> list:
+    """Every array with the batch axis in front (broadcast to the batch where it has none)."""
+    n = size_of(arrays, dims)
+    return [front(a, d) if d is not None else broadcast_to(a, (n,) + np.shape(a))
+            for a, d in zip(arrays, dims)]
+
+
+def _concatenate_batch(dims, *arrays, axis=0, dtype=None, casting="same_kind"):
+    arrays = _batched_all(dims, arrays)
+    if axis is None:
+        arrays = [reshape(a, (a.shape[0], -1)) for a in arrays]
+        return _concatenate(*arrays, axis=1, dtype=dtype, casting=casting), 0
+    axis = normalize_axis_index(axis, arrays[0].ndim - 1) + 1
+    return _concatenate(*arrays, axis=axis, dtype=dtype, casting=casting), 0
+
+
+_concatenate.defbatch(_concatenate_batch)
+
+
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, out: Any = None,
                 dtype: Any = None, casting: str = "same_kind") -> Any:
     """Join arrays along an existing axis (numpy.concatenate).
@@ -372,6 +451,9 @@ _stack = op(lambda *arrays, axis=0, dtype=None, casting="same_kind": np.stack(
             arrays, axis=axis, dtype=dtype, casting=casting),
             name="stack", variadic=True, save_args=False, save_ans=False, vjp=_stack_vjp)
 _stack.defjvp(_join_jvp(_stack))
+_stack.defbatch(lambda dims, *arrays, axis=0, dtype=None, casting="same_kind": (_stack(
+    *_batched_all(dims, arrays), axis=normalize_axis_index(axis, np.ndim(arrays[0]) + 1 - (
+        dims[0] is not None)) + 1, dtype=dtype, casting=casting), 0))
 
 
 def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = None,
@@ -573,7 +655,9 @@ dsplit = _split_along("dsplit", lambda nd: 2, 3, "along the third axis")
 # ---- flips, rolls, tiles, repeats, pads ------------------------------------------
 
 flip = _linear(lambda m, axis=None: np.flip(m, axis), "flip",
-               lambda g, ans, m, axis=None: flip(g, axis))
+               lambda g, ans, m, axis=None: flip(g, axis),
+               batch=_first_batched(lambda m, nd, axis=None: flip(
+                   m, tuple(range(1, nd + 1)) if axis is None else _shifted(axis, nd))))
 flip.__doc__ = """Reverse the order of elements along the given axes (numpy.flip).
 
 Parameters
@@ -624,8 +708,15 @@ def _negate(shift):
     return tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
 
 
+def _roll_batch(a, nd, shift, axis=None):
+    if axis is not None:
+        return roll(a, shift, _shifted(axis, nd))
+    return reshape(roll(flat_examples(a, 0), shift, 1), a.shape)
+
+
 roll = _linear(lambda a, shift, axis=None: np.roll(a, shift, axis), "roll",
-               lambda g, ans, a, shift, axis=None: roll(g, _negate(shift), axis))
+               lambda g, ans, a, shift, axis=None: roll(g, _negate(shift), axis),
+               batch=_first_batched(_roll_batch))
 roll.__doc__ = """Roll elements along axes, wrapping around (numpy.roll).
 
 Parameters
@@ -685,7 +776,15 @@ def _tile_vjp(g, ans, a, reps):
     return reshape(_sum(g, axis=tuple(range(0, 2 * d, 2))), a.shape)
 
 
-tile = _linear(lambda a, reps: np.tile(a, reps), "tile", _tile_vjp)
+def _tile_batch(a, nd, reps):
+    reps = tuple(reps) if np.ndim(reps) else (int(reps),)
+    d = max(len(reps), nd)
+    a = reshape(a, a.shape[:1] + (1,) * (d - nd) + a.shape[1:])
+    return tile(a, (1,) * (d + 1 - len(reps)) + reps)
+
+
+tile = _linear(lambda a, reps: np.tile(a, reps), "tile", _tile_vjp,
+               batch=_first_batched(_tile_batch))
 tile.__doc__ = """Repeat a whole array along each axis (numpy.tile).
 
 Parameters
@@ -724,11 +823,16 @@ def _repeat_sum(g, repeats, axis, n):
 
 # repeat and its gradient, the sums of consecutive runs, are each other's VJPs.
 _repeat = _linear(lambda a, repeats, axis: np.repeat(a, repeats, axis), "repeat",
-                  lambda g, ans, a, repeats, axis: _run_sums(g, repeats, axis, a.shape[axis]))
+                  lambda g, ans, a, repeats, axis: _run_sums(g, repeats, axis, a.shape[axis]),
+                  batch=_first_batched(lambda a, nd, repeats, axis: _repeat(
+                      a, repeats, _shifted(axis, nd))))
 _run_sums = _linear(_repeat_sum, "repeat_sum",
-                    lambda g, ans, x, repeats, axis, n: _repeat(g, repeats, axis))
+                    lambda g, ans, x, repeats, axis, n: _repeat(g, repeats, axis),
+                    batch=_first_batched(lambda g, nd, repeats, axis, n: _run_sums(
+                        g, repeats, _shifted(axis, nd), n)))
 
 
+@per_example("repeats")
 def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
     """Repeat each element (numpy.repeat).
 
@@ -760,10 +864,18 @@ def _pad_constant_vjp(g, ans, a, pad_width, constant_values=0):
     return getitem(g, tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(pw, a.shape)))
 
 
+def _pad_batch(dims, a, pad_width, constant_values=0):
+    if dims[1:] != (None,) * len(dims[1:]) or np.ndim(constant_values):
+        return NotImplemented
+    widths = np.concatenate([np.zeros((1, 2), np.intp), _pad_width(pad_width, np.ndim(a) - 1)])
+    return _pad_constant(front(a, dims[0]), widths, constant_values=constant_values), 0
+
+
 _pad_constant = _linear(
     lambda a, pad_width, constant_values=0: np.pad(a, pad_width, constant_values=constant_values),
     "pad", _pad_constant_vjp,
-    jvp=lambda t, ans, a, pad_width, constant_values=0: _pad_constant(t, pad_width))
+    jvp=lambda t, ans, a, pad_width, constant_values=0: _pad_constant(t, pad_width),
+    batch=_pad_batch)
 
 _GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
 
@@ -852,7 +964,9 @@ def _diag_embed(d, shape, offset=0, axis1=0, axis2=1):
 diagonal = _linear(lambda a, offset=0, axis1=0, axis2=1: np.diagonal(a, offset, axis1, axis2),
                    "diagonal",
                    lambda g, ans, a, offset=0, axis1=0, axis2=1: diag_embed(
-                       g, a.shape, offset, axis1, axis2))
+                       g, a.shape, offset, axis1, axis2),
+                   batch=_first_batched(lambda a, nd, offset=0, axis1=0, axis2=1: diagonal(
+                       a, offset, _shifted(axis1, nd), _shifted(axis2, nd))))
 diagonal.__doc__ = """Diagonals of an array (numpy.diagonal, a read-only view).
 
 Parameters
@@ -871,7 +985,11 @@ Tensor
 
 diag_embed = _linear(_diag_embed, "diag_embed",
                      lambda g, ans, d, shape, offset=0, axis1=0, axis2=1: diagonal(
-                         g, offset, axis1, axis2))
+                         g, offset, axis1, axis2),
+                     batch=_first_batched(lambda d, nd, shape, offset=0, axis1=0, axis2=1:
+                                          diag_embed(d, d.shape[:1] + tuple(shape), offset,
+                                                     _shifted(axis1, len(shape)),
+                                                     _shifted(axis2, len(shape)))))
 diag_embed.__doc__ = """Zeros of ``shape`` with ``d`` on a diagonal (inverse of :func:`diagonal`).
 
 Parameters
@@ -912,7 +1030,9 @@ def diag(v: Any, k: int = 0) -> Any:
     raise ValueError(f"diag: the input must be 1-D or 2-D, got shape {v.shape}")
 
 
-triu = _linear(lambda m, k=0: np.triu(m, k), "triu", lambda g, ans, m, k=0: triu(g, k))
+triu = _linear(lambda m, k=0: np.triu(m, k), "triu", lambda g, ans, m, k=0: triu(g, k),
+               batch=_first_batched(lambda m, nd, k=0: triu(m, k) if nd >= 2 else
+                                    NotImplemented))
 triu.__doc__ = """Upper triangle of (a batch of) matrices (numpy.triu): zeros below diagonal k.
 
 Parameters
@@ -925,7 +1045,9 @@ Returns
 Tensor
 """
 
-tril = _linear(lambda m, k=0: np.tril(m, k), "tril", lambda g, ans, m, k=0: tril(g, k))
+tril = _linear(lambda m, k=0: np.tril(m, k), "tril", lambda g, ans, m, k=0: tril(g, k),
+               batch=_first_batched(lambda m, nd, k=0: tril(m, k) if nd >= 2 else
+                                    NotImplemented))
 tril.__doc__ = """Lower triangle of (a batch of) matrices (numpy.tril): zeros above diagonal k.
 
 Parameters
@@ -1064,8 +1186,49 @@ def _getitem(a, idx):
     return a[(*idx, Ellipsis) if isinstance(idx, tuple) else (idx, Ellipsis)]
 
 
+def _batched_index(idx) -> tuple[tuple, int]:
+    """An index of one example as an index of the batch (batch axis in front), and where
+    the batch axis lands in the result: in front, unless the example's advanced indices
+    (arrays, and integers along with them) are apart, when NumPy puts theirs first."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    arrays = [k for k, i in enumerate(idx) if isinstance(i, (ndarray, list))]
+    if not arrays:
+        return (slice(None),) + idx, 0
+    adv = [k for k, i in enumerate(idx) if k in arrays or (
+        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)))]
+    if adv == list(range(adv[0], adv[-1] + 1)):
+        return (slice(None),) + idx, 0
+    parts = [np.nonzero(i)[0] if np.asarray(i).dtype == bool and np.ndim(i) == 1 else
+             np.empty(np.count_nonzero(i)) if np.asarray(i).dtype == bool else
+             np.asarray(i) for i in (idx[k] for k in adv)]
+    return (slice(None),) + idx, len(np.broadcast_shapes(*(np.shape(p) for p in parts)))
+
+
+def _getitem_batch(dims, a, idx):
+    if dims[1] is None:
+        idx, out_dim = _batched_index(idx)
+        return getitem(front(a, dims[0]), idx), out_dim
+    # Integer index arrays differing per example, in front of the index (a[i], a[i, j],
+    # take_along_axis): a[arange(n), i, j] on the batch.
+    parts, pdims = (idx, dims[1]) if type(dims[1]) is list else ((idx,), [dims[1]])
+    if not all(isinstance(p, (Tensor, ndarray, int, np.integer)) for p in parts):
+        return NotImplemented
+    arrays = [front(p, d) for p, d in zip(parts, pdims)]
+    for p in arrays:
+        if isinstance(p, (Tensor, ndarray)) and (p.dtype.kind not in "iu" or batch_axes(p)):
+            return NotImplemented  # a mask, or batched at another level too
+    n = size_of(parts, pdims)
+    ndim = builtins.max(np.ndim(p) - (d is not None) for p, d in zip(parts, pdims))
+    arrays = [_values(p) if d is None else np.reshape(
+        _values(p), (n,) + (1,) * (ndim + 1 - np.ndim(p)) + np.shape(p)[1:])
+        for p, d in zip(arrays, pdims)]
+    a = front(a, dims[0]) if dims[0] is not None else broadcast_to(a, (n,) + np.shape(a))
+    rows = np.arange(n).reshape((n,) + (1,) * ndim)
+    return getitem(a, (rows, *arrays)), 0
+
+
 getitem = _linear(_getitem, "getitem",
-                  lambda g, ans, a, idx: scatter_add(g, idx, a.shape))
+                  lambda g, ans, a, idx: scatter_add(g, idx, a.shape), batch=_getitem_batch)
 getitem.op.selects = True  # the gradient is exactly zero off the selection
 getitem.__doc__ = """``a[idx]`` with basic, advanced and boolean indices (NumPy semantics).
 
@@ -1082,8 +1245,26 @@ Returns
 Tensor
 """
 
+def _values_for(values, d, idx, shape):
+    """Values put at ``idx`` of an array of ``shape`` per example, laid out for the index
+    of the batch; with the batch index and the shape of the batch."""
+    n = np.shape(values)[d]
+    bidx, at = _batched_index(idx)
+    target = np.broadcast_to(np.zeros((), np.int8), shape)[idx].shape
+    v = aligned((values,), (d,), len(target))[0]
+    return (v if at == 0 else moveaxis(v, 0, at)), bidx, (n,) + tuple(shape)
+
+
+def _scatter_add_batch(dims, values, idx, shape):
+    if dims[1:] != (None, None):
+        return NotImplemented
+    v, bidx, bshape = _values_for(values, dims[0], idx, shape)
+    return scatter_add(v, bidx, bshape), 0
+
+
 scatter_add = _linear(_scatter_add, "scatter_add",
-                      lambda g, ans, values, idx, shape: getitem(g, idx))
+                      lambda g, ans, values, idx, shape: getitem(g, idx),
+                      batch=_scatter_add_batch)
 scatter_add.__doc__ = """Zeros of ``shape`` with ``values`` added at ``idx`` (repeats add up).
 
 The gradient of indexing. A plain assignment when no element is addressed twice,
@@ -1145,13 +1326,39 @@ def _index_put_values_vjp(g, ans, a, values, idx):
     return g
 
 
+def _index_put_batch(inplace: bool):
+    def batch(dims, a, values, idx):
+        if inplace and (dims[0] is None or dims[2] is not None):
+            raise ValueError(
+                "vmap: a[idx] = values in place, where a has no batch axis (its values "
+                "could not differ from example to example) or idx differs from example to "
+                "example. Write a = yaad.index_put(a, values, idx) instead.")
+        if dims[2] is not None:
+            return NotImplemented
+        if dims[0] is None:
+            a = broadcast_to(a, (np.shape(values)[dims[1]],) + np.shape(a))
+        else:
+            a = front(a, dims[0])
+        if dims[1] is None:
+            bidx, _ = _batched_index(idx)
+            v = values
+        else:
+            v, bidx, _ = _values_for(values, dims[1], idx, a.shape[1:])
+        if not inplace:
+            return index_put(a, v, bidx), 0
+        # the tensor written keeps its layout (its batch axis where it was)
+        return moveaxis(index_put_(a, v, bidx), 0, dims[0]), dims[0]
+
+    return batch
+
+
 _index_put_rules = dict(
     vjp=(lambda g, ans, a, values, idx: index_put(g, 0, idx), _index_put_values_vjp),
     jvp=(lambda t, ans, a, values, idx: index_put(t, 0, idx),
          lambda t, ans, a, values, idx: index_put(np.zeros(a.shape, t.dtype), t, idx)))
 
 index_put = op(_index_put, name="index_put", save_args=False, save_ans=False, selects=True,
-               **_index_put_rules)
+               batch=_index_put_batch(False), **_index_put_rules)
 index_put.__doc__ = """A copy of ``a`` with ``a[idx] = values`` (the out-of-place setitem).
 
 Where an index repeats, only the value NumPy writes last gets a gradient.
@@ -1170,7 +1377,7 @@ Tensor
 
 # ``a[idx] = values`` in the memory of ``a`` (recorded by ``Tensor.__setitem__``).
 index_put_ = op(_index_put_, name="index_put_", save_args=False, save_ans=False,
-                selects=True, **_index_put_rules)
+                selects=True, batch=_index_put_batch(True), **_index_put_rules)
 index_put_.__doc__ = """``a[idx] = values`` in place, returning ``a`` (the recorded setitem).
 
 The rules are those of :func:`index_put`. Use ``a[idx] = values`` on tensors instead:
@@ -1221,6 +1428,10 @@ def take(a: Any, indices: Any, axis: int | None = None, out: Any = None,
         indices = np.clip(indices, 0, n - 1)
     elif mode != "raise":
         raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    if batch_axes(indices):  # differing per example (vmap): an index array of its own
+        k = indices.ndim
+        out = getitem(moveaxis(a, axis, 0), indices)
+        return moveaxis(out, tuple(range(k)), tuple(range(axis, axis + k))) if axis else out
     if indices.ndim == 0 and not isinstance(indices, Tensor):
         indices = int(indices)
     return getitem(a, (slice(None),) * axis + (indices,))

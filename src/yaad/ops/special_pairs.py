@@ -23,7 +23,7 @@ def _pair(fn, name: str, derivs: tuple, doc: str):
                 total = total + gk * d(x).conjugate()
         return total
 
-    f = op(fn, name=name, nout=2, save_ans=False, vjp=vjp,
+    f = op(fn, name=name, nout=2, save_ans=False, vjp=vjp, batch="broadcast",
            jvp=lambda t, ans, x: tuple(t * d(x) for d in derivs))
     f.__doc__ = doc
     return f

@@ -25,11 +25,12 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
+from ..batching import columns, front
 from ..op import op
 from ..ops.elementwise import conj, multiply, reciprocal
 from ..ops.products import operand_handlers
 from ..ops.reductions import sum as _sum
-from ..ops.shape import take, transpose
+from ..ops.shape import broadcast_to, getitem, reshape, scatter_add, take, transpose
 from ..tensor import Tensor
 
 __all__ = ["SparseTensor", "asarray", "csr_array", "coo_array", "is_operator"]
@@ -99,13 +100,48 @@ def _gather(g, x, first, second):
 
 
 # y = A(v) x: gx = A(v)^H g = A(conj v)^T g; gv[k] = g[row_k] conj(x[col_k]).
+def _columns_batch(fn, at: int):
+    """The batching rule of a product ``fn`` of a fixed matrix and argument ``at`` (a
+    vector or columns): the examples' columns side by side, one product."""
+    def batch(dims, *args):
+        if any(d is not None for k, d in enumerate(dims) if k != at):
+            return NotImplemented
+        cols, back = columns(args[at], dims[at])
+        return back(fn(*args[:at], cols, *args[at + 1:]))
+
+    return batch
+
+
+def _pattern_batch(transposed: bool):
+    """The batching rule of a product with the pattern's matrix: one product for batched
+    right-hand sides; with batched values, the products of the nonzeros summed into their
+    rows (one gather and one scatter for the whole batch)."""
+    fn = (lambda v, x, p: pattern_tmv(v, x, p)) if transposed else (
+        lambda v, x, p: pattern_mv(v, x, p))
+    by_columns = _columns_batch(fn, 1)
+
+    def batch(dims, v, x, p):
+        if dims[0] is None:
+            return by_columns(dims, v, x, p)
+        n = np.shape(v)[dims[0]]
+        v = front(v, dims[0])
+        x = front(x, dims[1]) if dims[1] is not None else broadcast_to(x, (n,) + np.shape(x))
+        rows, cols = (p.indices, p.rows) if transposed else (p.rows, p.indices)
+        m = p.shape[1] if transposed else p.shape[0]
+        trailing = np.shape(x)[2:]
+        prod = getitem(x, (slice(None), cols)) * reshape(v, np.shape(v) + (1,) * len(trailing))
+        return scatter_add(prod, (slice(None), rows), (n, m) + trailing), 0
+
+    return batch
+
+
 pattern_mv = op(_pattern_mv, name="sparse.pattern_matmul", linear=(0, 1), vjp=(
     lambda g, ans, v, x, p: _gather(g, _c(x), p.rows, p.indices),
-    lambda g, ans, v, x, p: pattern_tmv(_c(v), g, p)))
+    lambda g, ans, v, x, p: pattern_tmv(_c(v), g, p)), batch=_pattern_batch(False))
 # y = A(v)^T x: gx = A(conj v) g; gv[k] = g[col_k] conj(x[row_k]).
 pattern_tmv = op(_pattern_tmv, name="sparse.pattern_matmul_transposed", linear=(0, 1), vjp=(
     lambda g, ans, v, x, p: _gather(g, _c(x), p.indices, p.rows),
-    lambda g, ans, v, x, p: pattern_mv(_c(v), g, p)))
+    lambda g, ans, v, x, p: pattern_mv(_c(v), g, p)), batch=_pattern_batch(True))
 
 
 class _PatternPart:
@@ -161,7 +197,8 @@ def _fixed_mv_vjp(g, ans, x, a):
 
 
 fixed_mv = op(lambda x, a: _dense(a @ x), name="sparse.operator_matmul", linear=(0,),
-              save_args=False, save_ans=False, vjp=_fixed_mv_vjp)
+              save_args=False, save_ans=False, vjp=_fixed_mv_vjp,
+              batch=_columns_batch(lambda x, a: fixed_mv(x, a), 0))
 
 
 class _FixedPart:

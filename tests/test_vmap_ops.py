@@ -1,0 +1,227 @@
+"""Every registered op under ``yaad.func.vmap``, against a Python loop over the examples.
+
+The op-case table (``strategies.CASES``, one entry per op of ``yaad.registry`` and the
+public composites) draws a valid call; the batch is that call's arrays at three scales
+(so the examples differ, and stay in the op's domain and structure), stacked along axis 0
+or along a later axis, for all arrays or for some of them (the others shared). vmap's
+result must equal the loop's ``stack`` in values, shape and dtype, and, for the arrays
+differentiated, so must its vector-Jacobian products for batched cotangents (the path of
+``jacrev``) and its Jacobian-vector products for batched tangents (``jacfwd``). A
+registered op without a case, or without a batching rule, fails here.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from conftest_reliability import fuzz_settings
+from hypothesis import assume, given, note
+from hypothesis import strategies as st
+from strategies import CASES, Call, Case, available, builtin_ops, covered_ops
+
+import yaad
+from yaad.batching import rule_of
+from yaad.func import BatchingWarning, jvp, vjp, vmap
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
+                                        "ignore::numpy.exceptions.ComplexWarning")
+
+SCALES = (1.0, 0.9, 1.1)  # example b is the drawn call with its float arrays scaled
+
+# Functions that read values in Python (yaad.batching.per_example) and so run once per
+# example under vmap, by design: their results' shapes or types follow the values.
+PER_EXAMPLE = {"lstsq", "matrix_rank", "nonzero", "argwhere", "searchsorted",
+               "_sign_of_sum", "repeat"}
+
+
+def _params(keys):
+    return [pytest.param(k, marks=pytest.mark.skipif(
+        not available(CASES[k].path), reason=f"yaad.{CASES[k].path} does not exist yet"))
+        for k in sorted(keys)]
+
+
+def _arrays(call: Call) -> list[int]:
+    """Positions of the array arguments (the candidates for a batch axis)."""
+    return [i for i, a in enumerate(call.args) if isinstance(a, np.ndarray)]
+
+
+def _example(a: np.ndarray, b: int) -> np.ndarray:
+    return (a * a.dtype.type(SCALES[b])).astype(a.dtype) if a.dtype.kind in "fc" else a
+
+
+def _outputs(out) -> list:
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    return [np.asarray(o.data if isinstance(o, yaad.Tensor) else o) for o in out]
+
+
+def _loop(case: Case, call: Call, batched: list[int]) -> list:
+    per = []
+    for b in range(len(SCALES)):
+        args = [_example(a, b) if i in batched else a for i, a in enumerate(call.args)]
+        per.append(_outputs(case.fn(*args, **call.kwargs)))
+    return [np.stack(r) for r in zip(*per)]
+
+
+def _batch(a: np.ndarray, axis: int) -> np.ndarray:
+    return np.stack([_example(a, b) for b in range(len(SCALES))], axis=axis)
+
+
+def _same(got: list, want: list, what: str, single: bool) -> None:
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, the loop {len(want)}"
+    for g, w in zip(got, want):
+        assert g.shape == w.shape, f"{what}: shape {g.shape}, the loop {w.shape}"
+        assert g.dtype == w.dtype, f"{what}: dtype {g.dtype}, the loop {w.dtype}"
+        tol = 1e-4 if single or w.dtype in (np.float32, np.complex64) else 1e-9
+        if w.dtype.kind in "fc":
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol * (1 + np.nanmax(
+                np.abs(w), initial=0)), err_msg=what)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+def _single(call: Call) -> bool:
+    return any(isinstance(a, np.ndarray) and a.dtype in (np.float32, np.complex64)
+               for a in call.args)
+
+
+def _configs(data, case: Case, call: Call) -> list[tuple]:
+    """(batched positions, their batch axes): all arrays at axis 0; all at their last
+    axis; and a mix where some arrays are shared by every example."""
+    arrays = _arrays(call)
+    if not arrays:
+        return []
+    configs = [(arrays, [0] * len(arrays)),
+               (arrays, [np.ndim(call.args[i]) for i in arrays])]
+    if case.path == "index_put_":  # in place: the tensor written holds the batch
+        return [([0, 1], [0, 0])]
+    if len(arrays) > 1:
+        some = data.draw(st.lists(st.sampled_from(arrays), min_size=1, max_size=len(arrays) - 1,
+                                  unique=True), label="batched")
+        configs.append((sorted(some), [0] * len(some)))
+    return configs
+
+
+def _vmapped(case: Case, call: Call, batched: list[int], axes: list[int]):
+    def f(*xs):
+        args = list(call.args)
+        for i, x in zip(batched, xs):
+            args[i] = x
+        return case.fn(*args, **call.kwargs)
+
+    return vmap(f, in_axes=tuple(axes))(*[_batch(call.args[i], a)
+                                          for i, a in zip(batched, axes)])
+
+
+def draw_call(case: Case, data) -> Call:
+    dtype = data.draw(st.sampled_from(case.dtypes), label="dtype")
+    call = case.draw(data, dtype)
+    note(f"call: {case.path}(*{call.args!r}, **{call.kwargs!r})")
+    return call
+
+
+def _expected(case: Case, call: Call, batched: list[int]) -> list | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _loop(case, call, batched)
+    except Exception:
+        return None  # an example NumPy refuses (checked by the op's own suites)
+
+
+def _floats_only(call: Call, batched: list[int]) -> bool:
+    return all(call.args[i].dtype.kind in "fc" for i in batched)
+
+
+@pytest.mark.parametrize("key", _params(CASES))
+@fuzz_settings(4, 60)
+@given(data=st.data())
+def test_vmap_matches_a_loop(key, data):
+    case = CASES[key]
+    call = draw_call(case, data)
+    for batched, axes in _configs(data, case, call):
+        want = _expected(case, call, batched)
+        if want is None:
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", BatchingWarning)
+            warnings.filterwarnings("ignore", category=RuntimeWarning)
+            got = _outputs(_vmapped(case, call, batched, axes))
+        what = f"{case.path} batched at {dict(zip(batched, axes))}"
+        _same([np.moveaxis(g, 0, 0) for g in got], want, what, _single(call))
+        fell_back = [str(w.message) for w in caught if issubclass(w.category, BatchingWarning)
+                     and str(w.message).split("'")[1] not in PER_EXAMPLE]
+        if _floats_only(call, batched):
+            assert not fell_back, f"{what}: ran per example: {fell_back}"
+
+
+def _diff_inputs(case: Case, call: Call) -> list[int]:
+    return case.diff_positions(call)
+
+
+def _random_like(rng, a) -> np.ndarray:
+    a = np.asarray(a)
+    r = rng.standard_normal(a.shape)
+    if a.dtype.kind == "c":
+        r = r + 1j * rng.standard_normal(a.shape)
+    return r.astype(a.dtype)
+
+
+def _function(case: Case, call: Call, pos: list[int]):
+    def f(*xs):
+        args = list(call.args)
+        for p, x in zip(pos, xs):
+            args[p] = x
+        out = case.fn(*args, **call.kwargs)
+        out = case.post(out) if case.post else out
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return tuple(o for o in outs if np.asarray(getattr(o, "data", o)).dtype.kind in "fc")
+
+    return f
+
+
+@pytest.mark.parametrize("key", _params(k for k, c in CASES.items() if c.grad == "smooth"))
+@fuzz_settings(3, 40)
+@given(data=st.data())
+def test_vmap_of_vjp_and_jvp_matches_a_loop(key, data):
+    """The rules of every differentiable op, run on batched cotangents and tangents."""
+    case = CASES[key]
+    call = draw_call(case, data)
+    assume(case.ok is None or case.ok(call))
+    pos = _diff_inputs(case, call)
+    assume(pos)
+    f = _function(case, call, pos)
+    inputs = [call.args[p] for p in pos]
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            out, f_vjp = vjp(f, *inputs)
+        except Exception:
+            assume(False)
+        cots = tuple(np.stack([_random_like(rng, o) for _ in SCALES]) for o in out)
+        want = [np.stack(r) for r in zip(*[f_vjp(tuple(c[b] for c in cots))
+                                           for b in range(len(SCALES))])]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", BatchingWarning)
+            got = vmap(f_vjp)(cots)
+        _same(_outputs(got), want, f"vjp of {case.path}", _single(call))
+        assert not caught, f"{case.path}: a rule ran per example: {caught[0].message}"
+
+        tans = [np.stack([_random_like(rng, x) for _ in SCALES]) for x in inputs]
+        want = [np.stack(r) for r in zip(*[jvp(f, inputs, [t[b] for t in tans])[1]
+                                           for b in range(len(SCALES))])]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", BatchingWarning)
+            got = vmap(lambda *ts: jvp(f, inputs, ts)[1])(*tans)
+        _same(_outputs(got), want, f"jvp of {case.path}", _single(call))
+        assert not caught, f"{case.path}: a rule ran per example: {caught[0].message}"
+
+
+def test_every_registered_op_has_a_batching_rule_and_a_case():
+    ops = builtin_ops()
+    missing = sorted(name for name, spec in ops.items() if rule_of(spec) is None)
+    assert not missing, f"ops without a batching rule (yaad.op(batch=...)): {missing}"
+    uncovered = sorted(set(ops) - covered_ops())
+    assert not uncovered, f"ops without a case in tests/strategies.py CASES: {uncovered}"
