@@ -192,9 +192,10 @@ def _batched_copy(x: Tensor, requires_grad: bool, dtype: Any) -> Tensor:
 
 def _like_maker(np_fn, name):
     def make(a: Any, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
-        data = a.data if isinstance(a, Tensor) else a
         if batch_axes(a):  # inside vmap: the same for every example, of one example's shape
-            data = np.broadcast_to(np.zeros((), a.dtype), a.shape)
+            data = a._stand_in()
+        else:
+            data = a.data if isinstance(a, Tensor) else a
         return Tensor(np_fn(data, *args, **kwargs), requires_grad=requires_grad)
 
     make.__name__ = name
