@@ -498,12 +498,12 @@ def test_custom_function_inside_runs_eagerly():
 # ---- the code: one private field, read by the machinery only --------------------------------
 
 SRC = pathlib.Path(yaad.__file__).parent
-# The op call, the engine, the tensor and its methods, the transforms' conversions and
-# compile's own code move values without deciding anything from them: they read _data.
+# The op call, the engine, the tensor and its methods, the transforms' conversions, vmap's
+# batching mode and compile's own code move values without deciding anything from them: they read _data.
 # Everything else (ops, rules, nn, optim, linalg) reads values through the public points,
 # which a recording sees.
 PRIVATE_OK = {"tensor.py", "op.py", "engine.py", "gradients.py", "methods.py", "func.py",
-              "numpy_dispatch.py", "compile.py", "compiled"}
+              "batching.py", "numpy_dispatch.py", "compile.py", "compiled"}
 
 
 def test_only_the_machinery_reads_the_private_value():

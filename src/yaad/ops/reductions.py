@@ -195,7 +195,8 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
     counts = sum(logical_not(isnan(a)), axis=axis, keepdims=keepdims)
     total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    if np.any(_values(counts) == 0):
+    # (a plain tensor is compared as a tensor: a compile recording guards that read)
+    if np.any((counts if type(counts) is Tensor else _values(counts)) == 0):
         warnings.warn("nanmean: mean of empty slice", RuntimeWarning, stacklevel=2)
     with np.errstate(invalid="ignore", divide="ignore"):
         return total / astype(counts, np.finfo(total.dtype).dtype)
