@@ -499,9 +499,9 @@ def test_custom_function_inside_runs_eagerly():
 
 SRC = pathlib.Path(yaad.__file__).parent
 # The op call, the engine, the tensor and its methods, the transforms' conversions, vmap's
-# batching mode and compile's own code move values without deciding anything from them: they read _data.
-# Everything else (ops, rules, nn, optim, linalg) reads values through the public points,
-# which a recording sees.
+# batching mode and compile's own code move values without deciding anything from them:
+# they read _data. Everything else (ops, rules, nn, optim, linalg) reads values through
+# the public points, which a recording sees.
 PRIVATE_OK = {"tensor.py", "op.py", "engine.py", "gradients.py", "methods.py", "func.py",
               "batching.py", "numpy_dispatch.py", "compile.py", "compiled"}
 
