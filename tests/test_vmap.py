@@ -142,9 +142,60 @@ def test_copies_and_detach_keep_the_batch():
     assert out[2].dtype == np.float32
 
 
-def test_random_numbers_drawn_inside_are_the_same_for_every_example():
-    out = vmap(lambda a: a * 0 + yaad.randn(2, seed=1))(np.ones((3, 2)))
-    close(out, np.broadcast_to(np.random.default_rng(1).standard_normal(2), (3, 2)))
+def test_random_draws_inside_follow_randomness():
+    x = np.zeros((3, 2))
+    # refused by default (a loop would draw different numbers for each example)
+    for f in (lambda a: a + yaad.randn(2), lambda a: a + yaad.rand(2),
+              lambda a: yaad.nn.functional.dropout(a + 1.0, 0.5),
+              lambda a: a + yaad.randn(2, seed=np.random.default_rng(0))):
+        with pytest.raises(RuntimeError, match="inside vmap draws random numbers.*"
+                                               "randomness='different'"):
+            vmap(f)(x)
+    with pytest.raises(ValueError, match="randomness='other'; use one of"):
+        vmap(yaad.sin, randomness="other")
+    # a fixed seed draws the same numbers on every call, as a loop would: allowed
+    close(vmap(lambda a: a + yaad.randn(2, seed=1))(x),
+          np.broadcast_to(np.random.default_rng(1).standard_normal(2), (3, 2)))
+    # "same": one draw for every example; "different": one each
+    same = vmap(lambda a: a + yaad.randn(2), randomness="same")(x)
+    close(same, np.broadcast_to(same[0], (3, 2)))
+    diff = vmap(lambda a: a + yaad.randn(2), randomness="different")(x)
+    assert diff.shape == (3, 2) and len({tuple(r) for r in diff}) == 3
+    # dropout: a mask per example, of 0 and 1 / (1 - p), the kept values scaled
+    out = vmap(lambda a: yaad.nn.functional.dropout(a, 0.5), randomness="different")(
+        np.ones((50, 8)))
+    assert set(np.unique(out)) <= {0.0, 2.0} and len({tuple(r) for r in out}) > 1
+    same = vmap(lambda a: yaad.nn.functional.dropout(a, 0.5), randomness="same")(
+        np.ones((5, 8)))
+    close(same, np.broadcast_to(same[0], (5, 8)))
+    # nested: each level as it says
+    y = np.zeros((3, 4))
+    inner_diff = vmap(vmap(lambda a: a + yaad.rand(), randomness="different"),
+                      randomness="same")(y)
+    close(inner_diff, np.broadcast_to(inner_diff[0], (3, 4)))
+    assert len(set(inner_diff[0])) == 4
+    outer_diff = vmap(vmap(lambda a: a + yaad.rand(), randomness="same"),
+                      randomness="different")(y)
+    close(outer_diff, np.broadcast_to(outer_diff[:, :1], (3, 4)))
+    assert len(set(outer_diff[:, 0])) == 3
+    # a transform's own batch (jacfwd's tangents) draws once: f is evaluated once
+    j = jacfwd(lambda a: a * yaad.randn(2, seed=3))(np.ones(2))
+    close(j, np.diag(np.random.default_rng(3).standard_normal(2)))
+    assert jacfwd(lambda a: a * yaad.randn(2))(np.ones(2)).shape == (2, 2)
+
+
+def test_results_of_different_shapes_per_example_are_refused():
+    x = np.array([[1.0, 0.0, 2.0], [1.0, 1.0, 1.0]])
+    for f in (yaad.nonzero, lambda a: a[a > 0.5]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BatchingWarning)
+            with pytest.raises(ValueError, match="gives results of different shapes for "
+                                                 r"different examples \(\(2,"):
+                vmap(f)(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BatchingWarning)
+        got = vmap(yaad.nonzero)(np.array([[1.0, 0.0, 2.0], [3.0, 0.0, 1.0]]))
+    close(got[0], np.array([[0, 2], [0, 2]]))
 
 
 def test_in_place_changes_keep_each_example():
@@ -280,6 +331,43 @@ def test_vmap_of_jacobians_matches_torch_func(transform):
     # and the other way round: the Jacobian of a vmapped function (block diagonal)
     if transform != "hessian":
         close(ours(vmap(f))(xs), theirs(torch.func.vmap(tf))(torch.tensor(xs)).numpy(), 1e-12)
+
+
+def test_dtypes_complex_and_negative_axes_match_torch_func():
+    # float32 stays float32; complex stays complex; the same shapes for negative axes
+    x32 = rng.standard_normal((4, 3)).astype(np.float32)  # 3 examples along the last axis
+    w32 = rng.standard_normal((4, 4)).astype(np.float32)
+    tw32 = torch.tensor(w32)
+
+    def f(a):
+        return yaad.tanh(w32 @ a) * a
+
+    got = vmap(jacrev(f), in_axes=-1, out_axes=-1)(x32)
+    want = torch.func.vmap(torch.func.jacrev(lambda a: torch.tanh(tw32 @ a) * a),
+                           in_dims=-1, out_dims=-1)(torch.tensor(x32)).numpy()
+    assert got.dtype == want.dtype == np.float32 and got.shape == want.shape == (4, 4, 3)
+    close(got, want, 1e-5)
+    # complex: values of a holomorphic map, and per-example gradients of a real loss of
+    # complex parameters (the same convention as PyTorch: dL/dx + 1j dL/dy)
+    z = rng.standard_normal((4, 3)) + 1j * rng.standard_normal((4, 3))
+    c = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    tc = torch.tensor(c)
+    got = vmap(lambda u: yaad.exp(u) * c + yaad.conj(u) * u, in_axes=1, out_axes=-1)(z.T.copy())
+    want = torch.func.vmap(lambda u: torch.exp(u) * tc + torch.conj(u) * u, in_dims=1,
+                           out_dims=-1)(torch.tensor(z.T.copy())).numpy()
+    assert got.dtype == want.dtype == np.complex128
+    close(got, want)
+
+    def loss(p, u):
+        return yaad.sum(yaad.abs(p * u - 1.0) ** 2)
+
+    def tloss(p, u):
+        return (torch.abs(p * u - 1.0) ** 2).sum()
+
+    got = vmap(grad(loss), in_axes=(None, 0))(c, z)
+    want = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0))(tc, torch.tensor(z))
+    assert got.dtype == np.complex128 and got.shape == (4, 3)
+    close(got, want.numpy())
 
 
 def test_jacobians_of_several_inputs_outputs_and_complex():

@@ -12,6 +12,8 @@ registered op without a case, or without a batching rule, fails here.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import warnings
 
 import numpy as np
@@ -22,6 +24,7 @@ from hypothesis import strategies as st
 from strategies import CASES, Call, Case, available, builtin_ops, covered_ops
 
 import yaad
+from yaad import batching
 from yaad.batching import rule_of
 from yaad.func import BatchingWarning, jvp, vjp, vmap
 
@@ -30,10 +33,28 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
 
 SCALES = (1.0, 0.9, 1.1)  # example b is the drawn call with its float arrays scaled
 
-# Functions that read values in Python (yaad.batching.per_example) and so run once per
-# example under vmap, by design: their results' shapes or types follow the values.
-PER_EXAMPLE = {"lstsq", "matrix_rank", "nonzero", "argwhere", "searchsorted",
-               "_sign_of_sum", "repeat"}
+# What runs once per example under vmap by design (an op declared batch="per_example", a
+# function decorated with yaad.batching.per_example, or a rule that declines some
+# arguments), and why. Nothing else may fall back to the loop on floating-point batches.
+FALLBACK = {
+    "argwhere": "its number of rows is the number of non-zeros, which follows the values "
+                "(nonzero calls it)",
+    "repeat": "repeats that differ per example give results of different lengths",
+    "lstsq": "the shape of the residuals follows each example's rank",
+    "_qr_raw": "numpy.linalg.qr(mode='raw') takes one matrix: it has no stacked form",
+    "searchsorted": "numpy.searchsorted takes one sorted 1-D array: a sorted array that "
+                    "differs per example runs per example (one shared is batched)",
+    "signal.convolve": "with both inputs batched: SciPy convolves along every axis it is "
+                       "given, a shared batch axis too, and an FFT over it would not give "
+                       "the direct method's values (one input batched is one call)",
+    "signal.correlate": "as signal.convolve",
+    "linalg.solve_banded": "with the band batched: SciPy's banded solver takes one band (a "
+                           "shared band solves all the examples' right-hand sides at once)",
+    "polar": "SciPy's values, which come from one matrix at a time (yaad.linalg.polar)",
+    "schur": "LAPACK's Schur form of one matrix; NumPy and SciPy have no stacked form",
+    "polymul": "NumPy trims each polynomial's leading zeros: the length follows the values",
+    "cov": "with batched fweights or aweights, which are read as data",
+}
 
 
 def _params(keys):
@@ -48,7 +69,9 @@ def _arrays(call: Call) -> list[int]:
 
 
 def _example(a: np.ndarray, b: int) -> np.ndarray:
-    return (a * a.dtype.type(SCALES[b])).astype(a.dtype) if a.dtype.kind in "fc" else a
+    # (an array, 0-d too, as vmap gives the op one: SciPy gives a scalar another dtype)
+    return np.asarray((a * a.dtype.type(SCALES[b])).astype(a.dtype)) if a.dtype.kind in "fc" \
+        else a
 
 
 def _outputs(out) -> list:
@@ -144,16 +167,24 @@ def test_vmap_matches_a_loop(key, data):
         want = _expected(case, call, batched)
         if want is None:
             continue
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", BatchingWarning)
-            warnings.filterwarnings("ignore", category=RuntimeWarning)
-            got = _outputs(_vmapped(case, call, batched, axes))
+        got, fell_back = _fallbacks(
+            lambda batched=batched, axes=axes: _outputs(_vmapped(case, call, batched, axes)))
         what = f"{case.path} batched at {dict(zip(batched, axes))}"
-        _same([np.moveaxis(g, 0, 0) for g in got], want, what, _single(call))
-        fell_back = [str(w.message) for w in caught if issubclass(w.category, BatchingWarning)
-                     and str(w.message).split("'")[1] not in PER_EXAMPLE]
+        _same(got, want, what, _single(call))
+        fell_back = [m for m in fell_back if m.split("'")[1] not in FALLBACK]
         if _floats_only(call, batched):
             assert not fell_back, f"{what}: ran per example: {fell_back}"
+
+
+def _fallbacks(run):
+    """``run()`` and the BatchingWarnings it raised (each op warns once a process: the
+    record of ops already warned is cleared first, so that none is missed)."""
+    batching._warned.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BatchingWarning)
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        out = run()
+    return out, [str(w.message) for w in caught if issubclass(w.category, BatchingWarning)]
 
 
 def _diff_inputs(case: Case, call: Call) -> list[int]:
@@ -200,28 +231,41 @@ def test_vmap_of_vjp_and_jvp_matches_a_loop(key, data):
             out, f_vjp = vjp(f, *inputs)
         except Exception:
             assume(False)
+        assume(out)
         cots = tuple(np.stack([_random_like(rng, o) for _ in SCALES]) for o in out)
         want = [np.stack(r) for r in zip(*[f_vjp(tuple(c[b] for c in cots))
                                            for b in range(len(SCALES))])]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", BatchingWarning)
-            got = vmap(f_vjp)(cots)
+        got, fell_back = _fallbacks(lambda: vmap(f_vjp)(cots))
         _same(_outputs(got), want, f"vjp of {case.path}", _single(call))
-        assert not caught, f"{case.path}: a rule ran per example: {caught[0].message}"
+        assert not fell_back, f"{case.path}: a rule ran per example: {fell_back}"
 
         tans = [np.stack([_random_like(rng, x) for _ in SCALES]) for x in inputs]
         want = [np.stack(r) for r in zip(*[jvp(f, inputs, [t[b] for t in tans])[1]
                                            for b in range(len(SCALES))])]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", BatchingWarning)
-            got = vmap(lambda *ts: jvp(f, inputs, ts)[1])(*tans)
+        got, fell_back = _fallbacks(lambda: vmap(lambda *ts: jvp(f, inputs, ts)[1])(*tans))
         _same(_outputs(got), want, f"jvp of {case.path}", _single(call))
-        assert not caught, f"{case.path}: a rule ran per example: {caught[0].message}"
+        assert not fell_back, f"{case.path}: a rule ran per example: {fell_back}"
+
+
+def _modules() -> list:
+    mods = [yaad]
+    for info in pkgutil.walk_packages(yaad.__path__, "yaad."):
+        if info.name.split(".")[-1] not in ("__main__", "demo"):
+            mods.append(importlib.import_module(info.name))
+    return mods
 
 
 def test_every_registered_op_has_a_batching_rule_and_a_case():
     ops = builtin_ops()
     missing = sorted(name for name, spec in ops.items() if rule_of(spec) is None)
     assert not missing, f"ops without a batching rule (yaad.op(batch=...)): {missing}"
+    looped = sorted(name for name, spec in ops.items() if spec.batch == "per_example")
+    unexplained = set(looped) - set(FALLBACK)
+    assert not unexplained, f"ops declared per example, missing from FALLBACK: {unexplained}"
+    decorated = {f.__name__ for mod in _modules() for f in vars(mod).values()
+                 if callable(f) and getattr(f, "batch", None) == "per_example"}
+    assert {"repeat", "lstsq", "_qr_raw"} <= decorated, decorated
+    stale = set(FALLBACK) - set(ops) - decorated
+    assert not stale, f"FALLBACK names what no longer runs per example: {stale}"
     uncovered = sorted(set(ops) - covered_ops())
     assert not uncovered, f"ops without a case in tests/strategies.py CASES: {uncovered}"

@@ -222,17 +222,21 @@ presenters[BatchAxis] = BatchedTensor
 
 _sizes: dict[int, int] = {}  # batch level -> batch size, while the level is active
 _own: set = set()  # levels of a transform's own batch (jacrev's cotangents, jacfwd's tangents)
+_randomness: dict[int, str] = {}  # batch level -> what a random draw does (see draw)
+RANDOMNESS = ("error", "same", "different")
 
 
 @contextlib.contextmanager
-def batch_level(size: int, own: bool = False) -> Iterator[int]:
+def batch_level(size: int, own: bool = False, randomness: str = "error") -> Iterator[int]:
     """A new batch level of ``size`` examples, innermost while the block runs.
 
     ``own``: the level batches a transform's own unit vectors (jacfwd's tangents), which
     reach no function value: a function differentiated inside it needs no copy of its
-    inputs per example (see :func:`expand`)."""
+    inputs per example (see :func:`expand`), and draws its random numbers once.
+    ``randomness``: see :func:`draw`."""
     level = new_level()
     _sizes[level] = size
+    _randomness[level] = "same" if own else randomness
     if own:
         _own.add(level)
     prev = state.batching
@@ -245,13 +249,36 @@ def batch_level(size: int, own: bool = False) -> Iterator[int]:
         state.levels = tuple(lv for lv in state.levels if lv != level)
         state.batching = prev
         state.refresh()
-        del _sizes[level]
+        del _sizes[level], _randomness[level]
         _own.discard(level)
 
 
 def active_levels() -> list:
     """The batch levels active in this thread, outermost first."""
     return [lv for lv in state.levels if lv in _sizes]
+
+
+def draw(sample: Callable[[tuple], Any], shape: tuple, what: str) -> Any:
+    """Random numbers of one example's ``shape``, ``sample(shape)`` an array of them; inside
+    vmap, as each active level's ``randomness`` says: ``"error"`` refuses (a loop over the
+    examples would draw different numbers for each, one batched call cannot know which);
+    ``"same"`` draws once for every example; ``"different"`` draws a batch of them (a
+    tensor batched at that level). Outside vmap: ``sample(shape)``."""
+    if not _sizes:
+        return sample(shape)
+    levels = active_levels()
+    refused = [lv for lv in levels if _randomness[lv] == "error"]
+    if refused:
+        raise RuntimeError(
+            f"{what} inside vmap draws random numbers, and vmap was not told whether each "
+            f"example gets its own: pass vmap(..., randomness='different') (one draw per "
+            f"example, as a loop would) or randomness='same' (one draw for all), or draw "
+            f"outside and pass the numbers in. (see docs/errors.md#vmap-random)")
+    own = [lv for lv in levels if _randomness[lv] == "different"]
+    out = sample(tuple(_sizes[lv] for lv in own) + tuple(shape))
+    for lv in own:
+        out = mark(out, lv, 0)
+    return out
 
 
 # ---- the layout of a batched tensor ------------------------------------------------------
@@ -431,7 +458,7 @@ def _warn_once(name: str, why: str) -> None:
     frame, depth = sys._getframe(1), 2  # point at the first caller outside yaad
     while frame is not None and frame.f_globals.get("__name__", "").startswith("yaad."):
         frame, depth = frame.f_back, depth + 1
-    warnings.warn(f"vmap: '{name}' {why}, so it runs once per example (a Python loop, "
+    warnings.warn(f"vmap: '{name}' {why}: it runs once per example (a Python loop, "
                   f"slower than one call on the batch). See docs/transforms.md#vmap.",
                   BatchingWarning, stacklevel=depth)
 
@@ -447,14 +474,22 @@ def _loop(fn: Callable, name: str, args: list, dims: list, kw: dict, kw_dims: di
         a_b = [_example(a, d, b) for a, d in zip(args, dims)]
         kw_b = {k: _example(v, kw_dims.get(k), b) for k, v in kw.items()}
         results.append(fn(*a_b, **kw_b))
-    return _stacked(results), _zeros_like_tree(results[0])
+    return _stacked(results, name), _zeros_like_tree(results[0])
 
 
-def _stacked(results: list) -> Any:
+def _stacked(results: list, name: str) -> Any:
     first = results[0]
     if isinstance(first, (tuple, list)):
-        parts = [_stacked([r[k] for r in results]) for k in range(len(first))]
+        parts = [_stacked([r[k] for r in results], name) for k in range(len(first))]
         return first._make(parts) if hasattr(first, "_make") else type(first)(parts)
+    shapes = [np.shape(r) for r in results]
+    for b, shape in enumerate(shapes):
+        if shape != shapes[0]:
+            raise ValueError(
+                f"vmap: '{name}' gives results of different shapes for different examples "
+                f"({shapes[0]} for example 0, {shape} for example {b}), which one batched "
+                f"tensor cannot hold. Call it outside vmap, or use a form of fixed shape "
+                f"(a mask with yaad.where instead of indices or a boolean index).")
     return _shape_ops().stack(results)
 
 
@@ -499,6 +534,7 @@ def per_example(*names: str) -> Callable:
                                   size)
             return _mark_tree(out, out_dims, level)
 
+        wrapper.batch = "per_example"  # (as an op's batch=: how vmap runs it)
         return wrapper
 
     return decorate
@@ -656,7 +692,7 @@ def _scan(spec: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
 def _per_example(spec: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
     """Once per example, by design (the shape of the result follows the values; or there
     is no routine for a batch, as for scipy.linalg.solve_sylvester)."""
-    _warn_once(spec.name, "is declared to run once per example")
+    _warn_once(spec.name, "is declared per example (its result's shape follows the values)")
     size = next(_size_in(a, d) for a, d in zip(args, dims) if d is not None)
     return _loop(spec.fn, spec.name, list(args), list(dims), kw, {}, size)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .batching import batch_axes
+from .batching import batch_axes, draw
 from .tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
@@ -209,15 +209,36 @@ full_like = _like_maker(np.full_like, "full_like")
 empty_like = _like_maker(np.empty_like, "empty_like")
 
 
+def _sampled(method: str, shape: tuple, seed: Any, dtype: Any, requires_grad: bool,
+             name: str) -> Tensor:
+    rng = np.random.default_rng(seed)
+
+    def sample(s: tuple) -> np.ndarray:
+        return getattr(rng, method)(s).astype(dtype, copy=False)
+
+    if seed is not None and not isinstance(seed, (np.random.Generator,
+                                                  np.random.BitGenerator)):
+        return Tensor(sample(shape), requires_grad=requires_grad)  # the same numbers each call
+    data = draw(sample, shape, name)  # inside vmap: as its randomness says
+    if isinstance(data, Tensor):
+        return data.requires_grad_(requires_grad) if requires_grad else data
+    return Tensor(data, requires_grad=requires_grad)
+
+
 def rand(*shape: int, requires_grad: bool = False, seed: Any = None,
          dtype: Any = np.float64) -> Tensor:
-    """Uniform [0, 1) samples of the given shape (``numpy.random.default_rng(seed)``)."""
-    data = np.random.default_rng(seed).random(shape).astype(dtype, copy=False)
-    return Tensor(data, requires_grad=requires_grad)
+    """Uniform [0, 1) samples of the given shape (``numpy.random.default_rng(seed)``).
+
+    Inside :func:`yaad.func.vmap` a draw without a fixed seed follows vmap's
+    ``randomness``: refused by default, or one draw for all examples, or one per example.
+    """
+    return _sampled("random", shape, seed, dtype, requires_grad, "yaad.rand")
 
 
 def randn(*shape: int, requires_grad: bool = False, seed: Any = None,
           dtype: Any = np.float64) -> Tensor:
-    """Standard normal samples of the given shape (``numpy.random.default_rng(seed)``)."""
-    data = np.random.default_rng(seed).standard_normal(shape).astype(dtype, copy=False)
-    return Tensor(data, requires_grad=requires_grad)
+    """Standard normal samples of the given shape (``numpy.random.default_rng(seed)``).
+
+    Inside :func:`yaad.func.vmap`: as :func:`rand`.
+    """
+    return _sampled("standard_normal", shape, seed, dtype, requires_grad, "yaad.randn")

@@ -897,7 +897,7 @@ def _count_leaves(structure: Any) -> int:
     return 1 if structure is None else sum(_count_leaves(c) for c in structure[2])
 
 
-def vmap(func: Callable, in_axes: Any = 0, out_axes: Any = 0, *,
+def vmap(func: Callable, in_axes: Any = 0, out_axes: Any = 0, *, randomness: str = "error",
          chunk_size: int | None = None) -> Callable:
     """Vectorize ``func`` over an axis of its inputs: ``func`` is written for one example
     and runs once on the whole batch.
@@ -919,6 +919,10 @@ def vmap(func: Callable, in_axes: Any = 0, out_axes: Any = 0, *,
     out_axes : int, None, or a pytree prefix of the output
         Where the batch axis goes in each output (None: the output must not depend on
         the example).
+    randomness : {"error", "same", "different"}
+        What a random draw inside does (``yaad.rand``, ``yaad.randn`` without a fixed
+        seed, ``yaad.nn.functional.dropout``): raise (the default, as in torch.func), draw
+        once for all examples, or draw for each example (as a loop would).
     chunk_size : int, optional
         Run at most this many examples at a time (less memory; the results are joined).
 
@@ -932,17 +936,21 @@ def vmap(func: Callable, in_axes: Any = 0, out_axes: Any = 0, *,
     ------
     ValueError
         When the mapped axes have different lengths, or none is mapped.
+    RuntimeError
+        A random draw inside with ``randomness="error"``.
 
     Examples
     --------
     >>> yaad.func.vmap(lambda x: x @ x)(np.arange(6.0).reshape(2, 3))
     array([ 5., 50.])
     """
-    return _vmap(func, in_axes, out_axes, chunk_size, own=False)
+    if randomness not in batching.RANDOMNESS:
+        raise ValueError(f"vmap: randomness={randomness!r}; use one of {batching.RANDOMNESS}")
+    return _vmap(func, in_axes, out_axes, chunk_size, own=False, randomness=randomness)
 
 
 def _vmap(func: Callable, in_axes: Any, out_axes: Any, chunk_size: int | None,
-          own: bool) -> Callable:
+          own: bool, randomness: str = "same") -> Callable:
     """:func:`vmap`; ``own``: the batch is a transform's own unit vectors (see
     ``batching.batch_level``)."""
     if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
@@ -956,14 +964,15 @@ def _vmap(func: Callable, in_axes: Any, out_axes: Any, chunk_size: int | None,
         size, axes = _batch_size(leaves, axes)
         array_mode = _array_mode(leaves)
         if chunk_size is None or size <= chunk_size:
-            return _vmapped(func, leaves, tree, axes, out_axes, size, array_mode, own)
+            return _vmapped(func, leaves, tree, axes, out_axes, size, array_mode, own,
+                            randomness)
         parts = []
         for start in range(0, size, chunk_size):
             stop = min(start + chunk_size, size)
             chunk = [x if a is None else x[(slice(None),) * a + (slice(start, stop),)]
                      for x, a in zip(leaves, axes)]
             parts.append(_vmapped(func, chunk, tree, axes, out_axes, stop - start, array_mode,
-                                  own))
+                                  own, randomness))
         return _join_chunks(parts, out_axes)
 
     wrapper.__name__ = f"vmap({getattr(func, '__name__', 'f')})"
@@ -997,8 +1006,8 @@ def _batch_size(leaves: list, axes: list) -> tuple[int, list]:
 
 
 def _vmapped(func: Callable, leaves: list, tree: Any, axes: list, out_axes: Any, size: int,
-             array_mode: bool, own: bool) -> Any:
-    with batching.batch_level(size, own) as level:
+             array_mode: bool, own: bool, randomness: str) -> Any:
+    with batching.batch_level(size, own, randomness) as level:
         inputs = [x if a is None else batching.mark(
             x if isinstance(x, Tensor) else make_tensor(np.asarray(x)), level, a)
             for x, a in zip(leaves, axes)]

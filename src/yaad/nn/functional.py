@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import draw
 from ..ops.elementwise import erf, log, maximum, relu, sigmoid, sqrt, tanh, where
 from ..ops.elementwise import softplus as _softplus
 from ..ops.nn import log_softmax as _log_softmax
@@ -91,8 +92,9 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,
     real = np.empty(0, dtype=dtype_of(input)).real.dtype
     if p == 1:
         return input * np.zeros(shape, dtype=real)
-    mask = (rng.random(shape) >= p).astype(real) * real.type(1 / (1 - p))
-    return input * mask
+    # (inside vmap, as vmap's randomness says: refused, one mask for all, or one each)
+    drawn = draw(rng.random, shape, "dropout")
+    return input * ((drawn >= p).astype(real) * real.type(1 / (1 - p)))
 
 
 def layer_norm(input: Any, normalized_shape: int | tuple, weight: Any = None,

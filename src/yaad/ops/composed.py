@@ -7,8 +7,8 @@
 They declare no rules: each is written with differentiable ops, following NumPy's own
 arithmetic step by step (so the values are NumPy's, bit for bit), and its gradients, to
 any order and in forward mode, come from those ops. Decisions NumPy takes from values
-(which interval of ``interp`` holds ``x``, whether ``real_if_close`` drops the imaginary
-part) are taken on the data, as NumPy takes them.
+(whether ``real_if_close`` drops the imaginary part) are taken on the data, as NumPy takes
+them; which interval of ``interp`` holds ``x`` is an op's result (``searchsorted``).
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..tensor import Tensor
+from ..batching import per_example
+from ..tensor import Tensor, dtype_of, ndim_of, shape_of
 from .convolution import convolve
 from .elementwise import clip, conj, imag, isfinite, isnan, isneginf, isposinf, mod, real, sqrt
 from .elementwise import where as _where
 from .products import dot
-from .reductions import argsort, average, cumprod, cumsum, mean, nonzero, partition
+from .reductions import all as all_
+from .reductions import argsort, average, cumprod, cumsum, mean, nonzero, partition, searchsorted
 from .reductions import sum as sum_
 from .shape import (
     _no_out,
+    _values,
     astype,
     atleast_1d,
     broadcast_arrays,
@@ -37,6 +40,7 @@ from .shape import (
     diagonal,
     diff,
     flip,
+    getitem,
     matrix_transpose,
     moveaxis,
     ravel,
@@ -150,11 +154,11 @@ def _spacing(distances: Any, n: int) -> Any:
     if d.shape[0] != n:
         raise ValueError("gradient: when 1d, distances must match the length of the "
                          "corresponding dimension")
-    if _data(d).dtype.kind in "iub":
+    if dtype_of(d).kind in "iub":
         d = astype(d, np.float64)
     dx = diff(d)
-    dd = _data(dx)
-    return dx[0] if (dd == dd[0]).all() else dx
+    # (inside vmap: uniform for every example)
+    return dx[0] if np.all(_values(all_(dx == dx[0]))) else dx
 
 
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
@@ -180,7 +184,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     axes = tuple(range(n)) if axis is None else normalize_axis_tuple(axis, n)
     if not varargs:
         dx = [1.0] * len(axes)
-    elif len(varargs) == 1 and np.ndim(_data(varargs[0])) == 0:
+    elif len(varargs) == 1 and ndim_of(varargs[0]) == 0:
         dx = list(varargs) * len(axes)
     elif len(varargs) == len(axes):
         dx = [_spacing(d, f.shape[ax]) for d, ax in zip(varargs, axes)]
@@ -188,7 +192,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
         raise TypeError("gradient: invalid number of arguments")
     if edge_order > 2:
         raise ValueError("gradient: 'edge_order' greater than 2 not supported")
-    otype = _data(f).dtype
+    otype = dtype_of(f)
     if otype.kind not in "fc":
         f, otype = astype(f, np.float64), np.dtype(np.float64)
     out = []
@@ -207,7 +211,7 @@ def _gradient_along(f: Any, ax: int, h: Any, edge_order: int) -> Any:
     def at(index):
         return f[_along(ax, nd, index)]
 
-    uniform = np.ndim(_data(h)) == 0
+    uniform = ndim_of(h) == 0
     if uniform:
         inner = (at(slice(2, None)) - at(slice(None, -2))) / (2.0 * h)
     else:
@@ -290,16 +294,15 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     if len(condlist) == 0:
         raise ValueError("select: select with an empty condition list is not possible")
     for i, cond in enumerate(condlist):
-        if np.asarray(_data(cond)).dtype != np.bool_:
+        if dtype_of(cond) != np.bool_:
             raise TypeError(f"select: invalid entry {i} in condlist: should be boolean ndarray")
-    values = [c if type(c) in (int, float, complex) else _data(c)
+    values = [c if type(c) in (int, float, complex) else dtype_of(c)
               for c in (*choicelist, default)]
     dtype = np.result_type(*values)
     out = astype(_operand(default), dtype)  # NumPy fills the result with it, in dtype
     for cond, choice in zip(condlist[::-1], choicelist[::-1]):
         out = _where(cond, choice, out)
-    shape = np.broadcast_shapes(*(np.shape(_data(v)) for v in (*condlist, *choicelist,
-                                                               default)))
+    shape = np.broadcast_shapes(*(shape_of(v) for v in (*condlist, *choicelist, default)))
     return astype(broadcast_to(out, shape), dtype)
 
 
@@ -323,7 +326,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None
     Tensor or ndarray
     """
     x = _operand(x)
-    dtype = _data(x).dtype
+    dtype = dtype_of(x)
     if dtype.kind not in "fc":
         return x
     big = np.finfo(dtype).max
@@ -352,12 +355,13 @@ def real_if_close(a: Any, tol: float = 100) -> Any:
     Tensor or ndarray
     """
     a = _operand(a)
-    dtype = _data(a).dtype
+    dtype = dtype_of(a)
     if dtype.kind != "c":
         return a
     if tol > 1:
         tol = np.finfo(dtype).eps * tol
-    return real(a) if bool(np.all(np.abs(_data(a).imag) < tol)) else a
+    # (inside vmap: real when every example's imaginary parts are small)
+    return real(a) if bool(np.all(np.abs(np.imag(_values(a))) < tol)) else a
 
 
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
@@ -385,7 +389,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
         float64 (complex128 for a complex ``fp``), as NumPy.
     """
     x, xp, fp = _operand(x), _operand(xp), _operand(fp)
-    out_dtype = np.dtype(np.complex128 if _data(fp).dtype.kind == "c" else np.float64)
+    out_dtype = np.dtype(np.complex128 if dtype_of(fp).kind == "c" else np.float64)
     if xp.ndim != 1 or fp.ndim != 1:
         raise ValueError("interp: data points must be 1-D sequences")
     if xp.shape[0] != fp.shape[0]:
@@ -400,31 +404,30 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
         period = abs(period)
         left = right = None
         x, xp = mod(x, period), mod(xp, period)
-        order = np.asarray(_data(argsort(xp)))
-        xp, fp = xp[order], fp[order]
+        order = argsort(xp)
+        xp, fp = getitem(xp, order), getitem(fp, order)
         xp = concatenate([xp[-1:] - period, xp, xp[0:1] + period])
         fp = concatenate([fp[-1:], fp, fp[0:1]])
     n = xp.shape[0]
     lval = fp[0] if left is None else left
     rval = fp[-1] if right is None else right
-    xd, xpd = _data(x), _data(xp)
     if n == 1:
-        return astype(_where(xd < xpd[0], lval, _where(xd > xpd[0], rval, fp[0])), out_dtype)
-    j = np.searchsorted(xpd, xd, side="right") - 1
-    jc = np.clip(j, 0, n - 2)
-    x0, x1, f0, f1 = xp[jc], xp[jc + 1], fp[jc], fp[jc + 1]
+        return astype(_where(x < xp[0], lval, _where(x > xp[0], rval, fp[0])), out_dtype)
+    j = searchsorted(xp, x, side="right") - 1  # (an op: its values are not read here)
+    jc = clip(j, 0, n - 2)
+    x0, x1, f0, f1 = (getitem(v, k) for v in (xp, fp) for k in (jc, jc + 1))  # (xp: an array)
     slope = (f1 - f0) / (x1 - x0)
     val = slope * (x - x0) + f0
     # NumPy's special cases: from the other end of the interval if that is NaN (an
     # infinite fp); the knot's own value at a knot and at the last one (the slope, where
     # finite, only carries the derivative there)
     val = _where(isnan(val), slope * (x - x1) + f1, val)
-    val = _where(isnan(val) & (_data(f0) == _data(f1)), f0, val)
+    val = _where(isnan(val) & (f0 == f1), f0, val)
     finite = _where(isfinite(slope), slope, 0)
-    val = _where(xd == _data(x0), f0 + finite * (x - x0), val)
+    val = _where(x == x0, f0 + finite * (x - x0), val)
     val = _where(j == n - 1, fp[-1] + finite * (x - x1), val)
-    val = _where(j < 0, lval, _where(xd > xpd[-1], rval, val))
-    return astype(_where(np.isnan(xd), x, val), out_dtype)
+    val = _where(j < 0, lval, _where(x > xp[-1], rval, val))
+    return astype(_where(isnan(x), x, val), out_dtype)
 
 
 def polyval(p: Any, x: Any) -> Any:
@@ -443,7 +446,7 @@ def polyval(p: Any, x: Any) -> Any:
     p, x = _operand(p), _operand(x)
     if p.ndim == 0:
         raise TypeError("polyval: p must be a sequence of coefficients (got a 0-d array)")
-    y = np.zeros_like(_data(x))
+    y = np.zeros(shape_of(x), dtype_of(x))
     for k in range(p.shape[0]):
         y = y * x + p[k]
     return y
@@ -466,7 +469,7 @@ def _cumulative(accumulate, identity: int, name: str):
         if include_initial:
             shape = list(res.shape)
             shape[normalize_axis_index(axis, res.ndim)] = 1
-            res = concatenate([np.full(shape, identity, dtype=_data(res).dtype), res], axis=axis)
+            res = concatenate([np.full(shape, identity, dtype=dtype_of(res)), res], axis=axis)
         return res
 
     f.__name__ = f.__qualname__ = name
@@ -579,7 +582,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
         raise ValueError("vander: x must be a one-dimensional array or sequence.")
     n = x.shape[0]
     N = n if N is None else N
-    column = astype(reshape(x, (n, 1)), np.promote_types(_data(x).dtype, int))
+    column = astype(reshape(x, (n, 1)), np.promote_types(dtype_of(x), int))
     v = column ** 0  # ones, linked to x (a zero gradient)
     if N > 1:  # NumPy multiplies in the result's dtype
         v = concatenate([v, cumprod(broadcast_to(column, (n, N - 1)), axis=1)], axis=1)
@@ -617,12 +620,12 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     """
     a = ravel(_operand(ary))
     parts = [a[1:] - a[:-1]]
-    dtype = _data(a).dtype
+    dtype = dtype_of(a)
     for extra, at in ((to_begin, 0), (to_end, len(parts) + 1)):
         if extra is None:
             continue
         e = ravel(_operand(extra))
-        if not np.can_cast(_data(e).dtype, dtype, casting="same_kind"):
+        if not np.can_cast(dtype_of(e), dtype, casting="same_kind"):
             raise TypeError(f"ediff1d: dtype of `{'to_begin' if at == 0 else 'to_end'}` must "
                             f"be compatible with input `ary` under the `same_kind` rule.")
         parts.insert(0 if at == 0 else len(parts), astype(e, dtype))
@@ -670,7 +673,7 @@ def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = F
         raise TypeError("median: axis must be None or an int here")
     sz = a.size if axis is None else a.shape[axis]
     kth = [sz // 2 - 1, sz // 2] if sz % 2 == 0 else [(sz - 1) // 2]
-    nans = _data(a).dtype.kind in "fc"
+    nans = dtype_of(a).kind in "fc"
     if nans:
         kth.append(-1)  # NaN sorts last: the last element says whether there is one
     if not sz:
@@ -684,8 +687,8 @@ def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = F
     index[ax] = slice(n // 2, n // 2 + 1) if n % 2 else slice(n // 2 - 1, n // 2 + 1)
     out = mean(part[tuple(index)], axis=ax)
     if nans:
-        last = np.take(_data(part), -1, axis=ax)
-        out = _where(np.isnan(last), last, out)
+        last = part[(slice(None),) * ax + (-1,)].detach()  # (NaN: no gradient)
+        out = _where(isnan(last), last, out)
     if keepdims:
         out = reshape(out, tuple(1 if (axis is None or i == ax) else s
                                  for i, s in enumerate(a.shape)))
@@ -697,9 +700,9 @@ def _poly_pair(op, name: str, word: str):
         a1, a2 = atleast_1d(_operand(a1)), atleast_1d(_operand(a2))
         d = a2.shape[0] - a1.shape[0]
         if d > 0:
-            a1 = concatenate([np.zeros(d, _data(a1).dtype), a1])
+            a1 = concatenate([np.zeros(d, dtype_of(a1)), a1])
         elif d < 0:
-            a2 = concatenate([np.zeros(-d, _data(a2).dtype), a2])
+            a2 = concatenate([np.zeros(-d, dtype_of(a2)), a2])
         return op(a1, a2)
 
     f.__name__ = f.__qualname__ = name
@@ -721,6 +724,7 @@ polyadd = _poly_pair(lambda a, b: a + b, "polyadd", "sum")
 polysub = _poly_pair(lambda a, b: a - b, "polysub", "difference")
 
 
+@per_example()  # (the leading zeros trimmed, so the length, follow the values)
 def polymul(a1: Any, a2: Any) -> Any:
     """The product of two polynomials, coefficients highest power first (numpy.polymul):
     the convolution of their coefficients without leading zeros.
@@ -797,6 +801,7 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     return p
 
 
+@per_example("fweights", "aweights")  # (the weights are read as data)
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: Any = None, aweights: Any = None, *,
         dtype: Any = None) -> Any:
@@ -829,7 +834,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         if y.ndim > 2:
             raise ValueError("cov: y has more than 2 dimensions")
     if dtype is None:
-        dtype = np.result_type(*(_data(v) for v in (m, y) if v is not None), np.float64)
+        dtype = np.result_type(*(dtype_of(v) for v in (m, y) if v is not None), np.float64)
     x = astype(reshape(m, (1, -1)) if m.ndim < 2 else m, dtype)
     if not rowvar and m.ndim != 1:
         x = matrix_transpose(x)
@@ -854,8 +859,8 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         if name == "fweights" and not np.all(wv == np.around(wv)):
             raise TypeError("cov: fweights must be integer")
         w = wv if w is None else w * wv
-    avg, w_sum = average(x, axis=1, weights=w, returned=True)
-    w_sum = np.asarray(_data(w_sum))[0]
+    avg = average(x, axis=1, weights=w)
+    w_sum = None if w is None else w.sum(dtype=np.result_type(dtype, w.dtype))  # (NumPy's)
     if w is None:
         fact = x.shape[1] - ddof
     elif ddof == 0:
@@ -893,7 +898,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -
         return c / c
     d = sqrt(real(diagonal(c)))
     c = c / reshape(d, (-1, 1)) / reshape(d, (1, -1))
-    if _data(c).dtype.kind == "c":
+    if dtype_of(c).kind == "c":
         return clip(real(c), -1, 1) + 1j * clip(imag(c), -1, 1)
     return clip(c, -1, 1)
 

@@ -27,7 +27,9 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..batching import example_shape, front
 from ..op import op
+from ..tensor import dtype_of, shape_of
 from .elementwise import conj
+from .products import einsum
 from .shape import expand_dims, flip, getitem, pad
 
 _MODES = ("full", "valid", "same")
@@ -99,26 +101,45 @@ def _signal(fn, name):
     return forward
 
 
-def _first_batched(signal, default: str, one_d: bool):
-    """The batching rule of a convolution of ``in1`` (batched) by ``in2`` (not), computed by
-    ``signal`` (``signal.convolve`` or ``signal.correlate``): the batch is one more axis,
-    along which ``in2`` has length one. Where the window of "same" or "valid" would follow
-    ``in2``'s length (longer than ``in1``'s), and with both batched: once per example."""
+def _batching(signal, default: str, one_d: bool, correlation: bool):
+    """The batching rule of a convolution computed by ``signal`` (``signal.convolve`` or
+    ``signal.correlate``, as ``correlation`` says). NumPy's 1-D ops (``one_d``):
+    :func:`_pairwise_convolve`, for any of the two batched. SciPy's n-D ones with one input
+    batched: the batch is one more axis, along which the other has length one (the inputs
+    swapped when it is ``in2``), and the mode's window is cut from the full output where
+    SciPy would not give it directly; with both batched, once per example."""
     def batch(dims, in1, in2, mode=default, method="auto"):
-        if dims[0] is None or any(d is not None for d in dims[1:]):
+        if any(d is not None for d in dims[2:]):
             return NotImplemented
-        shape = example_shape(in1, dims[0])
-        if (one_d and len(shape) != 1) or (mode != "full" and any(
-                m < k for m, k in zip(shape, np.shape(in2)))):
+        if one_d:
+            a, v = _rows(in1, dims[0]), _rows(in2, dims[1])
+            late = False
+            if correlation:  # numpy.correlate(a, v) = convolve(a, conj(v[::-1]))
+                v = conj(flip(v, axis=-1))  # (whose "same" window starts one later for an
+                late = np.shape(v)[-1] > np.shape(a)[-1]  # even, longer v)
+            return _pairwise_convolve(a, dims[0] is not None, v, dims[1] is not None, mode,
+                                      late), 0
+        if dims[0] is not None and dims[1] is not None:
             return NotImplemented
-        return signal(front(in1, dims[0]), expand_dims(in2, 0), mode, method), 0
+        if dims[0] is not None:
+            s1, s2 = example_shape(in1, dims[0]), np.shape(in2)
+            if mode == "full" or all(n >= m for n, m in zip(s1, s2)):
+                return signal(front(in1, dims[0]), expand_dims(in2, 0), mode, method), 0
+            full = signal(front(in1, dims[0]), expand_dims(in2, 0), "full", method)
+        else:  # in2 alone: the inputs swapped
+            s1, s2 = np.shape(in1), example_shape(in2, dims[1])
+            full = signal(front(in2, dims[1]), expand_dims(in1, 0), "full", method)
+            if correlation:  # correlate(a, v) = conj(flip(correlate(v, a)))
+                full = conj(flip(full, axis=tuple(range(1, np.ndim(full)))))
+        windows = _scipy_windows(s1, s2, mode)  # the mode's window of the full output
+        return getitem(full, (slice(None),) + tuple(slice(s, s + k) for s, k in windows)), 0
 
     return batch
 
 
 signal_convolve = op(_signal(ssig.convolve, "convolve"), name="signal.convolve", linear=True,
                      vjp=_rules(_scipy_windows, "full", False),
-                     batch=_first_batched(lambda *a: signal_convolve(*a), "full", False))
+                     batch=_batching(lambda *a: signal_convolve(*a), "full", False, False))
 signal_convolve.__doc__ = """N-dimensional convolution (scipy.signal.convolve), differentiable
 in both inputs.
 
@@ -137,7 +158,7 @@ Tensor or ndarray
 """
 signal_correlate = op(_signal(ssig.correlate, "correlate"), name="signal.correlate",
                       linear=True, vjp=_rules(_scipy_windows, "full", True),
-                      batch=_first_batched(lambda *a: signal_correlate(*a), "full", False))
+                      batch=_batching(lambda *a: signal_correlate(*a), "full", False, True))
 signal_correlate.__doc__ = """N-dimensional cross-correlation (scipy.signal.correlate):
 ``sum in1[k + n] conj(in2[n])``, differentiable in both inputs.
 
@@ -151,6 +172,34 @@ Returns
 -------
 Tensor or ndarray
 """
+
+
+def _pairwise_convolve(a, a_batched, v, v_batched, mode, late=False):
+    """numpy.convolve of each example of ``a`` with the same example of ``v`` (see
+    :func:`_rows`; ``a_batched``: whether ``a`` has a batch axis in front, or is one
+    vector for all), summed exactly as NumPy does (no FFT): the shorter sequence times a
+    Toeplitz matrix of the longer one, per example (so the memory is batch x output length
+    x shorter length). ``late``: the "same" window starts at ``shorter // 2`` instead of
+    ``(shorter - 1) // 2`` (numpy.correlate with the longer ``v``)."""
+    a, v = (a, a_batched), (v, v_batched)
+    (short, s_batched), (long, l_batched) = sorted((a, v), key=lambda x: np.shape(x[0])[-1])
+    lo, hi = np.shape(short)[-1], np.shape(long)[-1]
+    k = np.arange(lo + hi - 1)[:, None] - np.arange(lo)[None, :]  # index into long
+    padded = pad(long, ((0, 0),) * l_batched + ((0, 1),))  # a zero where k is outside
+    toeplitz = getitem(padded, (slice(None),) * l_batched + (np.where(
+        (k >= 0) & (k < hi), k, hi),))
+    full = einsum(f"{'b' if s_batched else ''}j,{'b' if l_batched else ''}ij->bi", short,
+                  toeplitz)
+    start, length = {"full": (0, lo + hi - 1), "same": ((lo - (not late)) // 2, hi),
+                     "valid": (lo - 1, hi - lo + 1)}[mode]
+    return getitem(full, (slice(None), slice(start, start + length)))
+
+
+def _rows(x, d):
+    """A batched sequence as (batch, length), the batch axis in front; a shared one as a
+    vector (a 0-d value as a vector of length one)."""
+    x = front(x, d) if d is not None else x
+    return x if np.ndim(x) == (d is not None) + 1 else expand_dims(x, -1)
 
 
 def _numpy_windows(name):
@@ -185,7 +234,7 @@ def _vector(x):
 
 convolve = op(_np_convolve, name="convolve", linear=True,
               vjp=_as_1d(_rules(_numpy_windows("convolve"), "full", False)),
-              batch=_first_batched(signal_convolve, "full", True))
+              batch=_batching(signal_convolve, "full", True, False))
 convolve.__doc__ = """Discrete linear convolution of two 1-D sequences (numpy.convolve),
 differentiable in both.
 
@@ -202,7 +251,7 @@ Tensor or ndarray
 
 correlate = op(_np_correlate, name="correlate", linear=True,
                vjp=_as_1d(_rules(_numpy_windows("correlate"), "valid", True)),
-               batch=_first_batched(signal_correlate, "valid", True))
+               batch=_batching(signal_correlate, "valid", True, True))
 correlate.__doc__ = """Cross-correlation of two 1-D sequences, ``sum a[n + k] conj(v[n])``
 (numpy.correlate), differentiable in both.
 
@@ -239,7 +288,7 @@ def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any
     from .. import fft
 
     _check_mode("signal.fftconvolve", mode)
-    s1, s2 = np.shape(_data(in1)), np.shape(_data(in2))
+    s1, s2 = shape_of(in1), shape_of(in2)
     if len(s1) != len(s2):
         raise ValueError("signal.fftconvolve: in1 and in2 should have the same "
                          f"dimensionality, got shapes {s1} and {s2}")
@@ -266,16 +315,12 @@ def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any
         ret = in1 * in2
     else:
         full = [s1[a] + s2[a] - 1 for a in axes]
-        complex_ = any(np.asarray(_data(x)).dtype.kind == "c" for x in (in1, in2))
+        complex_ = any(dtype_of(x).kind == "c" for x in (in1, in2))
         forward, inverse = (fft.fftn, fft.ifftn) if complex_ else (fft.rfftn, fft.irfftn)
         ret = inverse(forward(in1, full, axes) * forward(in2, full, axes), full, axes)
     if mode == "full":
         return ret
-    shape = np.shape(_data(ret))
+    shape = shape_of(ret)
     keep = s1 if mode == "same" else [s1[a] - s2[a] + 1 if a in axes else shape[a]
                                       for a in range(nd)]
     return getitem(ret, tuple(slice((n - k) // 2, (n - k) // 2 + k) for n, k in zip(shape, keep)))
-
-
-def _data(x: Any) -> Any:
-    return getattr(x, "data", x) if hasattr(x, "requires_grad") else x

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
-from ..batching import columns
+from ..batching import columns, per_example
 from ..op import op
 from ..tensor import Tensor
 from .elementwise import conj
@@ -203,6 +203,7 @@ Tensor or ndarray
 # ---- decompositions --------------------------------------------------------------------
 
 
+@per_example("a")  # (SciPy's values, for one matrix)
 def polar(a: Any, side: str = "right") -> tuple:
     """Polar decomposition ``a = u p`` (side "right") or ``a = p u`` (side "left")
     (scipy.linalg.polar), differentiable where ``a`` has full rank.
@@ -253,6 +254,7 @@ def _schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fin
     return sla.schur(a, output=output, lwork=lwork, sort=sort, check_finite=check_finite)
 
 
+@per_example("a")  # (LAPACK's, for one matrix)
 def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = False,
           sort: Any = None, check_finite: bool = True) -> tuple:
     """Schur decomposition ``a = z t z^H`` (scipy.linalg.schur), without gradient.

@@ -642,7 +642,7 @@ def partition(a: Any, kth: Any, axis: int | None = -1, kind: str = "introselect"
         return np.partition(a, kth, axis=axis, kind=kind, order=order)
     if axis is None:
         a, axis = reshape(a, (-1,)), -1
-    perm = np.argpartition(a.data, kth, axis=axis, kind=kind, order=order)
+    perm = argpartition(a, kth, axis=axis, kind=kind, order=order)  # (an op: also vmap's)
     return take_along_axis(a, perm, axis=axis)
 
 

@@ -17,7 +17,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..batching import aligned, batch_axes, flat_examples, front, per_example, size_of
 from ..op import exported, holds_tensor, mark_modified, op
-from ..tensor import Tensor, ndim_of, shape_of
+from ..tensor import Tensor, dtype_of, ndim_of, shape_of
 
 ndarray = np.ndarray
 
@@ -82,7 +82,8 @@ def _shifted(axis, nd: int):
     batch, whose batch axis is in front."""
     if isinstance(axis, (int, np.integer)):
         return normalize_axis_index(axis, nd) + 1
-    return tuple(a + 1 for a in normalize_axis_tuple(axis, nd))
+    # (repeats kept: roll allows them, and the op itself refuses them where NumPy does)
+    return tuple(normalize_axis_index(a, nd) + 1 for a in axis)
 
 
 # ---- reshaping -----------------------------------------------------------------------
@@ -1191,17 +1192,16 @@ def _batched_index(idx) -> tuple[tuple, int]:
     the batch axis lands in the result: in front, unless the example's advanced indices
     (arrays, and integers along with them) are apart, when NumPy puts theirs first."""
     idx = idx if isinstance(idx, tuple) else (idx,)
-    arrays = [k for k, i in enumerate(idx) if isinstance(i, (ndarray, list))]
+    arrays = [k for k, i in enumerate(idx) if isinstance(i, (ndarray, list, Tensor))]
     if not arrays:
         return (slice(None),) + idx, 0
     adv = [k for k, i in enumerate(idx) if k in arrays or (
         isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)))]
     if adv == list(range(adv[0], adv[-1] + 1)):
         return (slice(None),) + idx, 0
-    parts = [np.nonzero(i)[0] if np.asarray(i).dtype == bool and np.ndim(i) == 1 else
-             np.empty(np.count_nonzero(i)) if np.asarray(i).dtype == bool else
-             np.asarray(i) for i in (idx[k] for k in adv)]
-    return (slice(None),) + idx, len(np.broadcast_shapes(*(np.shape(p) for p in parts)))
+    shapes = [(int(np.count_nonzero(_values(i))),) if dtype_of(i).kind == "b" else shape_of(i)
+              for i in (idx[k] for k in adv)]  # (a mask: its number of entries selected)
+    return (slice(None),) + idx, len(np.broadcast_shapes(*shapes))
 
 
 def _getitem_batch(dims, a, idx):
