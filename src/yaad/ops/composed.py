@@ -687,7 +687,8 @@ def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = F
     index[ax] = slice(n // 2, n // 2 + 1) if n % 2 else slice(n // 2 - 1, n // 2 + 1)
     out = mean(part[tuple(index)], axis=ax)
     if nans:
-        last = part[(slice(None),) * ax + (-1,)].detach()  # (NaN: no gradient)
+        last = part[(slice(None),) * ax + (-1,)]
+        last = last.detach() if isinstance(last, Tensor) else last  # (NaN: no gradient)
         out = _where(isnan(last), last, out)
     if keepdims:
         out = reshape(out, tuple(1 if (axis is None or i == ax) else s
