@@ -331,6 +331,10 @@ def test_vmap_of_jacobians_matches_torch_func(transform):
     # and the other way round: the Jacobian of a vmapped function (block diagonal)
     if transform != "hessian":
         close(ours(vmap(f))(xs), theirs(torch.func.vmap(tf))(torch.tensor(xs)).numpy(), 1e-12)
+    else:
+        close(hessian(lambda a: yaad.sum(vmap(f)(a)))(xs),
+              torch.func.hessian(lambda a: torch.func.vmap(tf)(a).sum())(
+                  torch.tensor(xs)).numpy(), 1e-12)
 
 
 def test_dtypes_complex_and_negative_axes_match_torch_func():
