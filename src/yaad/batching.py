@@ -35,7 +35,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .grad_mode import new_level, state
 from .op import Op, with_tangent
-from .tensor import Tensor, make_tensor, presenters
+from .tensor import Tensor, make_tensor, ndim_of, presenters, shape_of
 
 
 def _shape_ops():
@@ -339,7 +339,7 @@ def strip(x: Any, level: int, size: int, q: int | None = None) -> tuple[Any, int
             out = moveaxis(out, p, q)
         return out, p if q is None else q
     q = 0 if q is None else q
-    shape = tuple(np.shape(x))
+    shape = tuple(shape_of(x))
     shape = shape[:q] + (size,) + shape[q:]
     if tans and any(involves(v, level) for v in tans.values() if type(v) is not BatchAxis):
         # the value is the same for every example, a tangent is not: broadcast the value
@@ -482,7 +482,7 @@ def _stacked(results: list, name: str) -> Any:
     if isinstance(first, (tuple, list)):
         parts = [_stacked([r[k] for r in results], name) for k in range(len(first))]
         return first._make(parts) if hasattr(first, "_make") else type(first)(parts)
-    shapes = [np.shape(r) for r in results]
+    shapes = [shape_of(r) for r in results]
     for b, shape in enumerate(shapes):
         if shape != shapes[0]:
             raise ValueError(
@@ -569,7 +569,7 @@ def size_of(args: tuple, dims: tuple) -> int:
     """The batch size, from the first batched argument."""
     for a, d in zip(args, dims):
         if d is not None:
-            return np.shape(a)[d]
+            return shape_of(a)[d]
     raise ValueError("batching: no batched argument")
 
 
@@ -580,14 +580,14 @@ def front(x: Any, d: int | None) -> Any:
 
 def example_shape(x: Any, d: int | None) -> tuple:
     """The shape of one example of ``x`` (batch axis ``d``, None: not batched)."""
-    shape = np.shape(x)
+    shape = shape_of(x)
     return shape if d is None else shape[:d] + shape[d + 1:]
 
 
 def flat_examples(x: Any, d: int) -> Any:
     """``x`` as a matrix with one flattened example per row (batch axis ``d``)."""
     x = front(x, d)
-    shape = np.shape(x)
+    shape = shape_of(x)
     return reshape(x, (shape[0], math.prod(shape[1:])))
 
 
@@ -599,14 +599,14 @@ def aligned(args: tuple, dims: tuple, ndim: int | None = None,
     argument ``i`` are its own (default none); the others are padded to the most any
     argument has, or to ``ndim`` axes per example."""
     cores = cores or (0,) * len(args)
-    lead = [np.ndim(a) - (d is not None) - c for a, d, c in zip(args, dims, cores)
+    lead = [ndim_of(a) - (d is not None) - c for a, d, c in zip(args, dims, cores)
             if isinstance(a, (Tensor, np.ndarray, np.generic))]
     top = max(lead, default=0) if ndim is None else ndim
     out = []
     for a, d, c in zip(args, dims, cores):
         if d is not None:
             a = front(a, d)
-            shape = np.shape(a)
+            shape = shape_of(a)
             k = len(shape) - 1 - c
             if k < top:
                 a = reshape(a, shape[:1] + (1,) * (top - k) + shape[1:])
@@ -619,10 +619,10 @@ def columns(x: Any, d: int) -> tuple[Any, Callable]:
     matrix of shape ``(n, -1)`` holding every example's columns, and the function that
     lays a result ``(m, -1)`` of it out as a batch again: ``back(y) -> (y, out_dim)``."""
     x = moveaxis(x, d, -1)
-    shape = np.shape(x)
+    shape = shape_of(x)
 
     def back(y: Any) -> tuple:
-        return reshape(y, np.shape(y)[:1] + shape[1:]), len(shape) - 1
+        return reshape(y, shape_of(y)[:1] + shape[1:]), len(shape) - 1
 
     return reshape(x, (shape[0], math.prod(shape[1:]))), back
 
@@ -657,7 +657,7 @@ def _reduce(spec: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return NotImplemented
     ba = bind(spec, (front(x, dims[0]), *rest), kw)
-    nd = np.ndim(x) - 1
+    nd = ndim_of(x) - 1
     axis = ba.arguments["axis"]
     if axis is None:
         ba.arguments["axis"] = tuple(range(1, nd + 1))
@@ -675,7 +675,7 @@ def _scan(spec: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return NotImplemented
     x = front(x, dims[0])
-    shape = np.shape(x)
+    shape = shape_of(x)
     ba = bind(spec, (x, *rest), kw)
     axis = ba.arguments["axis"]
     if axis is None:
@@ -700,7 +700,7 @@ def _per_example(spec: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
 def _size_in(a: Any, d: Any) -> int:
     if type(d) is list:
         return next(_size_in(e, de) for e, de in zip(a, d) if de is not None)
-    return np.shape(a)[d]
+    return shape_of(a)[d]
 
 
 STRATEGIES: dict[str, Callable] = {"broadcast": _broadcast, "reduce": _reduce,

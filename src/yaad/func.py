@@ -22,6 +22,7 @@ complex inputs need ``holomorphic=True`` (then they return ``df/dz``).
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 from typing import Any, Callable, Iterator, Sequence
 
@@ -624,8 +625,11 @@ def _zeros_tree(tree: Any) -> Any:
 
 def _basis(shape: tuple, dtype: np.dtype, scale: complex = 1) -> np.ndarray:
     """The unit vectors of arrays of ``shape``, stacked: shape ``(n,) + shape``."""
-    n = int(np.prod(shape))
-    return (np.eye(n, dtype=dtype) * np.asarray(scale, dtype=dtype)).reshape((n,) + shape)
+    n = math.prod(shape)
+    eye = np.eye(n, dtype=dtype)
+    if scale != 1:
+        np.fill_diagonal(eye, scale)
+    return eye.reshape((n,) + shape)
 
 
 def _block(rows: Any, lead: tuple, trail: tuple, rows_first: bool) -> Any:

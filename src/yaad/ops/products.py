@@ -25,7 +25,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..batching import aligned, columns, flat_examples, front
 from ..op import exported, op
-from ..tensor import dtype_of
+from ..tensor import dtype_of, ndim_of, shape_of
 from .elementwise import conj, multiply
 from .shape import broadcast_to, expand_dims, moveaxis, reshape, squeeze, transpose
 
@@ -131,7 +131,7 @@ def _matmul_vjp_b(g, ans, a, b):
 
 def _matmul_batch(dims, a, b):
     da, db = dims
-    nda, ndb = np.ndim(a) - (da is not None), np.ndim(b) - (db is not None)
+    nda, ndb = ndim_of(a) - (da is not None), ndim_of(b) - (db is not None)
     if db is None and ndb == 2 and nda <= 2:
         # rows (or matrices) of a times one matrix: a single product of (n*rows, k) by b
         a = front(a, da)
@@ -216,7 +216,7 @@ def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 def _trace_batch(dims, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    nd = np.ndim(a) - 1
+    nd = ndim_of(a) - 1
     return trace(front(a, dims[0]), offset, normalize_axis_index(axis1, nd) + 1,
                  normalize_axis_index(axis2, nd) + 1, dtype, out), 0
 
@@ -297,7 +297,7 @@ def _tensordot_axes(axes, nda: int, ndb: int) -> tuple[list, list]:
 
 
 def _tensordot(a, b, axes=2):
-    _tensordot_axes(axes, np.ndim(a), np.ndim(b))  # a clear error for bad axes
+    _tensordot_axes(axes, ndim_of(a), ndim_of(b))  # a clear error for bad axes
     return np.tensordot(a, b, axes)
 
 
@@ -331,9 +331,9 @@ def _tensordot_vjp_b(g, ans, a, b, axes=2):
 
 def _tensordot_batch(dims, a, b, axes=2):
     da, db = dims[:2]
-    ia, ib = _tensordot_axes(axes, np.ndim(a) - (da is not None), np.ndim(b) - (db is not None))
+    ia, ib = _tensordot_axes(axes, ndim_of(a) - (da is not None), ndim_of(b) - (db is not None))
     if da is not None and db is not None:  # a batch axis shared by both: an einsum
-        na, nb = np.ndim(a) - 1, np.ndim(b) - 1
+        na, nb = ndim_of(a) - 1, ndim_of(b) - 1
         la, lb = list(_LETTERS[1:na + 1]), list(_LETTERS[na + 1:na + nb + 1])
         for i, j in zip(ia, ib):
             lb[j] = la[i]
@@ -342,7 +342,7 @@ def _tensordot_batch(dims, a, b, axes=2):
         return _contract(f"a{''.join(la)},a{''.join(lb)}->{out}", front(a, da), front(b, db)), 0
     if da is not None:
         return tensordot(front(a, da), b, ([i + 1 for i in ia], ib)), 0
-    return tensordot(a, front(b, db), (ia, [j + 1 for j in ib])), np.ndim(a) - len(ia)
+    return tensordot(a, front(b, db), (ia, [j + 1 for j in ib])), ndim_of(a) - len(ia)
 
 
 tensordot = op(_tensordot, name="tensordot", save_ans=False, linear=True,
@@ -377,7 +377,7 @@ def dot(a: Any, b: Any) -> Any:
     -------
     Tensor
     """
-    nda, ndb = np.ndim(a), np.ndim(b)
+    nda, ndb = ndim_of(a), ndim_of(b)
     if nda == 0 or ndb == 0:
         return multiply(a, b)
     if nda <= 2 and ndb <= 2 or ndb == 1 or nda == 1:
@@ -398,7 +398,7 @@ def inner(a: Any, b: Any) -> Any:
     Tensor
         Of shape ``a.shape[:-1] + b.shape[:-1]``.
     """
-    nda, ndb = np.ndim(a), np.ndim(b)
+    nda, ndb = ndim_of(a), ndim_of(b)
     if nda == 0 or ndb == 0:
         return multiply(a, b)
     return tensordot(a, b, ([nda - 1], [ndb - 1]))
@@ -435,7 +435,7 @@ def kron(a: Any, b: Any) -> Any:
     Tensor
         Of shape ``a.shape * b.shape`` (elementwise, after padding).
     """
-    sa, sb = np.shape(a), np.shape(b)
+    sa, sb = shape_of(a), shape_of(b)
     nd = max(len(sa), len(sb))
     sa = (1,) * (nd - len(sa)) + sa
     sb = (1,) * (nd - len(sb)) + sb
