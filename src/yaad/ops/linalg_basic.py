@@ -326,13 +326,22 @@ def _det(a):
     return np.linalg.det(a)
 
 
+def _nearly_singular(a, det_a) -> bool:
+    """Whether ``det(a) inv(a)`` would lose the adjugate to rounding for some matrix:
+    ``|det(a)|`` at most ``sqrt(eps)`` times the product of the rows' norms (Hadamard's
+    bound on it, so the test does not depend on the scale)."""
+    a, d = data_of(a), data_of(det_a)
+    bound = np.prod(np.linalg.norm(a, axis=-1), axis=-1)
+    return bool(np.any(np.abs(d) <= np.finfo(a.dtype).eps ** 0.5 * bound))
+
+
 def adjugate(a, det_a):
     """The adjugate ``adj(a)`` (``d det(a) = tr(adj(a) da)``), also for singular matrices.
 
-    ``det(a) inv(a)`` when no determinant is zero; otherwise from the SVD
+    ``det(a) inv(a)`` when every matrix is well away from singular; otherwise from the SVD
     ``a = u diag(s) vh``: ``det(u) det(vh) vh^H diag(prod_{j != i} s_j) u^H``.
     """
-    if np.all(data_of(det_a) != 0):
+    if not _nearly_singular(a, det_a):
         return col(col(det_a)) * inv(a)
     if isinstance(a, Tensor) and a.dtype.kind == "c":
         # Differentiating this SVD route again is wrong for complex matrices (the null
