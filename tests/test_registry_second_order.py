@@ -223,7 +223,8 @@ CASES = {
     "zeta": with_order(2.5, 0.5, 2),
     "ndtr": unary(z=0.3 + 0.3j), "log_ndtr": unary(-3, 3, z=0.3 + 0.3j),
     "ndtri": unary(0.1, 0.9), "log_expit": unary(-2, 2),
-    "rgamma": unary(0.5, 2.5), "loggamma": unary(0.5, 2.5), "gammasgn": unary(0.2, 0.8),
+    "rgamma": unary(0.5, 2.5, z=1.5 + 0.5j), "loggamma": unary(0.5, 2.5, z=1.5 + 0.5j),
+    "gammasgn": unary(0.2, 0.8),
     "multigammaln": cases((lambda fn: lambda a: fn(a, 3), (real(2, 3, lo=1.5, hi=3),))),
     "factorial": unary(0.5, 2.5), "entr": unary(0.3, 2), "exp1": unary(0.3, 2, z=1 + 0.5j),
     "expi": unary(0.3, 2, z=1 + 0.5j), "spence": unary(0.3, 2, z=1 + 0.5j),
@@ -435,6 +436,12 @@ NO_JAX = {
     "iv": "jax.scipy.special has no iv", "ive": "jax.scipy.special has no ive",
     "linalg.logm": "jax.scipy.linalg has no logm",
     "linalg.sqrtm": "jax.scipy.linalg.sqrtm has no derivative rule",
+    "yn": "jax.scipy.special has no yn",
+    "stdtr": "jax.scipy has no stdtr (jax.scipy.stats.t has no cdf)",
+    "gammainc_da": "a helper of gammainc's rule (its derivatives in a); JAX has none public",
+    "betainc_dab": "a helper of betainc's rule (its derivatives in a, b); JAX has none public",
+    "linalg.resolvent": "a helper of the eigh and svd rules; JAX has no such function",
+    "linalg.solve_banded": "jax.scipy.linalg has no solve_banded",
 }
 
 
@@ -444,6 +451,7 @@ def _jax_twins() -> dict:
     import jax
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
+    import jax.scipy.signal
     import jax.scipy.special as jsp
 
     def scatter_add(v, idx, shape):
@@ -467,6 +475,10 @@ def _jax_twins() -> dict:
     def logsumexp(a, b=None, axis=None, keepdims=False):
         return jsp.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
 
+    def pattern(values, p):  # yaad.sparse's CSR pattern with values, as a dense matrix
+        dense = jnp.zeros(p.shape, values.dtype)
+        return dense.at[np.asarray(p.rows), np.asarray(p.indices)].set(values)
+
     return {
         "alias": lambda x: x, "copy": jnp.copy, "conjugate": jnp.conj,
         "astype": lambda a, dtype: a.astype(dtype), "getitem": lambda a, idx: a[idx],
@@ -488,6 +500,12 @@ def _jax_twins() -> dict:
         "linalg.eig": lambda a: jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
                                                    enable_eigvec_derivs=True),
         "linalg.expm": jsl.expm,
+        "log_expit": jax.nn.log_sigmoid, "rgamma": lambda x: 1 / jsp.gamma(x),
+        "signal.convolve": jax.scipy.signal.convolve,
+        "signal.correlate": jax.scipy.signal.correlate,
+        "sparse.pattern_matmul": lambda v, x, p: pattern(v, p) @ x,
+        "sparse.pattern_matmul_transposed": lambda v, x, p: pattern(v, p).T @ x,
+        "sparse.operator_matmul": lambda x, a: jnp.asarray(a.toarray()) @ x,
     }
 
 
@@ -503,13 +521,15 @@ def jax_twin(name):
     if name.startswith("linalg."):
         short = name.removeprefix("linalg.")
         return getattr(jnp.linalg, short, None) or getattr(jsl, short, None)
+    if name.startswith("fft."):
+        return getattr(jnp.fft, name.removeprefix("fft."), None)
     return getattr(jnp, name, None) or getattr(jsp, name, None)
 
 
 # Ops whose complex cases JAX cannot run: the reason.
 JAX_REAL_ONLY = {
     "gamma": "jax.scipy.special.gamma is real only",
-
+    "rgamma": "jax.scipy.special.gamma is real only",
     "erf": "jax.scipy.special.erf is real only", "erfc": "jax.scipy.special.erfc is real only",
     "erfcx": "jax.scipy.special.erfcx is real only",
 }
