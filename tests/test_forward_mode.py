@@ -217,6 +217,19 @@ def test_lists_of_tensors_are_stacked_in_both_modes(name):
     np.testing.assert_allclose(xt.grad, g_j, rtol=1e-13)
 
 
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_lists_of_tensors_are_stacked_with_python_scalar_tangents(name):
+    # jvp at Python floats: the tangents reach the stacking rules as arrays (a float
+    # tangent crashed them); the value is the derivative along x = (s, s)
+    import jax
+
+    f, ref = BUILDERS[name], _jax_builders()[name]
+    with jax.enable_x64(True):
+        _, t_j = jax.jvp(lambda s: ref(np.ones(2) * s), (0.7,), (0.4,))
+    _, t = F.jvp(lambda s: f(yaad.stack([s, s])), (0.7,), (0.4,))
+    np.testing.assert_allclose(t, t_j, rtol=1e-13)
+
+
 @pytest.mark.parametrize("build", [
     lambda x: np.array([x, 2 * x]), lambda x: np.r_[x, 2 * x], lambda x: np.c_[x, 2 * x],
     lambda x: np.sum([x, 2 * x]), lambda x: np.asarray([x[0], x[1]]),

@@ -37,7 +37,7 @@ def test_default_tolerance_is_tight():
     assert max(DOUBLE_TOLERANCE) <= 1e-6
 
 
-@pytest.mark.parametrize("off", [2e-4, 1e-5, 2e-6])
+@pytest.mark.parametrize("off", [2e-4, 1e-5, 1e-6])
 def test_a_derivative_off_by_a_little_fails(off):
     x = rng.uniform(-2, 2, (2, 3))
     assert gradcheck(_erf_like(1.0), [x], check_forward_ad=True)

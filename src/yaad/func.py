@@ -519,7 +519,7 @@ def _tangent_for(t: Any, x: Tensor, k: int, fname: str) -> Any:
 
             return astype(t, x.dtype)
         return np.asarray(t, dtype=x.dtype)
-    return t
+    return t if isinstance(t, (Tensor, np.ndarray)) else np.asarray(t)  # a Python scalar
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
