@@ -1,0 +1,231 @@
+"""yaad's import graph has layers: no import circles, no import of the package ``__init__``.
+
+The graph is read from the source with ``ast`` (imports inside functions included,
+relative imports resolved), so an import deferred into a function to dodge a circle at
+load time still counts as an edge. The circles that exist today are listed in
+``KNOWN_CIRCLES``, each with its reason; the list only shrinks: a new circle fails, and
+a listed circle that is gone fails too until its entry is removed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = "yaad"
+SOURCE = Path(__file__).resolve().parent.parent / "src" / PACKAGE
+
+
+def module_name(path: Path, source: Path = SOURCE) -> str:
+    """The dotted name of the module in ``path`` (a package's ``__init__`` is the package)."""
+    parts = list(path.relative_to(source.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules(source: Path) -> dict[str, Path]:
+    return {module_name(p, source): p for p in sorted(source.rglob("*.py"))}
+
+
+def _resolve(importer: str, is_package: bool, level: int, module: str | None) -> str:
+    """The absolute name of a relative import ``from <level dots><module> import ...``."""
+    base = importer.split(".")
+    if not is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def import_graph(source: Path = SOURCE) -> tuple[dict[str, set[str]], list[str]]:
+    """Edges between the modules of the package in ``source``, and imports of its ``__init__``.
+
+    Returns
+    -------
+    graph : dict
+        ``graph[a]`` is the set of yaad modules that module ``a`` imports (anywhere in
+        its source). ``from pkg import name`` counts as an import of ``pkg.name`` when
+        that is a module, else of ``pkg``.
+    package_imports : list of str
+        ``"module:line"`` for each import, from inside yaad, of the package ``yaad``
+        itself (``import yaad``, ``from yaad import x`` with ``x`` not a submodule,
+        ``from .. import x`` resolving to it).
+    """
+    package = source.name
+    modules = _modules(source)
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    package_imports: list[str] = []
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = _resolve(name, is_package, node.level, node.module)
+                else:
+                    base = node.module or ""
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.append(sub if sub in modules else base)
+            for target in targets:
+                if target != package and not target.startswith(package + "."):
+                    continue
+                while target not in modules:  # `import yaad.ops.x.y` of a non-module
+                    target = target.rpartition(".")[0]
+                entry = f"{name}:{node.lineno}"
+                if target == package and name != package and entry not in package_imports:
+                    package_imports.append(entry)
+                if target != name:
+                    graph[name].add(target)
+    return graph, package_imports
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The import circles: strongly connected components with more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm; the graph is small
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def circles_without_package() -> list[frozenset[str]]:
+    """The circles among yaad's submodules (edges into the package ``__init__`` dropped:
+    those are reported on their own, and the ``__init__`` imports everything)."""
+    graph, _ = import_graph()
+    graph = {a: {b for b in bs if b != PACKAGE} for a, bs in graph.items() if a != PACKAGE}
+    return strongly_connected(graph)
+
+
+# Imports that close an import circle today, as (importer, imported): reason. Removing
+# all of them leaves the graph without circles. The list only shrinks.
+KNOWN_CIRCLE_EDGES: dict[tuple[str, str], str] = {
+    # the core circle: tensor, op, engine, func, anomaly, numpy_dispatch, ops/*
+    ("yaad.tensor", "yaad.op"): "Tensor._version and .grad_fn read version counters and "
+    "node extras that live in op.py (they belong in a graph module below op)",
+    ("yaad.tensor", "yaad.engine"): "Tensor.backward calls the engine (a methods "
+    "installer should bind it)",
+    ("yaad.tensor", "yaad.numpy_dispatch"): "Tensor.__array_ufunc__/__array_function__ "
+    "call NumPy dispatch (a methods installer should bind them)",
+    ("yaad.op", "yaad.func"): "recording an in-place op on a view calls func.alias",
+    ("yaad.op", "yaad.anomaly"): "anomaly mode is an `if` inside op.apply, not a mode "
+    "that registers itself",
+    ("yaad.op", "yaad.ops.shape"): "op.py converts operands with ops.shape._as_operand",
+    ("yaad.ops.shape", "yaad.ops.reductions"): "two shape rules sum over broadcast axes "
+    "with reductions.sum, which itself uses shape ops",
+    # compiled/: the tape records, rewrites and replays a backward built by reverse.py
+    ("yaad.compiled.tape", "yaad.compiled.reverse"): "the recorder escapes to reverse "
+    "to record a backward",
+    ("yaad.compiled.tape", "yaad.compiled.rewrite"): "the recorder reads rewrite's "
+    "pattern constants (DIAG_MM, STRONG_ZERO, TRACE_MM)",
+    ("yaad.compiled.codegen", "yaad.compiled.rewrite"): "codegen reads TRACE_MM",
+    # linear algebra split between the facade linalg.py and ops/linalg_*.py
+    ("yaad.ops.linalg_basic", "yaad.ops.linalg_spectral"): "pinv/matrix_rank use svd",
+    ("yaad.ops.linalg_scipy", "yaad.linalg"): "a scipy-backed rule calls the facade",
+    # sparse
+    ("yaad.sparse.tensor", "yaad.sparse.linalg"): "SparseTensor converts itself to a "
+    "SciPy LinearOperator with sparse.linalg",
+}
+
+# Modules that import the package ``yaad`` itself (its ``__init__``) from inside: each
+# is a hidden dependency on everything. The list only shrinks.
+KNOWN_PACKAGE_IMPORTS: dict[str, str] = {
+    "yaad.__main__": "`python -m yaad` runs the demo through the public API",
+    "yaad.compiled.codegen": "generated code calls public yaad functions by name",
+    "yaad.compiled.rewrite": "rewrites emit public ops (conj, swapaxes, where, ...)",
+    "yaad.creation": "like-constructors re-exported through the package",
+    "yaad.demo": "the demo is written against the public API",
+    "yaad.func": "transforms call public ops",
+    "yaad.gradients": "broadcast reduction and dtype projection call public ops",
+    "yaad.numpy_dispatch": "NumPy functions are looked up by name on the package",
+    "yaad.op": "op.py broadcasts with the public broadcast_to",
+}
+
+
+def test_no_new_import_circle():
+    graph, _ = import_graph()
+    for importer, imported in KNOWN_CIRCLE_EDGES:
+        graph[importer].discard(imported)
+    graph = {a: {b for b in bs if b != PACKAGE} for a, bs in graph.items() if a != PACKAGE}
+    circles = [sorted(c) for c in strongly_connected(graph)]
+    assert circles == [], (
+        f"import circles in yaad: {circles}; import from a lower layer only (see "
+        "docs/architecture.md), or pass what the lower module needs down to it"
+    )
+
+
+def test_allowed_circle_edges_still_exist():
+    graph, _ = import_graph()
+    gone = [edge for edge in KNOWN_CIRCLE_EDGES if edge[1] not in graph[edge[0]]]
+    assert gone == [], f"these imports are gone: remove them from KNOWN_CIRCLE_EDGES: {gone}"
+
+
+def test_no_new_import_of_the_package():
+    _, package_imports = import_graph()
+    importers = {entry.partition(":")[0] for entry in package_imports}
+    new = sorted(entry for entry in package_imports if entry.partition(":")[0] not in KNOWN_PACKAGE_IMPORTS)
+    assert new == [], (
+        f"imports of the package `yaad` from inside it: {new}; import the module that "
+        "defines the name instead"
+    )
+    gone = sorted(set(KNOWN_PACKAGE_IMPORTS) - importers)
+    assert gone == [], f"remove from KNOWN_PACKAGE_IMPORTS: {gone}"
+
+
+def test_graph_reader_sees_every_form_of_import(tmp_path):
+    """The reader itself, on a made-up package: relative levels, imports inside
+    functions, ``from .. import x`` of a name and of a submodule, circles."""
+    root = tmp_path / "pkg"
+    files = {
+        "__init__.py": "from .a import f\n",
+        "a.py": "def f():\n    from .sub import b\n",
+        "sub/__init__.py": "",
+        "sub/b.py": "from .. import f\nfrom ..a import f as g\n",
+        "sub/c.py": "import pkg.a\nfrom . import b\n",
+        "d.py": "from pkg.sub.b import x\n",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    graph, package_imports = import_graph(root)
+    assert graph == {
+        "pkg": {"pkg.a"},
+        "pkg.a": {"pkg.sub.b"},
+        "pkg.sub": set(),
+        "pkg.sub.b": {"pkg", "pkg.a"},
+        "pkg.sub.c": {"pkg.a", "pkg.sub.b"},
+        "pkg.d": {"pkg.sub.b"},
+    }
+    assert package_imports == ["pkg.sub.b:1"]
+    assert strongly_connected(graph) == [frozenset({"pkg", "pkg.a", "pkg.sub.b"})]
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": set()}) == []
