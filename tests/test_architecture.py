@@ -193,7 +193,7 @@ def test_allowed_circle_edges_still_exist():
 def test_no_new_import_of_the_package():
     _, package_imports = import_graph()
     importers = {entry.partition(":")[0] for entry in package_imports}
-    new = sorted(entry for entry in package_imports if entry.partition(":")[0] not in KNOWN_PACKAGE_IMPORTS)
+    new = sorted(e for e in package_imports if e.partition(":")[0] not in KNOWN_PACKAGE_IMPORTS)
     assert new == [], (
         f"imports of the package `yaad` from inside it: {new}; import the module that "
         "defines the name instead"
