@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import yaad
+from yaad.extend import op
 from yaad.testing import gradcheck, gradgradcheck
 
 
@@ -34,8 +35,8 @@ def _logdet_jvp(t, ans, a):
 
 
 # 4. The declaration. save_ans=False: the rules do not read the output, so it is not kept.
-logdet = yaad.op(_logdet, name="logdet", vjp=_logdet_vjp, jvp=_logdet_jvp, save_ans=False,
-                 batch="broadcast")
+logdet = op(_logdet, name="logdet", vjp=_logdet_vjp, jvp=_logdet_jvp, save_ans=False,
+            batch="broadcast")
 logdet.__doc__ = """log(det(a)) of positive definite matrices (batched), via Cholesky."""
 
 

@@ -10,6 +10,7 @@ a listed circle that is gone fails too until its entry is removed.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = "yaad"
@@ -229,3 +230,64 @@ def test_graph_reader_sees_every_form_of_import(tmp_path):
     assert package_imports == ["pkg.sub.b:1"]
     assert strongly_connected(graph) == [frozenset({"pkg", "pkg.a", "pkg.sub.b"})]
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+# ---- user code imports only public modules ----------------------------------------------
+
+ROOT = SOURCE.parent.parent
+# The public modules: those with a reference page, plus yaad.demo (the examples' shared
+# data and Hamiltonians).
+PUBLIC = {p.stem for p in (ROOT / "docs" / "reference").glob("*.md")} | {"yaad.demo"}
+INTERNAL_NAMES = sorted({name.partition(".")[2] for name in _modules(SOURCE)} - {
+    name.partition(".")[2] for name in PUBLIC} - {""})
+
+
+def _user_code() -> list[tuple[str, str]]:
+    """(where, source) for each example script and each python block of the docs."""
+    examples = sorted((ROOT / "examples").glob("*.py"))
+    found = [(str(p.relative_to(ROOT)), p.read_text()) for p in examples]
+    block = re.compile(r"^```(python|pycon)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+    for page in sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]:
+        for k, match in enumerate(block.finditer(page.read_text())):
+            code = match.group(2)
+            if match.group(1) == "pycon":
+                code = "\n".join(line[4:] for line in code.splitlines()
+                                 if line.startswith((">>> ", "... ")))
+            found.append((f"{page.relative_to(ROOT)} block {k}", code))
+    return found
+
+
+def internal_uses(source: str) -> list[str]:
+    """Internal yaad modules that ``source`` imports or reaches as ``yaad.<module>.``."""
+    used = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        used += [n for n in names if n.startswith(PACKAGE + ".") and (
+            n.partition(".")[2].split(".")[0].startswith("_")
+            or (n in {f"yaad.{m}" for m in INTERNAL_NAMES}))]
+    for match in re.finditer(r"\byaad\.([\w.]+)\.", source):
+        head = match.group(1)
+        if head.startswith("_") or head in INTERNAL_NAMES:
+            used.append(f"yaad.{head}")
+    return sorted(set(used))
+
+
+def test_examples_and_docs_use_only_public_modules():
+    bad = [(where, used) for where, code in _user_code() if (used := internal_uses(code))]
+    assert bad == [], (
+        f"user code reaching yaad's internal modules: {bad}; use the public API "
+        "(to write an operator: yaad.extend)")
+
+
+def test_internal_use_is_detected():
+    assert internal_uses("from yaad.op import op") == ["yaad.op"]
+    assert internal_uses("import yaad.ops.shape") == ["yaad.ops", "yaad.ops.shape"]
+    assert internal_uses("from yaad import _methods") == ["yaad._methods"]
+    assert internal_uses("x = yaad.engine.run_backward") == ["yaad.engine"]
+    assert internal_uses("from yaad.extend import op\nyaad.op(f)\nyaad.tensor(1.0)") == []
+    assert internal_uses("from yaad import func, nn\nyaad.linalg.inv(a)") == []
+    assert "tensor" in INTERNAL_NAMES and "extend" not in INTERNAL_NAMES

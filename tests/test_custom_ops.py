@@ -259,8 +259,9 @@ def test_custom_ops_doc_code_matches_example():
     code = (EXAMPLES / "custom_op.py").read_text()
     for fragment in ("def _logdet(a):", "def _logdet_vjp(g, ans, a):",
                      "def _logdet_jvp(t, ans, a):",
-                     'logdet = yaad.op(_logdet, name="logdet", vjp=_logdet_vjp, jvp=_logdet_jvp,'
-                     ' save_ans=False,\n                 batch="broadcast")'):
+                     "from yaad.extend import op",
+                     'logdet = op(_logdet, name="logdet", vjp=_logdet_vjp, jvp=_logdet_jvp,'
+                     ' save_ans=False,\n            batch="broadcast")'):
         assert fragment in doc and fragment in code, fragment
 
 

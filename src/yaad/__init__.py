@@ -32,6 +32,7 @@ from .linalg import vecdot
 from . import autograd, testing
 from . import func
 from .autograd import Function, once_differentiable
+from . import extend
 from .anomaly import detect_anomaly
 from .checkpoint import checkpoint
 from . import nn, optim, optimize

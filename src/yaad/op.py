@@ -887,7 +887,16 @@ def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
 
 
 def mark_modified(arr: Any) -> None:
-    """Record that the memory of ``arr`` was changed in place (bumps its version)."""
+    """Record that the memory of ``arr`` was changed in place (bumps its version).
+
+    An operator whose forward writes into an input array calls this on it, so that a
+    backward that saved the old value raises instead of using the new one.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The array written to (a view counts as its base).
+    """
     root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
     _clock[0] += 1
     key = id(root)

@@ -1,0 +1,38 @@
+"""``yaad.extend``: everything needed to write your own differentiable operator.
+
+User code that adds an operator imports from here, never from yaad's internal modules
+(``yaad.op``, ``yaad.autograd``, ``yaad.ops.*``), which may move. The walk-through is
+docs/custom-ops.md.
+
+Two ways to declare an operator:
+
+- `op` (as HIPS autograd's ``primitive`` with ``defvjp``/``defjvp``): a forward on
+  NumPy arrays, one VJP rule and optionally one JVP rule per input, written with yaad
+  functions so that second derivatives come for free.
+- `Function` (PyTorch's ``torch.autograd.Function``): a subclass with static
+  ``forward(ctx, ...)`` and ``backward(ctx, ...)``; ``ctx`` is a `FunctionCtx`
+  (``save_for_backward``, ``mark_non_differentiable``, ``needs_input_grad``, ...);
+  `once_differentiable` marks a ``backward`` written on plain arrays.
+
+An operator whose forward writes into an array it was given calls `mark_modified`
+on that array, so that a backward that saved it refuses to use the changed value. Every
+declared operator is in `registry` next to the built-ins.
+
+>>> import numpy as np
+>>> from yaad.extend import op
+>>> cube = op(lambda x: x ** 3, name="cube_example", vjp=lambda g, ans, x: 3 * g * x * x)
+>>> import yaad
+>>> x = yaad.tensor([2.0], requires_grad=True)
+>>> cube(x).sum().backward()
+>>> x.grad
+array([12.])
+>>> del yaad.registry["cube_example"]
+"""
+
+from __future__ import annotations
+
+from .autograd import Function, FunctionCtx, once_differentiable
+from .op import Op, mark_modified, op, registry
+
+__all__ = ["op", "Op", "registry", "Function", "FunctionCtx", "once_differentiable",
+           "mark_modified"]
