@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from pathlib import Path
 
 PACKAGE = "yaad"
@@ -291,3 +292,85 @@ def test_internal_use_is_detected():
     assert internal_uses("from yaad.extend import op\nyaad.op(f)\nyaad.tensor(1.0)") == []
     assert internal_uses("from yaad import func, nn\nyaad.linalg.inv(a)") == []
     assert "tensor" in INTERNAL_NAMES and "extend" not in INTERNAL_NAMES
+
+
+# ---- the layers (docs/architecture.md draws them) ---------------------------------------
+
+# Bottom first. A module imports only from its own layer or those below it; ``name.*``
+# is every module under ``yaad.name``.
+LAYERS: list[tuple[str, str]] = [
+    ("tensor", "grad_mode tensor"),
+    ("bookkeeping", "gradients"),
+    ("op declaration", "op"),
+    ("ops", "ops ops.* creation fft"),
+    ("engine", "engine"),
+    ("modes", "anomaly checkpoint compile compiled compiled.*"),
+    ("transforms", "autograd func implicit"),
+    ("library", "linalg stats signal integrate optimize sparse sparse.* nn nn.* optim optim.* "
+     "demo serialization testing extend methods numpy_dispatch"),
+    ("package", "__init__ __main__"),
+]
+
+# Imports from a lower layer to a higher one that close no circle. The list only shrinks.
+KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
+    ("yaad.checkpoint", "yaad.autograd"): "checkpoint reruns the forward with autograd.grad",
+    ("yaad.compiled.program", "yaad.autograd"): "a compiled program records FunctionCtx",
+    ("yaad.compiled.tape", "yaad.autograd"): "the recorder builds a FunctionCtx",
+    ("yaad.compile", "yaad.nn"): "compile accepts an nn.Module and reads its parameters",
+    ("yaad.ops.linalg_spectral", "yaad.anomaly"): "a gauge warning names the user's line "
+    "with anomaly.user_frames",
+}
+
+
+def layer_of() -> dict[str, int]:
+    """The layer index (0 = bottom) of each yaad module, from ``LAYERS``."""
+    modules = sorted(_modules(SOURCE))
+    found: dict[str, int] = {}
+    for index, (_, names) in enumerate(LAYERS):
+        for name in names.split():
+            if name.endswith(".*"):
+                prefix = f"{PACKAGE}.{name[:-2]}."
+                matched = [m for m in modules if m.startswith(prefix)]
+            else:
+                matched = [PACKAGE if name == "__init__" else f"{PACKAGE}.{name}"]
+            for module in matched:
+                assert module in modules and module not in found, module
+                found[module] = index
+    return found
+
+
+def render_layers() -> str:
+    """The layers as a text picture, top first (the block in docs/architecture.md)."""
+    lines = []
+    width = max(len(name) for name, _ in LAYERS)
+    for k, (name, modules) in enumerate(reversed(LAYERS)):
+        if k:
+            lines.append(" " * (width + 2) + "│")
+        rows = textwrap.wrap(modules, 60)
+        lines.append(f"{name:>{width}}  {rows[0]}")
+        lines += [" " * (width + 2) + row for row in rows[1:]]
+    return "\n".join(lines)
+
+
+def test_every_module_has_a_layer():
+    assert sorted(layer_of()) == sorted(_modules(SOURCE))
+
+
+def test_imports_go_down_the_layers():
+    graph, _ = import_graph()
+    layer = layer_of()
+    up = sorted((a, b) for a, bs in graph.items() for b in bs
+                if b != PACKAGE and layer[b] > layer[a])
+    allowed = set(KNOWN_UPWARD_IMPORTS) | set(KNOWN_CIRCLE_EDGES)
+    new = [edge for edge in up if edge not in allowed]
+    assert new == [], (f"imports from a lower layer to a higher one: {new}; see "
+                       "docs/architecture.md")
+    gone = [edge for edge in KNOWN_UPWARD_IMPORTS if edge not in up]
+    assert gone == [], f"remove from KNOWN_UPWARD_IMPORTS: {gone}"
+
+
+def test_architecture_page_draws_these_layers():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert f"```text\n{render_layers()}\n```" in page, (
+        "docs/architecture.md's picture of the layers differs from LAYERS in "
+        f"tests/test_architecture.py; paste this:\n{render_layers()}")
