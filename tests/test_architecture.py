@@ -153,7 +153,6 @@ KNOWN_CIRCLE_EDGES: dict[tuple[str, str], str] = {
     ("yaad.compiled.codegen", "yaad.compiled.rewrite"): "codegen reads TRACE_MM",
     # linear algebra split between the facade linalg.py and ops/linalg_*.py
     ("yaad.ops.linalg_basic", "yaad.ops.linalg_spectral"): "pinv/matrix_rank use svd",
-    ("yaad.ops.linalg_scipy", "yaad.linalg"): "a scipy-backed rule calls the facade",
     # sparse
     ("yaad.sparse.tensor", "yaad.sparse.linalg"): "SparseTensor converts itself to a "
     "SciPy LinearOperator with sparse.linalg",

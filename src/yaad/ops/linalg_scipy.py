@@ -31,7 +31,9 @@ from ..batching import columns, per_example
 from ..op import op
 from ..tensor import Tensor
 from .elementwise import conj
-from .linalg_basic import as_array, mH, square_matrices
+from .linalg_basic import as_array, inv, mH, square_matrices
+from .linalg_matfuncs import sqrtm
+from .linalg_spectral import svd
 from .products import matmul
 from .reductions import sum as _sum
 from .shape import getitem, pad, stack
@@ -226,8 +228,6 @@ def polar(a: Any, side: str = "right") -> tuple:
     p : Tensor or ndarray
         Hermitian positive semi-definite, (n, n) for "right", (m, m) for "left".
     """
-    from .. import linalg
-
     if side not in ("right", "left"):
         raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
     a = as_array(a)
@@ -235,17 +235,17 @@ def polar(a: Any, side: str = "right") -> tuple:
         raise ValueError(f"polar: a must be a 2-D array, got shape {a.shape}")
     m, n = a.shape
     if not isinstance(a, Tensor) or not (m >= n if side == "right" else m <= n):
-        w, s, vh = linalg.svd(a, full_matrices=False)
+        w, s, vh = svd(a, False)
         u = matmul(w, vh)
         p = matmul(mH(vh) * s, vh) if side == "right" else matmul(w * s, mH(w))
         return u, p
     u0, p0 = polar(a.data, side)
     if side == "right":
-        p = linalg.sqrtm(matmul(mH(a), a))
-        u = matmul(a, linalg.inv(p))
+        p = sqrtm(matmul(mH(a), a))
+        u = matmul(a, inv(p))
     else:
-        p = linalg.sqrtm(matmul(a, mH(a)))
-        u = matmul(linalg.inv(p), a)
+        p = sqrtm(matmul(a, mH(a)))
+        u = matmul(inv(p), a)
     # SciPy's values, these derivatives: x - x.detach() is exactly 0 and carries x's
     return u0 + (u - u.detach()), p0 + (p - p.detach())
 
