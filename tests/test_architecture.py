@@ -143,6 +143,8 @@ KNOWN_CIRCLE_EDGES: dict[tuple[str, str], str] = {
     ("yaad.op", "yaad.anomaly"): "anomaly mode is an `if` inside op.apply, not a mode "
     "that registers itself",
     ("yaad.op", "yaad.ops.shape"): "op.py converts operands with ops.shape._as_operand",
+    ("yaad.batching", "yaad.ops.shape"): "vmap's helpers (used by the ops' batching "
+    "rules) call shape ops such as moveaxis, imported when first used",
     ("yaad.ops.shape", "yaad.ops.reductions"): "two shape rules sum over broadcast axes "
     "with reductions.sum, which itself uses shape ops",
     # compiled/: the tape records, rewrites and replays a backward built by reverse.py
@@ -300,7 +302,7 @@ def test_internal_use_is_detected():
 LAYERS: list[tuple[str, str]] = [
     ("tensor", "grad_mode tensor"),
     ("bookkeeping", "gradients"),
-    ("op declaration", "op"),
+    ("op declaration", "op batching"),
     ("ops", "ops ops.* creation fft"),
     ("engine", "engine"),
     ("modes", "anomaly checkpoint compile compiled compiled.*"),
