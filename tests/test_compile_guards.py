@@ -516,3 +516,34 @@ def test_only_the_machinery_reads_the_private_value():
             if isinstance(node, ast.Attribute) and node.attr == "_data":
                 offenders.append(f"{rel}:{node.lineno}")
     assert not offenders, offenders
+
+
+def _written_in_place(x, v):
+    y = x * 1
+    y[:] = v * 2
+    return (y * y).sum()
+
+
+def _written_through_a_view(x, v):
+    y = x * 1
+    y[1:] *= v[1:]
+    return (y * x).sum()
+
+
+@pytest.mark.parametrize("fn, expected", [
+    # d/dx sum((2v)^2) = 0, d/dv = 8v
+    (_written_in_place, ([0.0, 0.0], [24.0, 32.0])),
+    # y = [x0, x1 v1]: loss = x0^2 + x1^2 v1; d/dx = [2 x0, 2 x1 v1], d/dv = [0, x1^2]
+    (_written_through_a_view, ([2.0, 16.0], [0.0, 4.0])),
+])
+def test_a_backward_after_an_in_place_change_while_recording_is_the_engines(fn, expected):
+    """The recording call itself must not use slots from before the in-place change."""
+    f = yaad.func.value_and_grad(fn, argnums=(0, 1))
+    c = yaad.compile(f)
+    x, v = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    with pytest.warns(CompileWarning, match="in-place"):
+        first = c(x, v)
+    for value, grads in (first, c(x, v), f(x, v)):
+        assert value == pytest.approx(float(fn(yaad.tensor(x), yaad.tensor(v))))
+        np.testing.assert_array_equal(grads[0], expected[0])
+        np.testing.assert_array_equal(grads[1], expected[1])

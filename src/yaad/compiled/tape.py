@@ -350,6 +350,7 @@ class Recorder:
         self.by_layout: dict[tuple, int] = {}
         self.keep: list = []  # keeps registered objects alive, so their ids stay unique
         self.escapes: list[str] = []
+        self.clock = _clock[0]  # the version clock when the run began (see run)
         self.suspended = 0
         self.quiet = 0  # >0: do not note the NumPy error state (strong zeros)
         self.err0 = np.geterr()
@@ -595,6 +596,13 @@ class Recorder:
             return escape_to_engine(self, "a backward pass inside an operation or a "
                                     "gradient rule", outputs, grad_outputs, create_graph,
                                     inputs, capture, allow_unused)
+        if _clock[0] != self.clock:
+            # An in-place change was made while recording (the call runs eagerly from the
+            # next one on): the recording's slots hold the values from before it, the
+            # engine's graph those after it.
+            return escape_to_engine(self, "a backward pass after an in-place operation",
+                                    outputs, grad_outputs, create_graph, inputs, capture,
+                                    allow_unused)
         return record_backward(self, outputs, grad_outputs, create_graph, inputs, capture,
                                allow_unused)
 
@@ -637,7 +645,7 @@ class Recorder:
 
     def run(self, fn: Any, args: tuple, kw: dict) -> Any:
         """Call ``fn`` with this recorder active; note what cannot be replayed."""
-        clock = _clock[0]
+        clock = self.clock = _clock[0]
         rng = _rng_states()
         try:
             with self.active():
