@@ -9,6 +9,7 @@ CompileWarning. Expected values are also written out where they are short.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import pathlib
 import types
@@ -360,6 +361,53 @@ def test_captured_arrays_mutated_and_derived_with_numpy_are_seen():
     _agree(c, fn, [1.0, 1.0])
     want = (1 * (-3.0) + 2.0) / np.hypot(3.0, 2.0) + (-3.0 + 2.0)
     assert float(c(Y.tensor([1.0, 1.0])).data) == want
+
+
+class _Holder:
+    def __init__(self):
+        self.scale = 2.0
+
+    def apply(self, x):
+        return (x * self.scale).sum()
+
+
+def _state_cases():
+    """(name, fn, change): ``fn`` reads 2.0 from some state; ``change()`` makes it 3.0."""
+    def default(x, k=(2.0,)):
+        return (x * k[0]).sum()
+
+    def set_default():
+        default.__defaults__ = ((3.0,),)
+
+    w = np.array([2.0])
+    holder = _Holder()
+    members = {2.0}
+    nested = ([2.0],)
+    cfg = {"k": 1.0}
+    return [
+        ("default argument", default, set_default),
+        ("partial's argument", functools.partial(lambda w, x: (x * w).sum(), w),
+         lambda: w.__setitem__(0, 3.0)),
+        ("bound method's object", holder.apply, lambda: setattr(holder, "scale", 3.0)),
+        ("set member", lambda x: (x * max(members)).sum(),
+         lambda: (members.clear(), members.add(3.0))),
+        ("list in a tuple", lambda x: (x * nested[0][0]).sum(),
+         lambda: nested[0].__setitem__(0, 3.0)),
+        ("dict entry added", lambda x: (x * cfg.get("j", 2.0) * cfg["k"]).sum(),
+         lambda: cfg.__setitem__("j", 3.0)),
+    ]
+
+
+@pytest.mark.parametrize("case", _state_cases(), ids=lambda c: c[0])
+def test_each_kind_of_outside_state_is_watched(case):
+    _, fn, change = case
+    c = Y.compile(fn)
+    for want in (6.0, 9.0):
+        for _ in range(2):  # recorded (and verified), then replayed
+            _agree(c, fn, [1.0, 2.0])
+        assert float(c(Y.tensor([1.0, 2.0], requires_grad=True)).data) == want
+        change()
+    assert c.stats == {"replayed": 6, "recorded": 4, "eager": 0}
 
 
 def test_helpers_and_globals_of_the_module_are_seen():
