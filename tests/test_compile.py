@@ -697,6 +697,23 @@ def test_fused_strong_zeros_and_branches_not_taken(force_fusion):
         assert_same(f, c, [[np.array([4.0, -1.0, 0.25])] for _ in range(3)])
 
 
+def test_fused_strong_zeros_keep_the_engines_signs(force_fusion):
+    def f(x):
+        return yaad.where(x > 1, yaad.sqrt(x) * -2.0, 0.0).sum()
+
+    c = yaad.compile(f)
+    with np.errstate(invalid="ignore"):
+        for _ in range(4):
+            grads = []
+            for fn in (f, c):
+                x = leaf([4.0, 0.25, -1.0])
+                fn(x).backward()
+                grads.append(x.grad)
+            np.testing.assert_array_equal(grads[1], grads[0])
+            np.testing.assert_array_equal(np.signbit(grads[1]), [True, True, False])
+    assert c.stats["replayed"] == 2 and _fused_end(c).fused_bwd is not None
+
+
 def test_fused_falls_back_where_not_elementwise(force_fusion):
     c = yaad.compile(w1)
     assert_same(w1, c, new_inputs((3, 3), (3, 3)))

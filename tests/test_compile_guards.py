@@ -180,6 +180,31 @@ def test_value_dependent_output_shape_is_guarded():
     assert c.stats["eager"] == 0
 
 
+def test_strong_zeros_are_the_engines():
+    """Below a selecting op, a rule's inf or NaN where the gradient is zero becomes 0, and
+    a finite result keeps its bits (-0.0 here), in the replay as in eager mode (one
+    implementation: yaad.ops.strong_zero)."""
+    fn = lambda x: Y.sum(Y.where(x > 1, Y.sqrt(x) * -2.0, 0.0))  # noqa: E731
+    with np.errstate(invalid="ignore", divide="ignore"):
+        check(fn, [[4.0, 0.25, 9.0]], [[[4.0, 0.25, -1.0]], [[0.0, 0.25, 4.0]]], replay=True)
+        x = Y.tensor([4.0, 0.25, -1.0], requires_grad=True)
+        fn(x).backward()
+    assert list(x.grad) == [-0.5, 0.0, 0.0] and list(np.signbit(x.grad)) == [True, True, False]
+
+
+def test_strong_zeros_in_second_derivatives_inside_a_compiled_function():
+    def fn(x):
+        y = Y.sum(Y.where(x > 0, Y.sqrt(x) ** 3, 0.0))
+        (g,) = Y.autograd.grad(y, [x], create_graph=True)
+        return Y.sum(g)
+
+    with np.errstate(invalid="ignore"):
+        c = check(fn, [[-1.0, 4.0]], [[[4.0, -1.0]], [[-1.0, 9.0]]])
+        x = Y.tensor([-1.0, 4.0], requires_grad=True)
+        c(x).backward()
+    np.testing.assert_allclose(x.grad, [0.0, 0.75 / 2.0])  # d2/dx2 x^1.5 at 4; 0 at -1
+
+
 def test_paths_of_each_value_dependent_shape_are_kept():
     """A mask whose length goes back and forth records each length once (and verifies
     it), then replays both."""

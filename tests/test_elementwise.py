@@ -7,6 +7,7 @@ row fails ``test_table_covers_every_elementwise_op``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -418,6 +419,19 @@ def test_where_strong_zero_in_second_derivatives():
         (h,) = yaad.autograd.grad(yaad.sum(g), [x])
     np.testing.assert_allclose(g.data, [0.0, 1.5 * 2.0])
     np.testing.assert_allclose(h, [0.0, 0.75 / 2.0])
+
+
+def test_where_strong_zero_under_vmap_batches():
+    # Hessians per example through where, with a NaN in the branch not taken: the strong
+    # zeros of the inner create_graph pass run on the whole batch (a per-example loop would
+    # warn), with the values of the test above
+    f = lambda x: yaad.sum(yaad.where(x > 0, yaad.sqrt(x) ** 3, 0.0))  # noqa: E731
+    xs = yaad.tensor(np.array([[-1.0, 4.0], [4.0, -1.0]]))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = yaad.func.vmap(yaad.func.hessian(f))(xs)
+    np.testing.assert_allclose(h.data, [[[0.0, 0.0], [0.0, 0.375]],
+                                        [[0.375, 0.0], [0.0, 0.0]]])
 
 
 def test_complex_conventions():

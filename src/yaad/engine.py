@@ -25,6 +25,7 @@ from .gradients import (
 )
 from .op import Meta, Node, _clock, check_saved, positional_rules
 from .ops.elementwise import _BIG, _fits_into
+from .ops.strong_zero import strong_zero
 from .tensor import Tensor, make_tensor
 
 _getrefcount = sys.getrefcount
@@ -589,7 +590,7 @@ class _NodeRun:
                 rule_args, ans = node.args, node.ans
             grads = rule_gradients(spec, g, ans, rule_args, node.kw or {},
                                    [p is not None for p in node.parents],
-                                   strong and spec.elementwise)
+                                   strong_zero if strong and spec.elementwise else None)
             if self.check is not None:
                 for i, gi in enumerate(grads):
                     if gi is not None:

@@ -1,16 +1,16 @@
 """The gradient bookkeeping, written once for the engine and for compiled backward passes.
 
 The root gradient of ``backward()`` and the checks of its outputs and inputs; calling an
-op's VJP rules (with exact zeros where a gradient that was selected away meets an inf or
-a NaN in a branch not taken); reducing a rule's result over broadcast axes and casting it
-to the input's dtype (the real part for a real input). No rule, built-in or a user's, does
-any of this itself.
+op's VJP rules (through :mod:`yaad.ops.strong_zero`, an op, where a gradient that was
+selected away meets an inf or a NaN in a branch not taken); reducing a rule's result over
+broadcast axes and casting it to the input's dtype (the real part for a real input). No
+rule, built-in or a user's, does any of this itself.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -94,23 +94,18 @@ def call_rule(spec: Any, i: int, g: Any, ans: Any, args: Sequence, kw: dict) -> 
 
 
 def rule_gradients(spec: Any, g: Any, ans: Any, args: Sequence, kw: dict,
-                   wanted: Sequence[bool], strong: bool = False) -> list:
+                   wanted: Sequence[bool], zero: Callable | None = None) -> list:
     """The results of ``spec``'s VJP rules for the inputs marked in ``wanted`` (None for
-    the others). With ``strong`` (an elementwise op whose gradient was selected away in
-    places), exact zeros wherever ``g`` is zero and the result is not finite: 0 * inf and
-    0 * nan there become 0. A finite result is kept as it is: under create_graph, a ``g``
-    that is zero by accident (it depends on the inputs) must keep its derivatives."""
-    if not strong:
+    the others); for an elementwise op whose gradient was selected away in places, each
+    through ``zero`` (:func:`yaad.ops.strong_zero.strong_zero`)."""
+    if zero is None:
         return [call_rule(spec, i, g, ans, args, kw) if w else None
                 for i, w in enumerate(wanted)]
-    from . import isfinite, where
-
-    zero = g == 0
     grads: list = []
     with np.errstate(all="ignore"):
         for i, w in enumerate(wanted):
             gi = call_rule(spec, i, g, ans, args, kw) if w else None
-            grads.append(None if gi is None else where(zero & ~isfinite(gi), 0, gi))
+            grads.append(None if gi is None else zero(g, gi))
     return grads
 
 

@@ -97,7 +97,8 @@ def _scalar_src(name: str, a: list, din: list, dout: Any) -> str | None:
     if name == "real" and len(a) == 1:
         return a[0] if _real(din[0]) else f"{a[0]}.real"
     if name == "strong_zero" and len(a) == 2:
-        return f"(0 if {a[0]} == 0 else {a[1]})"
+        # (x - x is 0 for a finite x, NaN for an inf or a NaN)
+        return f"(0 if {a[0]} == 0 and {a[1]} - {a[1]} != 0 else {a[1]})"
     return None
 
 
@@ -144,7 +145,7 @@ class _St:
 def _statements(items: list, shape_of: Callable, dtype_of: Callable, params: dict,
                 const_slot: Callable) -> list:
     """The items as scalar statements (raises _Reject where one is not elementwise)."""
-    from .rewrite import STRONG_ZERO
+    from ..ops.strong_zero import STRONG_ZERO
 
     sts = []
     for it in items:

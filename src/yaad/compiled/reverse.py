@@ -14,8 +14,8 @@ eigenvalues that raises), or whose ops raise, is not: the tape gets one call of 
 itself (a :func:`rule_call` op), which a replay runs on the new values, deciding again.
 
 The bookkeeping (gradients summed over broadcast axes and cast to the input's dtype,
-strong zeros below selecting ops, the root gradient, the checks of outputs and inputs) is
-the engine's own: :mod:`yaad.gradients`.
+the root gradient, the checks of outputs and inputs) is the engine's own:
+:mod:`yaad.gradients`; strong zeros below selecting ops are :mod:`yaad.ops.strong_zero`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ..gradients import (
     rule_gradients,
 )
 from ..op import Op
+from ..ops.strong_zero import strong_zero
 from ..tensor import Tensor
 from .tape import Entry, Recorder, S, Tup
 
@@ -95,7 +96,7 @@ def rule_call(spec: Op, todo: tuple, strong: bool) -> Op:
 
     def forward(g: Any, ans: Any, *args: Any, **kw: Any) -> Any:
         grads = rule_gradients(spec, g, ans, args, kw, wanted + [False] * (
-            len(args) - len(wanted)), strong)
+            len(args) - len(wanted)), strong_zero if strong else None)
         out = []
         for i in todo:
             gi = grads[i]
@@ -118,8 +119,6 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
     Runs the rules on tensors with ``rec`` recording, in the current grad mode. Returns
     ``{slot: gradient tensor or None}``.
     """
-    from .rewrite import STRONG_ZERO
-
     entries = [it for it in rec.items if type(it) is Entry]
     wanted = set(wrt)
     leads = _leads(entries, wanted)
@@ -155,14 +154,14 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
         with rec.probing() as probe:
             for i in todo:
                 if strong:
-                    # Exact zeros where g is zero, even where the rule meets an inf or a
-                    # nan (a branch not taken); the engine's where(g == 0, 0, gi), fused.
+                    # Exact zeros where g is zero and the rule met an inf or a nan (a
+                    # branch not taken), as in the engine.
                     with np.errstate(all="ignore"):
                         rec.quiet += 1
                         try:
                             gi = call_rule(spec, i, g, ans, args, kw)
                             if gi is not None and gi is not g:
-                                gi = STRONG_ZERO.fn(g, gi)
+                                gi = strong_zero(g, gi)
                         finally:
                             rec.quiet -= 1
                 else:

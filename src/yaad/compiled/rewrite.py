@@ -92,26 +92,6 @@ def _diag_mm_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
 DIAG_MM = private_op(_diag_mm, "diagonal_of_product", (_diag_mm_vjp_a, _diag_mm_vjp_b))
 
 
-# ---- strong zeros ------------------------------------------------------------------------
-
-def _strong_zero(g: Any, gi: Any) -> Any:
-    # A VJP is linear in g, and an elementwise op's is elementwise: where g is 0, gi is 0
-    # unless the rule met an inf or a nan there. One sum tells whether there is any.
-    if np.isfinite(gi.sum()):
-        return gi
-    with np.errstate(all="ignore"):
-        return np.where(g == 0, 0, gi)
-
-
-def _strong_zero_vjp(G: Any, ans: Any, g: Any, gi: Any) -> Any:
-    from .. import where
-
-    return where(g == 0, 0, G)
-
-
-STRONG_ZERO = private_op(_strong_zero, "strong_zero", (None, _strong_zero_vjp))
-
-
 def _params(e: Entry, names: tuple, defaults: dict) -> dict | None:
     """The arguments of ``e`` after the first, by name (None: one of them is a slot)."""
     vals = dict(defaults)

@@ -304,7 +304,8 @@ def _shape_ops() -> set:
     """The ops of ``_SHAPE_OPS`` (looked up once, by identity)."""
     if not _shape_op_set:
         from ..op import registry
-        from .rewrite import DIAG_MM, STRONG_ZERO, TRACE_MM
+        from ..ops.strong_zero import STRONG_ZERO
+        from .rewrite import DIAG_MM, TRACE_MM
 
         _shape_op_set.update(registry[n] for n in _SHAPE_OPS if n in registry)
         _shape_op_set.update((DIAG_MM, STRONG_ZERO, TRACE_MM))
