@@ -17,9 +17,11 @@ from ..tensor import Tensor
 def _strong_zero(g: Any, gi: Any) -> Any:
     # A VJP is linear in g, and an elementwise op's is elementwise: where g is 0, gi is 0
     # unless the rule met an inf or a nan there. One sum tells whether there is any.
-    with np.errstate(invalid="ignore", over="ignore"):  # (inf - inf in the sum)
-        if np.isfinite(np.sum(gi)):
-            return gi
+    # (no errstate around the sum: it would double the cost of the common case; an inf and
+    # a -inf in gi make it warn, once)
+    if np.isfinite(gi.sum() if type(gi) is np.ndarray else np.sum(gi)):
+        return gi
+    with np.errstate(invalid="ignore"):
         return np.where((g == 0) & ~np.isfinite(gi), 0, gi)
 
 
