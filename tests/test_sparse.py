@@ -237,8 +237,9 @@ def test_memory_stays_of_the_order_of_the_nonzeros():
 def test_elementwise_op_with_a_scipy_sparse_operand_raises_instead_of_an_object_array(make):
     x = yaad.tensor(np.ones((3, 3)), requires_grad=True)
     a = make(np.eye(3))
-    for f in (lambda: x * a, lambda: x + a, lambda: yaad.multiply(x, a)):
-        with pytest.raises(TypeError, match=r"(multiply|add): an operand of type "
+    for f in (lambda: x * a, lambda: x + a, lambda: yaad.multiply(x, a),
+              lambda: yaad.multiply(x, a, dtype=None), lambda: yaad.where(x.data > 0, x, a)):
+        with pytest.raises(TypeError, match=r"(multiply|add|where): an operand of type "
                                             r"csr_.*yaad.sparse.asarray"):
             f()
     assert x.grad is None

@@ -481,6 +481,9 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
         ans = spec.forward(*arrays, **kw)
     except Exception as e:
         raise _named(e, spec.name) from e
+    if getattr(ans, "dtype", None) is not None and ans.dtype.hasobject:
+        for a in arrays:
+            _refuse_object_operand(spec, a)
     rec = state.enabled
     if rec:
         vjps = spec.vjps
