@@ -1265,7 +1265,7 @@ case("linalg.eigvalsh", lambda a: np.linalg.eigvalsh(_herm(a)), _sq(),
 
 def _resolvent_call(m, shifts, g):
     # The spectral basis comes from the current value of m, as the rules of eigh pass it.
-    from yaad.ops.linalg_spectral import resolvent
+    from yaad.linalg.spectral import resolvent
     w, v = yaad.linalg.eigh(_yherm(m.detach() if isinstance(m, yaad.Tensor) else m))
     return resolvent(_yherm(m), shifts, g, v, w, n=w.shape[-1], name="fuzz")
 
@@ -1289,7 +1289,7 @@ def _resolvent_ok(call):
     return bool(np.min(np.abs(call.args[1][:, None] - w[None, :])) > 0.3)
 
 
-case("ops.linalg_spectral.resolvent", _resolvent_ref, _draw_resolvent, call=_resolvent_call,
+case("linalg.spectral.resolvent", _resolvent_ref, _draw_resolvent, call=_resolvent_call,
      ok=_resolvent_ok, exact=False, covers=("linalg.resolvent",),
      note="(shift - M)^-1 g by a spectral basis of M (the tails of eigh and svd)")
 
@@ -1586,7 +1586,7 @@ def _block_upper_ref(a, e):
     return np.concatenate([np.concatenate([a, e], -1), np.concatenate([z, a], -1)], -2)
 
 
-case("ops.linalg_matfuncs.block_upper", _block_upper_ref, _draw_block_upper)
+case("linalg.matrix_functions.block_upper", _block_upper_ref, _draw_block_upper)
 
 
 # ---- numpy.fft ---------------------------------------------------------------------------

@@ -153,8 +153,6 @@ KNOWN_CIRCLE_EDGES: dict[tuple[str, str], str] = {
     ("yaad.compiled.tape", "yaad.compiled.rewrite"): "the recorder reads rewrite's "
     "pattern constants (DIAG_MM, STRONG_ZERO, TRACE_MM)",
     ("yaad.compiled.codegen", "yaad.compiled.rewrite"): "codegen reads TRACE_MM",
-    # linear algebra split between the facade linalg.py and ops/linalg_*.py
-    ("yaad.ops.linalg_basic", "yaad.ops.linalg_spectral"): "pinv/matrix_rank use svd",
     # sparse
     ("yaad.sparse.tensor", "yaad.sparse.linalg"): "SparseTensor converts itself to a "
     "SciPy LinearOperator with sparse.linalg",
@@ -303,11 +301,11 @@ LAYERS: list[tuple[str, str]] = [
     ("tensor", "grad_mode tensor"),
     ("bookkeeping", "gradients"),
     ("op declaration", "op batching"),
-    ("ops", "ops ops.* creation fft"),
+    ("ops", "ops ops.* linalg linalg.* creation fft"),
     ("engine", "engine"),
     ("modes", "anomaly checkpoint compile compiled compiled.*"),
     ("transforms", "autograd func implicit"),
-    ("library", "linalg stats signal integrate optimize sparse sparse.* nn nn.* optim optim.* "
+    ("library", "stats signal integrate optimize sparse sparse.* nn nn.* optim optim.* "
      "demo serialization testing extend methods numpy_dispatch"),
     ("package", "__init__ __main__"),
 ]
@@ -318,7 +316,7 @@ KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
     ("yaad.compiled.program", "yaad.autograd"): "a compiled program records FunctionCtx",
     ("yaad.compiled.tape", "yaad.autograd"): "the recorder builds a FunctionCtx",
     ("yaad.compile", "yaad.nn"): "compile accepts an nn.Module and reads its parameters",
-    ("yaad.ops.linalg_spectral", "yaad.anomaly"): "a gauge warning names the user's line "
+    ("yaad.linalg.spectral", "yaad.anomaly"): "a gauge warning names the user's line "
     "with anomaly.user_frames",
 }
 

@@ -45,7 +45,9 @@ from griffe_yaad import public_names  # noqa: E402
 # Modules reachable from a documented namespace that are implementation, not API.
 INTERNAL = {"yaad.batching", "yaad.checkpoint", "yaad.compile", "yaad.compiled",
             "yaad.creation", "yaad.demo", "yaad.engine", "yaad.grad_mode", "yaad.gradients",
-            "yaad.implicit", "yaad.methods",
+            "yaad.implicit", "yaad.methods", "yaad.linalg.helpers", "yaad.linalg.matrix_functions",
+            "yaad.linalg.norms", "yaad.linalg.products", "yaad.linalg.rank",
+            "yaad.linalg.spectral", "yaad.linalg.systems",
             "yaad.numpy_dispatch",
             "yaad.op", "yaad.ops", "yaad.tensor", "yaad.nn.layers", "yaad.nn.module",
             "yaad.sparse.tensor",

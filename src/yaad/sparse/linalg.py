@@ -46,7 +46,7 @@ from ..implicit import (
     unpack,
     vjp_of,
 )
-from ..ops.linalg_spectral import (
+from ..linalg.spectral import (
     _DEGENERATE,
     _PHASE,
     GaugeError,

@@ -1,4 +1,5 @@
-"""Vector and matrix norms (numpy.linalg.vector_norm, matrix_norm, norm).
+"""Vector and matrix norms (``vector_norm``, ``matrix_norm``, ``norm``) and the condition
+number (``cond``).
 
 The gradient of a norm at zero is the subgradient 0 (no NaN): for the 2-norm of a zero
 vector, for ``|x_i|^(p-1)`` at ``x_i = 0`` with ``p < 1``, and for ``abs`` inside the matrix
@@ -13,15 +14,18 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..op import exported, op
+from ..op import op
+from ..ops.elementwise import abs as _abs
+from ..ops.elementwise import conj, real, sign, where
+from ..ops.reductions import expand_reduced
+from ..ops.reductions import sum as _sum
+from ..ops.shape import expand_dims, moveaxis
 from ..tensor import ndim_of, shape_of
-from .elementwise import abs as _abs
-from .elementwise import conj, real, sign, where
-from .linalg_basic import data_of, is_complex
-from .reductions import expand_reduced
-from .reductions import sum as _sum
-from .shape import expand_dims, moveaxis
+from .helpers import data_of, is_complex
+from .spectral import svd_op, svdvals
+from .systems import inv
 
+__all__ = ["vector_norm", "matrix_norm", "norm", "cond"]
 
 def _vector_norm(x, axis=None, keepdims=False, ord=2):
     return np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
@@ -114,8 +118,6 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     -------
     Tensor
     """
-    from .linalg_spectral import svd
-
     ndim = ndim_of(x)
     if ndim < 2:
         raise ValueError(f"matrix_norm: the input must be at least 2-D, got shape "
@@ -124,9 +126,9 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     if ord in ("fro", None):
         return vector_norm(x, axis=(-2, -1), keepdims=keepdims)
     if ord == "nuc":
-        return _keep(_sum(svd(x, False)[1], axis=-1), keepdims, last)
+        return _keep(_sum(svd_op(x, False)[1], axis=-1), keepdims, last)
     if ord in (2, -2):
-        s = svd(x, False)[1]
+        s = svd_op(x, False)[1]
         return _keep(vector_norm(s, axis=-1, ord=math.inf * np.sign(ord)), keepdims, last)
     if ord in (1, -1, math.inf, -math.inf):
         sums = _sum(_abs(x), axis=-2 if abs(ord) == 1 else -1)
@@ -178,4 +180,21 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     raise ValueError(f"norm: axis must be None, an int or a pair of ints, got {axis!r}")
 
 
-__all__ = exported(globals())
+def cond(x: Any, p: Any = None) -> Any:
+    """Condition number (numpy.linalg.cond).
+
+    Parameters
+    ----------
+    x : (..., M, N) Tensor or array_like
+    p : {None, 1, -1, 2, -2, inf, -inf, 'fro', 'nuc'}
+        None or 2: the ratio of the largest to the smallest singular value.
+
+    Returns
+    -------
+    Tensor
+    """
+    if p is None or p in (2, -2):
+        s = svdvals(x)
+        ratio = s[..., 0] / s[..., -1]
+        return 1 / ratio if p == -2 else ratio
+    return matrix_norm(x, ord=p) * matrix_norm(inv(x), ord=p)

@@ -1,4 +1,5 @@
-"""Spectral decompositions (eigh, eig, svd, qr) with gradients that stay finite.
+"""Spectral decompositions with gradients that stay finite: ``eigh``, ``eigvalsh``, ``eig``,
+``eigvals``, ``svd``, ``svdvals``, ``qr`` (and ``schur``, without gradient).
 
 Degenerate spectra
     The rules divide by differences of eigenvalues (``l_j - l_i``) or of singular values
@@ -25,6 +26,13 @@ Phases
 Hermitian inputs
     ``eigh`` reads the lower triangle only; its gradient is the one for Hermitian
     perturbations (that of ``eigh((a + a^H) / 2)``), which is Hermitian, as in PyTorch.
+
+Schur
+    The Schur vectors are unique only up to a phase per column (and, for real output, up
+    to the basis of each 2x2 block), and the order of the eigenvalues along the diagonal
+    is LAPACK's: a gradient exists only for losses invariant under those choices, and is
+    not implemented. ``schur`` of a tensor that requires grad raises, naming ``eig`` and
+    ``eigvals`` for eigenvalue losses.
 """
 
 from __future__ import annotations
@@ -32,15 +40,21 @@ from __future__ import annotations
 import collections
 import linecache
 import weakref
+from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.linalg as sla
 
 from ..anomaly import user_frames
-from ..batching import aligned
-from ..op import exported, op
+from ..batching import aligned, per_example
+from ..grad_mode import is_grad_enabled
+from ..op import op
+from ..ops.elementwise import conj, imag, real, where
+from ..ops.products import matmul
+from ..ops.reductions import sum as _sum
+from ..ops.shape import tril, triu
 from ..tensor import Tensor
-from .elementwise import conj, imag, real, where
-from .linalg_basic import (
+from .helpers import (
     col,
     concat_last,
     data_of,
@@ -52,13 +66,12 @@ from .linalg_basic import (
     mT,
     real_diag_matrix,
     row,
-    solve,
-    solve_triangular,
     square_matrices,
 )
-from .products import matmul
-from .reductions import sum as _sum
-from .shape import tril, triu
+from .systems import solve, solve_triangular
+
+__all__ = ["GaugeError", "EighResult", "EigResult", "SVDResult", "QRResult", "eigh",
+           "eigvalsh", "eig", "eigvals", "svd", "svdvals", "qr", "schur"]
 
 
 class GaugeError(RuntimeError):
@@ -482,7 +495,7 @@ def _eigh_jvp(t, ans, a, UPLO="L", eps=None):
     return (real(dw) if is_complex(dw) else dw), matmul(v, f * dp)
 
 
-eigh = op(_eigh, name="linalg.eigh", nout=2, vjp=located(_eigh_vjp, "linalg.eigh", 0),
+eigh_op = op(_eigh, name="linalg.eigh", nout=2, vjp=located(_eigh_vjp, "linalg.eigh", 0),
           jvp=_eigh_jvp, batch="broadcast")
 
 
@@ -557,7 +570,7 @@ def _eig_jvp(t, ans, a, eps=None):
     return diag(dp), matmul(v, c)
 
 
-eig = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp,
+eig_op = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp,
          batch="broadcast")
 
 
@@ -743,7 +756,7 @@ def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False, eps=None):
     return du, (real(ds) if is_complex(ds) else ds), mH(dv)
 
 
-svd = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd", 1), jvp=_svd_jvp,
+svd_op = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd", 1), jvp=_svd_jvp,
          batch="broadcast")
 
 
@@ -826,7 +839,248 @@ def _qr_jvp(t, ans, a, complete=False):
     return dq, concat_last(du, dw)
 
 
-qr = op(_qr, name="linalg.qr", nout=2, save_args=False, vjp=located(_qr_vjp, "linalg.qr", 1),
+qr_op = op(_qr, name="linalg.qr", nout=2, save_args=False, vjp=located(_qr_vjp, "linalg.qr", 1),
          jvp=_qr_jvp, batch="broadcast")
 
-__all__ = exported(globals())
+
+# ---- the functions of yaad.linalg ------------------------------------------------------
+
+
+class EighResult(NamedTuple):
+    """Result of :func:`eigh`: ascending real ``eigenvalues`` and ``eigenvectors`` (columns)."""
+
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class EigResult(NamedTuple):
+    """Result of :func:`eig`: complex ``eigenvalues`` and unit-norm ``eigenvectors`` (columns)."""
+
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class SVDResult(NamedTuple):
+    """Result of :func:`svd`: ``a = U @ diag(S) @ Vh``, ``S`` descending."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class QRResult(NamedTuple):
+    """Result of :func:`qr`: ``a = Q @ R``."""
+
+    Q: Any
+    R: Any
+
+
+def _check_eps(name: str, eps: Any) -> None:
+    if eps is not None and not eps > 0:
+        raise ValueError(f"{name}: eps must be None or a positive float, got {eps!r}")
+
+
+def eigh(a: Any, UPLO: str = "L", *, eps: float | None = None) -> EighResult:
+    """Eigenvalues and eigenvectors of Hermitian matrices (numpy.linalg.eigh), batched.
+
+    Parameters
+    ----------
+    a : (..., n, n) Tensor or array_like
+        Only the triangle ``UPLO`` is read.
+    UPLO : {'L', 'U'}
+    eps : float, optional
+        Lorentzian broadening of ``1/(l_i - l_j)`` in the gradient, for losses that depend
+        on the eigenvectors inside a degenerate eigenspace (otherwise a
+        :class:`GaugeError`); see ``docs/linalg.md``.
+
+    Returns
+    -------
+    EighResult
+        ``(eigenvalues, eigenvectors)``, eigenvalues ascending. The gradient is the one
+        for Hermitian perturbations (that of ``eigh((a + a^H) / 2)``). It is finite and exact
+        for degenerate eigenvalues when the loss depends only on eigenvalues or on whole
+        eigenspaces; a loss depending on complex eigenvector phases raises GaugeError.
+    """
+    _check_eps("eigh", eps)
+    return EighResult(*eigh_op(a, UPLO, eps=eps))
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:
+    """Eigenvalues of Hermitian matrices, ascending (numpy.linalg.eigvalsh).
+
+    Parameters
+    ----------
+    a : (..., n, n) Tensor or array_like
+    UPLO : {'L', 'U'}
+
+    Returns
+    -------
+    Tensor
+        Its gradient ``V diag(g) V^H`` is exact for repeated eigenvalues too.
+    """
+    if not isinstance(a, Tensor):
+        return np.linalg.eigvalsh(a, UPLO)
+    return eigh_op(a, UPLO)[0]
+
+
+def eig(a: Any, *, eps: float | None = None) -> EigResult:
+    """Eigenvalues and right eigenvectors of general square matrices (numpy.linalg.eig).
+
+    Parameters
+    ----------
+    a : (..., n, n) Tensor or array_like
+    eps : float, optional
+        Lorentzian broadening for degenerate eigenvalues, as in :func:`eigh`.
+
+    Returns
+    -------
+    EigResult
+        ``(eigenvalues, eigenvectors)``, always complex (unlike NumPy); eigenvectors have
+        unit norm. Each is defined up to a phase: a loss must not depend on it.
+    """
+    _check_eps("eig", eps)
+    return EigResult(*eig_op(a, eps=eps))
+
+
+def eigvals(a: Any) -> Any:
+    """Eigenvalues of general square matrices (numpy.linalg.eigvals), always complex.
+
+    Parameters
+    ----------
+    a : (..., n, n) Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+    """
+    if not isinstance(a, Tensor):
+        w = np.linalg.eigvals(a)
+        return w.astype(np.result_type(w.dtype, np.complex64), copy=False)
+    return eig_op(a)[0]
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        *, eps: float | None = None) -> Any:
+    """Singular value decomposition (numpy.linalg.svd), batched.
+
+    Parameters
+    ----------
+    a : (..., M, N) Tensor or array_like
+    full_matrices : bool
+        ``U`` (M, M) and ``Vh`` (N, N) if True (NumPy's default), else (M, K) and (K, N),
+        ``K = min(M, N)``. The extra columns are an arbitrary basis: a loss may depend on
+        them only through their span.
+    compute_uv : bool
+        If False, return the singular values only.
+    hermitian : bool
+        ``a`` is Hermitian (only its lower triangle is read; the gradient is Hermitian).
+    eps : float, optional
+        Lorentzian broadening for degenerate singular values, as in :func:`eigh`.
+
+    Returns
+    -------
+    SVDResult or Tensor
+        ``(U, S, Vh)`` with ``a = U @ diag(S) @ Vh``, or ``S``. Gradients are exact for
+        repeated and zero singular values when the loss does not depend on the basis
+        inside the degenerate subspaces (functions of ``S``, subspaces, ``U @ Vh``,
+        ``U @ diag(S) @ Vh`` and the bonds ``(U S^p, S^(1-p) Vh)`` of a tensor network);
+        repeated values among the discarded ones of a truncation leave second derivatives
+        exact too. A loss depending on a basis or on the phases of complex singular
+        vectors raises GaugeError (see ``docs/linalg.md``).
+    """
+    _check_eps("svd", eps)
+    if not compute_uv:
+        if not isinstance(a, Tensor):
+            return np.linalg.svd(a, compute_uv=False, hermitian=hermitian)
+        return svd_op(a, False, hermitian, eps=eps)[1]
+    return SVDResult(*svd_op(a, full_matrices, hermitian, eps=eps))
+
+
+def svdvals(x: Any, /) -> Any:
+    """Singular values, descending (numpy.linalg.svdvals).
+
+    Parameters
+    ----------
+    x : (..., M, N) Tensor or array_like
+
+    Returns
+    -------
+    Tensor
+        Its gradient ``U diag(g) Vh`` is exact for repeated singular values too.
+    """
+    return svd(x, compute_uv=False)
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """QR decomposition (numpy.linalg.qr), batched.
+
+    Parameters
+    ----------
+    a : (..., M, N) Tensor or array_like
+    mode : {'reduced', 'complete', 'r', 'raw'}
+        'reduced': ``Q`` is (M, K), ``R`` (K, N), ``K = min(M, N)``; 'complete': ``Q`` is
+        (M, M); 'r': ``R`` only; 'raw': LAPACK's ``(h, tau)``, not differentiable.
+
+    Returns
+    -------
+    QRResult or Tensor or tuple
+        With ``mode='complete'`` and ``M > N`` the last ``M - N`` columns of ``Q`` are an
+        arbitrary basis: a loss may depend on them only through their span.
+    """
+    if mode in ("reduced", "complete"):
+        return QRResult(*qr_op(a, mode == "complete"))
+    if mode == "r":
+        return qr_op(a, False)[1]
+    if mode == "raw":
+        if isinstance(a, Tensor) and a.requires_grad and is_grad_enabled():
+            raise ValueError("qr: mode='raw' is not differentiable; use mode='reduced' or "
+                             "'complete', or call it under yaad.no_grad()")
+        return _qr_raw(a)
+    raise ValueError(f"qr: unrecognized mode {mode!r}; use 'reduced', 'complete', 'r' or 'raw'")
+
+
+@per_example()
+def _qr_raw(a: Any) -> tuple:
+    h, tau = np.linalg.qr(data_of(a), "raw")
+    return (Tensor(h), Tensor(tau)) if isinstance(a, Tensor) else (h, tau)
+
+
+def _schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+    return sla.schur(a, output=output, lwork=lwork, sort=sort, check_finite=check_finite)
+
+
+@per_example("a")  # (LAPACK's, for one matrix)
+def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = False,
+          sort: Any = None, check_finite: bool = True) -> tuple:
+    """Schur decomposition ``a = z t z^H`` (scipy.linalg.schur), without gradient.
+
+    The Schur vectors are unique only up to a phase per column (for real output, up to
+    the basis of each 2x2 block) and the eigenvalues' order on the diagonal is LAPACK's
+    choice: a gradient exists only for losses invariant under those choices, and it is
+    not implemented. A tensor that requires grad raises ``TypeError``; for eigenvalues use
+    ``yaad.linalg.eigvals`` or ``eig``, which have gradients.
+
+    Parameters
+    ----------
+    a : (n, n) array_like or Tensor
+    output : {"real", "complex"}
+    lwork, overwrite_a, sort, check_finite
+        As SciPy's (``overwrite_a`` is ignored).
+
+    Returns
+    -------
+    t, z : Tensor or ndarray
+        (and ``sdim`` when ``sort`` is given), without gradient.
+    """
+    if isinstance(a, Tensor) and a.requires_grad:
+        raise TypeError(
+            "linalg.schur: no gradient: the Schur vectors are defined only up to a phase per "
+            "column (and a basis of each 2x2 block for real output) and the eigenvalue "
+            "order is LAPACK's, so the gradient exists only for losses invariant under "
+            "those choices, and yaad does not implement it. Use yaad.linalg.eigvals or eig "
+            "for losses of eigenvalues, or a.detach() if no gradient is wanted.")
+    out = _schur(a.data if isinstance(a, Tensor) else a, output, lwork, overwrite_a, sort,
+                 check_finite)
+    if isinstance(a, Tensor):
+        return tuple(Tensor(o) if isinstance(o, np.ndarray) else o for o in out)
+    return out

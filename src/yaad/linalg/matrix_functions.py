@@ -1,20 +1,33 @@
-"""Matrix functions (expm, logm, sqrtm), batched, with gradients from the Frechet derivative.
+"""Matrix functions (``expm``, ``logm``, ``sqrtm``), batched, with gradients from the
+Frechet derivative, and the polar decomposition (``polar``), written with ``sqrtm``.
 
 For a primary matrix function ``f``, the Frechet derivative ``L_f(a, e)`` is the upper
 right block of ``f([[a, e], [0, a]])``, and the VJP is its adjoint
 ``conj(L_f(a^T, conj(g)))`` (Higham, "Functions of Matrices", 3.2; Mathias 1996). Both
 are computed with ``f`` itself, so second derivatives come from the same rule.
+
+``polar``: from the SVD ``a = W S V^H``: ``u = W V^H`` and ``p = V S V^H`` (or ``W S
+W^H``); its derivatives are those of ``p = sqrtm(a^H a)``, ``u = a p^-1``, which stay
+defined where singular values repeat.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.linalg as sla
 
-from ..op import exported, op
-from .elementwise import conj
-from .linalg_basic import mT, square_matrices
+from ..batching import per_example
+from ..op import op
+from ..ops.elementwise import conj
+from ..ops.products import matmul
+from ..tensor import Tensor
+from .helpers import as_array, mH, mT, public, square_matrices
+from .spectral import svd_op
+from .systems import inv
 
+__all__ = ["expm", "logm", "sqrtm", "polar"]
 
 def _block_upper(a, e):
     n = a.shape[-1]
@@ -64,9 +77,9 @@ def _matrix_function(name: str, forward):
     # The VJP is the adjoint of E -> L_f(A, E): conj(L_f(A^T, conj(g))), which holds for
     # every primary matrix function. (L_f(A^H, g) would need f(conj z) = conj f(z), false
     # on the branch cut: sqrtm and logm of a real matrix with a negative eigenvalue.)
-    fn = op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast",
-            vjp=lambda g, ans, A: _conj(frechet(fn, mT(A), _conj(g))),
-            jvp=lambda t, ans, A: frechet(fn, A, t))
+    fn = public(op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast",
+                   vjp=lambda g, ans, A: _conj(frechet(fn, mT(A), _conj(g))),
+                   jvp=lambda t, ans, A: frechet(fn, A, t)))
     return fn
 
 
@@ -118,4 +131,50 @@ Returns
 Tensor
 """
 
-__all__ = exported(globals())
+
+# ---- polar decomposition ---------------------------------------------------------------
+
+
+@per_example("a")  # (SciPy's values, for one matrix)
+def polar(a: Any, side: str = "right") -> tuple:
+    """Polar decomposition ``a = u p`` (side "right") or ``a = p u`` (side "left")
+    (scipy.linalg.polar), differentiable where ``a`` has full rank.
+
+    The values are SciPy's (from the SVD). The derivatives are those of ``p = sqrtm(a^H
+    a)``, ``u = a p^-1`` (or ``p = sqrtm(a a^H)``, ``u = p^-1 a``), which stay defined
+    where singular values repeat (an orthogonal matrix, say), unlike the SVD's basis;
+    when that Gram matrix is singular (``a`` wide for "right", tall for "left") they
+    come from the SVD, whose gauge the factors do not depend on.
+
+    Parameters
+    ----------
+    a : (m, n) array_like or Tensor
+    side : {"right", "left"}
+
+    Returns
+    -------
+    u : Tensor or ndarray
+        (m, n) with orthonormal columns (or rows).
+    p : Tensor or ndarray
+        Hermitian positive semi-definite, (n, n) for "right", (m, m) for "left".
+    """
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    a = as_array(a)
+    if a.ndim != 2:
+        raise ValueError(f"polar: a must be a 2-D array, got shape {a.shape}")
+    m, n = a.shape
+    if not isinstance(a, Tensor) or not (m >= n if side == "right" else m <= n):
+        w, s, vh = svd_op(a, False)
+        u = matmul(w, vh)
+        p = matmul(mH(vh) * s, vh) if side == "right" else matmul(w * s, mH(w))
+        return u, p
+    u0, p0 = polar(a.data, side)
+    if side == "right":
+        p = sqrtm(matmul(mH(a), a))
+        u = matmul(a, inv(p))
+    else:
+        p = sqrtm(matmul(a, mH(a)))
+        u = matmul(inv(p), a)
+    # SciPy's values, these derivatives: x - x.detach() is exactly 0 and carries x's
+    return u0 + (u - u.detach()), p0 + (p - p.detach())

@@ -1,0 +1,150 @@
+"""The building blocks of the rules of ``yaad.linalg``: transposes, Hermitian parts,
+diagonals, input checks and the batching rule of the solves.
+
+They work on arrays and tensors alike, so the rules written with them give second
+derivatives. Rules follow the package's convention: with the inner product
+``<X, Y> = Re tr(X^H Y)``, the VJP is the adjoint of the JVP, so for a holomorphic map the
+gradient is ``g * conj(f'(z))`` (``ga = -inv(a)^H g inv(a)^H`` for ``inv``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..batching import aligned, columns, front
+from ..ops.elementwise import conj, real
+from ..ops.products import matmul
+from ..ops.shape import (
+    _values,
+    concatenate,
+    diag_embed,
+    diagonal,
+    expand_dims,
+    squeeze,
+    swapaxes,
+    tril,
+    triu,
+)
+
+
+def public(fn):
+    """The op ``fn`` named as the function of ``yaad.linalg`` it is (``inv``); its op
+    keeps the name ``linalg.inv`` for errors and the registry."""
+    fn.__name__ = fn.__qualname__ = fn.op.name.removeprefix("linalg.")
+    return fn
+
+
+def data_of(x):
+    """The array behind ``x`` (for masks and checks, which carry no gradient; inside
+    vmap, every example's)."""
+    return _values(x)
+
+
+def is_complex(x) -> bool:
+    """Whether ``x`` has a complex dtype."""
+    return x.dtype.kind == "c"
+
+
+def mT(x):
+    """The last two axes swapped."""
+    return swapaxes(x, -1, -2)
+
+
+def mH(x):
+    """The conjugate transpose of the last two axes."""
+    t = swapaxes(x, -1, -2)
+    return conj(t) if is_complex(x) else t
+
+
+def herm(x):
+    """The Hermitian part ``(x + x^H) / 2``."""
+    return (x + mH(x)) * 0.5
+
+
+def col(v):
+    """``v[..., :, None]``."""
+    return expand_dims(v, -1)
+
+
+def row(v):
+    """``v[..., None, :]``."""
+    return expand_dims(v, -2)
+
+
+def mv(m, x, vec: bool):
+    """``m @ x`` where ``x`` is a batch of vectors (``vec``) or of matrices."""
+    if vec:
+        return squeeze(matmul(m, col(x)), -1)
+    return matmul(m, x)
+
+
+def outer_h(x, y, vec: bool):
+    """``x @ y^H`` for batches of matrices, ``x y^H`` (an outer product) for vectors."""
+    if vec:
+        return col(x) * conj(row(y)) if is_complex(y) else col(x) * row(y)
+    return matmul(x, mH(y))
+
+
+def diag(x):
+    """The main diagonals of a batch of matrices (last axis)."""
+    return diagonal(x, 0, -2, -1)
+
+
+def diag_matrix(d):
+    """A batch of diagonal matrices with ``d`` (last axis) on the diagonal."""
+    n = d.shape[-1]
+    return diag_embed(d, tuple(d.shape[:-1]) + (n, n), 0, -2, -1)
+
+
+def tri(x, lower: bool, strict: bool = False):
+    """The lower or upper triangle (without the diagonal when ``strict``)."""
+    if lower:
+        return tril(x, -1 if strict else 0)
+    return triu(x, 1 if strict else 0)
+
+
+def real_diag_matrix(x):
+    """``diag(Re diag(x))``: the Hermitian part of the diagonal of ``x``."""
+    d = diag(x)
+    return diag_matrix(real(d) if is_complex(d) else d)
+
+
+def as_array(x):
+    """``x`` itself if it is an array (of any array library), else a NumPy array (lists)."""
+    return x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
+
+
+def square_matrices(name: str, a):
+    """``a`` as an array, checked to be a (batch of) square matrices."""
+    a = as_array(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError(
+            f"{name}: expected a (batch of) square matrices of shape (..., n, n), got shape "
+            f"{a.shape}")
+    return a
+
+
+def solve_batch(fn):
+    """The batching rule of a solve ``fn(a, b, *rest)`` for ``a x = b`` (``b``: a vector or
+    matrices): with one matrix ``a``, a single solve for the examples' right-hand sides as
+    columns; else stacks of matrices, each vector made a column."""
+    def batch(dims, a, b, *rest, **kw):
+        da, db = dims[:2]
+        if any(d is not None for d in dims[2:]):
+            return NotImplemented
+        nda, ndb = np.ndim(a) - (da is not None), np.ndim(b) - (db is not None)
+        if da is None and nda == 2 and ndb <= 2:
+            cols, back = columns(b, db)
+            return back(fn(a, cols, *rest, **kw))
+        vec = ndb == 1
+        b = front(b, db)
+        a, b = aligned((a, expand_dims(b, -1) if vec else b), (da, db and 0), cores=(2, 2))
+        out = fn(a, b, *rest, **kw)
+        return (squeeze(out, -1) if vec else out), 0
+
+    return batch
+
+
+def concat_last(*xs, axis=-1):
+    """Concatenate along ``axis`` (default the last), for rules."""
+    return concatenate(list(xs), axis=axis)

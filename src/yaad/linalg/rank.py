@@ -1,0 +1,332 @@
+"""Determinants, pseudo-inverse, least squares and rank: ``det``, ``slogdet``, ``pinv``,
+``lstsq`` and ``matrix_rank``, the functions that meet rank-deficient matrices.
+
+``det``'s gradient at a singular matrix is the adjugate, from the SVD; ``pinv`` and
+``lstsq`` are differentiable where the rank is locally constant (Golub and Pereyra).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..batching import per_example
+from ..op import op
+from ..ops.elementwise import conj, imag, real, where
+from ..ops.products import matmul
+from ..ops.reductions import sum as _sum
+from ..ops.shape import expand_dims
+from ..tensor import Tensor, ndim_of, shape_of
+from .helpers import (
+    as_array,
+    col,
+    data_of,
+    diag,
+    herm,
+    is_complex,
+    mH,
+    mT,
+    mv,
+    outer_h,
+    public,
+    row,
+    solve_batch,
+    square_matrices,
+)
+from .spectral import svd_op, svdvals
+from .systems import inv
+
+__all__ = ["det", "slogdet", "SlogdetResult", "pinv", "lstsq", "matrix_rank"]
+
+# ---- determinants ----------------------------------------------------------------------
+
+
+class SlogdetResult(NamedTuple):
+    """Result of :func:`slogdet`: ``det = sign * exp(logabsdet)``."""
+
+    sign: Any
+    logabsdet: Any
+
+
+def _det(a):
+    a = square_matrices("det", a)
+    return np.linalg.det(a)
+
+
+def _nearly_singular(a, det_a) -> bool:
+    """Whether ``det(a) inv(a)`` would lose the adjugate to rounding for some matrix:
+    ``|det(a)|`` at most ``sqrt(eps)`` times the product of the rows' norms (Hadamard's
+    bound on it, so the test does not depend on the scale)."""
+    a, d = data_of(a), data_of(det_a)
+    bound = np.prod(np.linalg.norm(a, axis=-1), axis=-1)
+    return bool(np.any(np.abs(d) <= np.finfo(a.dtype).eps ** 0.5 * bound))
+
+
+def adjugate(a, det_a):
+    """The adjugate ``adj(a)`` (``d det(a) = tr(adj(a) da)``), also for singular matrices.
+
+    ``det(a) inv(a)`` when every matrix is well away from singular; otherwise from the SVD
+    ``a = u diag(s) vh``: ``det(u) det(vh) vh^H diag(prod_{j != i} s_j) u^H``.
+    """
+    if not _nearly_singular(a, det_a):
+        return col(col(det_a)) * inv(a)
+    if isinstance(a, Tensor) and a.dtype.kind == "c":
+        # Differentiating this SVD route again is wrong for complex matrices (the null
+        # singular vectors' phases); refuse rather than return a wrong answer.
+        raise NotImplementedError(
+            "linalg.det: second derivatives at a singular complex matrix are not "
+            "supported (first derivatives are). Perturb the matrix off the singular set, "
+            "or differentiate det of the real and imaginary parts.")
+    u, s, vh = svd_op(a, False)
+    n = s.shape[-1]
+    others = 1
+    for j in range(n):  # prod_{j != i} s_j, without dividing by a zero s_i
+        others = others * where(np.arange(n) == j, 1, s[..., j:j + 1])
+    phase = det(u) * det(vh)
+    return col(col(phase)) * matmul(mH(vh) * row(others), mH(u))
+
+
+det = public(op(_det, name="linalg.det", batch="broadcast",
+                vjp=lambda g, ans, a: col(col(g)) * mH(adjugate(a, ans)),
+                jvp=lambda t, ans, a: _sum(mT(adjugate(a, ans)) * t, axis=(-2, -1))))
+det.__doc__ = """Determinant of (a batch of) square matrices (numpy.linalg.det).
+
+The gradient is ``g * conj(adj(a))^T``; for a singular matrix the adjugate comes from the
+SVD, so it stays finite and correct (``det`` of a rank-deficient matrix has a gradient).
+
+Parameters
+----------
+a : (..., n, n) Tensor or array_like
+
+Returns
+-------
+Tensor
+"""
+
+
+def _slogdet(a):
+    a = square_matrices("slogdet", a)
+    sign, logabsdet = np.linalg.slogdet(a)
+    return sign, logabsdet
+
+
+def _inv_for_log(a, sign):
+    if np.any(data_of(sign) == 0):
+        raise np.linalg.LinAlgError(
+            "linalg.slogdet: a matrix is singular, so log|det| = -inf has no gradient; use "
+            "det, whose gradient is finite there")
+    return inv(a)
+
+
+def _slogdet_vjp(g, ans, a):
+    gs, gl = g
+    sign = ans[0]
+    c = gl
+    if gs is not None and is_complex(sign):
+        # sign = det/|det| moves by i Im(tr(a^{-1} da)) * sign
+        c2 = -1j * imag(conj(gs) * sign)
+        c = c2 if c is None else c + c2
+    if c is None:
+        return None
+    return col(col(c)) * mH(_inv_for_log(a, sign))
+
+
+def _slogdet_jvp(t, ans, a):
+    sign = ans[0]
+    d = _sum(diag(matmul(_inv_for_log(a, sign), t)), axis=-1)
+    if not is_complex(d):
+        return None, d
+    return sign * (1j * imag(d)), real(d)
+
+
+slogdet_op = op(_slogdet, name="linalg.slogdet", nout=2, vjp=_slogdet_vjp, jvp=_slogdet_jvp,
+                batch="broadcast")
+
+
+def slogdet(a: Any) -> SlogdetResult:
+    """Sign (or phase) and log of the absolute value of the determinant (numpy.linalg.slogdet).
+
+    Parameters
+    ----------
+    a : (..., n, n) Tensor or array_like
+
+    Returns
+    -------
+    SlogdetResult
+        ``(sign, logabsdet)``. Both are differentiable; for complex ``a`` the phase
+        ``sign`` has a gradient too. A singular matrix has no gradient (``-inf``).
+    """
+    return SlogdetResult(*slogdet_op(a))
+
+
+# ---- pseudo-inverse and least squares -----------------------------------------------
+
+
+def pinv_vjp(a, p, g, hermitian=False):
+    """Gradient for ``a`` of ``p = pinv(a)`` given the gradient ``g`` for ``p`` (Golub and
+    Pereyra's derivative, valid where the rank is locally constant)."""
+    ph = mH(p)
+    gh = mH(g)
+    x2 = matmul(gh, matmul(p, ph))
+    y3 = matmul(matmul(ph, p), gh)
+    ga = (-matmul(ph, matmul(g, ph)) + x2 - matmul(a, matmul(p, x2))
+          + y3 - matmul(matmul(y3, p), a))
+    return herm(ga) if hermitian else ga
+
+
+def pinv_jvp(a, p, t, hermitian=False):
+    """Tangent of ``pinv(a)`` for a tangent ``t`` of ``a``."""
+    if hermitian:
+        t = herm(t)
+    th = mH(t)
+    ph = mH(p)
+    return (-matmul(p, matmul(t, p))
+            + matmul(matmul(p, ph), th - matmul(th, matmul(a, p)))
+            + matmul(th - matmul(p, matmul(a, th)), matmul(ph, p)))
+
+
+def _pinv(a, rcond=None, hermitian=False, rtol=None):
+    kw = {} if rtol is None else {"rtol": rtol}
+    return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **kw)
+
+
+pinv = public(op(_pinv, name="linalg.pinv", batch="broadcast",
+                 vjp=lambda g, p, a, rcond=None, hermitian=False, rtol=None: pinv_vjp(a, p, g,
+                                                                                      hermitian),
+                 jvp=lambda t, p, a, rcond=None, hermitian=False, rtol=None: pinv_jvp(a, p, t,
+                                                                                      hermitian)))
+pinv.__doc__ = """Moore-Penrose pseudo-inverse (numpy.linalg.pinv).
+
+The gradient assumes the rank is constant near ``a`` (no singular value at the cutoff).
+With ``hermitian=True`` only the lower triangle is read and the gradient is Hermitian.
+
+Parameters
+----------
+a : (..., m, n) Tensor or array_like
+rcond, rtol : float, optional
+    Cutoff for small singular values, relative to the largest (NumPy's meaning).
+hermitian : bool
+    ``a`` is Hermitian.
+
+Returns
+-------
+Tensor
+    ``(..., n, m)``.
+"""
+
+
+def lstsq_rtol(a, rcond):
+    """The relative singular-value cutoff NumPy's ``lstsq`` uses for ``rcond``."""
+    eps = np.finfo(a.dtype).eps
+    if rcond is None:
+        return eps * max(a.shape[-2:])
+    return eps if rcond < 0 else rcond
+
+
+def _lstsq_solution(a, b, rcond=None):
+    a, b = as_array(a), as_array(b)
+    if a.ndim < 2:
+        raise np.linalg.LinAlgError(f"lstsq: a must be (..., m, n), got shape {a.shape}")
+    vec = b.ndim == 1
+    shape = np.broadcast_shapes(a.shape[:-2], () if vec else b.shape[:-2])
+    m, n = a.shape[-2:]
+    a_b = np.broadcast_to(a, shape + (m, n))
+    b_b = b if vec else np.broadcast_to(b, shape + b.shape[-2:])
+    out = np.empty(shape + (n,) + (() if vec else b.shape[-1:]),
+                   dtype=np.result_type(a.dtype, b.dtype))
+    for idx in np.ndindex(*shape):
+        out[idx] = np.linalg.lstsq(a_b[idx], b if vec else b_b[idx], rcond=rcond)[0]
+    return out
+
+
+def _lstsq_vjp_a(g, x, a, b, rcond=None):
+    p = pinv(a, rtol=lstsq_rtol(a, rcond))
+    return pinv_vjp(a, p, outer_h(g, b, b.ndim == 1))
+
+
+def _lstsq_vjp_b(g, x, a, b, rcond=None):
+    return mv(mH(pinv(a, rtol=lstsq_rtol(a, rcond))), g, b.ndim == 1)
+
+
+def _lstsq_jvp_a(t, x, a, b, rcond=None):
+    p = pinv(a, rtol=lstsq_rtol(a, rcond))
+    return mv(pinv_jvp(a, p, t), b, b.ndim == 1)
+
+
+lstsq_solution = op(_lstsq_solution, name="linalg.lstsq", linear=(1,),
+                    vjp=(_lstsq_vjp_a, _lstsq_vjp_b), jvp=(_lstsq_jvp_a, None),
+                    batch=solve_batch(lambda a, b, rcond=None: lstsq_solution(a, b, rcond)))
+lstsq_solution.__doc__ = """The minimum-norm least-squares solution ``pinv(a) @ b``, batched
+(the first output of numpy.linalg.lstsq)."""
+
+
+@per_example()
+def lstsq(a: Any, b: Any, rcond: float | None = None) -> tuple:
+    """Least-squares solution of ``a x = b`` (numpy.linalg.lstsq), batched.
+
+    Parameters
+    ----------
+    a : (..., M, N) Tensor or array_like
+    b : (M,) or (..., M, K) Tensor or array_like
+    rcond : float, optional
+        Singular values below ``rcond * max(s)`` count as zero (default: machine
+        precision times ``max(M, N)``).
+
+    Returns
+    -------
+    x : Tensor
+        The minimum-norm solution, differentiable in ``a`` and ``b`` (where the rank is
+        locally constant).
+    residuals : Tensor
+        Squared residual norms per column, or an empty array when the rank is below N or
+        ``M <= N`` (as in NumPy).
+    rank : int or ndarray of int
+    s : Tensor
+        Singular values of ``a``.
+    """
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor) and np.ndim(a) == 2:
+        return np.linalg.lstsq(a, b, rcond=rcond)
+    x = lstsq_solution(a, b, rcond=rcond)
+    s = svdvals(a)
+    sd = data_of(s)
+    m, n = shape_of(a)[-2:]
+    rank = np.sum(sd > lstsq_rtol(data_of(a), rcond) * sd[..., :1], axis=-1)
+    if np.all(rank == n) and m > n:
+        r = matmul(a, x if ndim_of(b) > 1 else expand_dims(x, -1))
+        r = r - (b if ndim_of(b) > 1 else expand_dims(b, -1))
+        residuals = _sum(abs(r) ** 2, axis=-2)
+    else:
+        residuals = np.empty((0,), dtype=sd.dtype)
+    return x, residuals, (int(rank) if np.ndim(rank) == 0 else rank), s
+
+
+# ---- rank -----------------------------------------------------------------------------
+
+
+def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *,
+                rtol: Any = None) -> Any:
+    """Rank by SVD (numpy.linalg.matrix_rank); an integer array without gradient.
+
+    Parameters
+    ----------
+    A : (..., M, N) Tensor or array_like
+    tol, rtol : float, optional
+        Absolute / relative thresholds, as in NumPy.
+    hermitian : bool
+
+    Returns
+    -------
+    int or ndarray of int
+    """
+    if not any(isinstance(x, Tensor) for x in (A, tol, rtol)):
+        return _matrix_rank(A, tol, hermitian, rtol)
+    return _rank_op(A, tol, hermitian, rtol)  # an op: a compiled replay ranks new values
+
+
+def _matrix_rank(A: Any, tol: Any, hermitian: bool, rtol: Any) -> Any:
+    return np.linalg.matrix_rank(A, tol=tol, hermitian=hermitian, rtol=rtol)
+
+
+_rank_op = op(lambda A, tol, hermitian, rtol: np.asarray(_matrix_rank(A, tol, hermitian, rtol)),
+              name="linalg.matrix_rank", batch="broadcast")
