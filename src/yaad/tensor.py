@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -10,8 +10,13 @@ from .grad_mode import state
 
 _new = object.__new__
 
+if TYPE_CHECKING:  # the methods yaad.methods installs, declared for type checkers
+    from ._tensor_methods import TensorMethods
+else:
+    TensorMethods = object
 
-class Tensor:
+
+class Tensor(TensorMethods):
     """An array that records the operations applied to it, for differentiation.
 
     Parameters

@@ -97,7 +97,7 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,
     return input * ((drawn >= p).astype(real) * real.type(1 / (1 - p)))
 
 
-def layer_norm(input: Any, normalized_shape: int | tuple, weight: Any = None,
+def layer_norm(input: Any, normalized_shape: int | tuple[int, ...], weight: Any = None,
                bias: Any = None, eps: float = 1e-5) -> Any:
     """Normalise over the trailing ``normalized_shape`` axes (biased variance), then
     scale by ``weight`` and shift by ``bias``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from . import init
 from .module import Module, Parameter
 
 
-def _empty(shape: tuple, dtype: Any) -> Parameter:
+def _empty(shape: tuple[int, ...], dtype: Any) -> Parameter:
     dtype = np.dtype(np.float64 if dtype is None else dtype)
     if dtype.kind not in "fc":
         raise TypeError(f"parameters must have a floating point or complex dtype, got {dtype}")
@@ -113,7 +113,7 @@ class LayerNorm(Module):
     dtype : data-type, optional
     """
 
-    def __init__(self, normalized_shape: int | tuple, eps: float = 1e-5,
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5,
                  elementwise_affine: bool = True, bias: bool = True, dtype: Any = None) -> None:
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
@@ -161,22 +161,23 @@ class Dropout(Module):
         return f"p={self.p}"
 
 
-def _activation(name: str, fn: Callable, doc: str, params: tuple = ()) -> type:
+def _activation(name: str, fn: Callable[..., Any], doc: str,
+                params: tuple[tuple[str, Any], ...] = ()) -> type[Module]:
     """A module class applying ``fn(input, **options)``; ``params`` are (name, default)."""
 
     options = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                                    default=d) for n, d in params])
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: Module, *args: Any, **kwargs: Any) -> None:
         Module.__init__(self)
         bound = options.bind(*args, **kwargs)
         bound.apply_defaults()
         self.options = dict(bound.arguments)
 
-    def forward(self, *inputs: Any) -> Any:
+    def forward(self: Any, *inputs: Any) -> Any:
         return fn(*inputs, **self.options)
 
-    def extra_repr(self) -> str:
+    def extra_repr(self: Any) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.options.items())
 
     forward.__doc__ = f"Apply {name}."
@@ -198,7 +199,7 @@ LogSoftmax = _activation("LogSoftmax", F.log_softmax, "Log-softmax along ``dim``
 Identity = _activation("Identity", lambda x: x, "Returns its input.")
 
 
-def _loss(name: str, fn: Callable) -> type:
+def _loss(name: str, fn: Callable[..., Any]) -> type[Module]:
     """A module class calling the loss ``fn(input, target, **options)``."""
     sig = inspect.signature(fn)
     options = [p for n, p in sig.parameters.items() if n not in ("input", "target")]
@@ -229,7 +230,7 @@ class ModuleList(Module):
             self.append(m)
 
     @classmethod
-    def _of(cls, modules: list) -> ModuleList:
+    def _of(cls, modules: list[Module]) -> ModuleList:
         return cls(modules)
 
     def append(self, module: Module) -> ModuleList:
@@ -240,11 +241,14 @@ class ModuleList(Module):
     def __len__(self) -> int:
         return len(self._modules)
 
+    def _members(self) -> dict[str, Module]:
+        return cast("dict[str, Module]", self._modules)  # append admits modules only
+
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return iter(self._members().values())
 
     def __getitem__(self, idx: int | slice) -> Any:
-        mods = list(self._modules.values())
+        mods = list(self._members().values())
         return self._of(mods[idx]) if isinstance(idx, slice) else mods[idx]
 
 
@@ -261,11 +265,11 @@ class Sequential(ModuleList):
         super().__init__(modules)
 
     @classmethod
-    def _of(cls, modules: list) -> Sequential:
+    def _of(cls, modules: list[Module]) -> Sequential:
         return cls(*modules)
 
     def forward(self, input: Any) -> Any:
         """Apply every module in turn."""
-        for m in self._modules.values():
+        for m in self._members().values():
             input = m(input)
         return input

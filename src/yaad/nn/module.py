@@ -60,6 +60,13 @@ class Module:
         True in training mode (:meth:`train`), False in evaluation mode (:meth:`eval`).
     """
 
+    # Set in __init__ through __dict__ (declared here for type checkers only).
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Any]
+    _non_persistent: set[str]
+    _modules: dict[str, Module | None]
+    training: bool
+
     def __init__(self) -> None:
         d = self.__dict__
         d["_parameters"] = {}
@@ -70,7 +77,8 @@ class Module:
 
     # ---- registration ------------------------------------------------------------
 
-    def _registries(self) -> tuple[dict, dict, dict]:
+    def _registries(self) -> tuple[dict[str, Parameter | None], dict[str, Module | None],
+                                   dict[str, Any]]:
         d = self.__dict__
         if "_parameters" not in d:
             raise AttributeError(f"cannot assign parameters or modules before "
@@ -83,7 +91,10 @@ class Module:
             params, modules, buffers = self._registries()
             for reg in (params, modules, buffers):
                 reg.pop(name, None)
-            (params if isinstance(value, Parameter) else modules)[name] = value
+            if isinstance(value, Parameter):
+                params[name] = value
+            else:
+                modules[name] = value
         else:
             d = self.__dict__
             params, modules, buffers = (d.get("_parameters", {}), d.get("_modules", {}),
@@ -144,7 +155,7 @@ class Module:
 
     # ---- traversal ----------------------------------------------------------------
 
-    def named_modules(self, memo: set | None = None, prefix: str = "",
+    def named_modules(self, memo: set[int] | None = None, prefix: str = "",
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """Yield ``(name, module)`` for this module and every submodule.
 
@@ -305,7 +316,7 @@ class Module:
                     out[f"{mod_name}.{name}" if mod_name else name] = _data(b)
         return out
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values from ``state_dict`` into the parameters and buffers, in place.
 
         Parameters

@@ -54,12 +54,12 @@ class LRScheduler:
         """The rates set by the last :meth:`step`, one per group."""
         return list(self._last_lr)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         """The scheduler's state (everything but the optimizer and functions)."""
         return {k: v for k, v in self.__dict__.items()
                 if k != "optimizer" and not callable(v)}
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the state saved by :meth:`state_dict`."""
         self.__dict__.update(state_dict)
 

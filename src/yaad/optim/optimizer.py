@@ -48,10 +48,10 @@ class Optimizer:
         Per parameter (keyed by the parameter), the optimizer's arrays and step count.
     """
 
-    def __init__(self, params: Iterable[Any], defaults: dict) -> None:
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self.state: dict = {}
-        self.param_groups: list[dict] = []
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError(f"{type(self).__name__}: params must be an iterable of tensors "
                             f"or of dicts, not a single tensor (wrap it in a list)")
@@ -63,7 +63,7 @@ class Optimizer:
         for g in groups:
             self.add_param_group(g)
 
-    def add_param_group(self, param_group: dict) -> None:
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own options (missing ones take defaults)."""
         name = type(self).__name__
         params = param_group["params"]
@@ -134,15 +134,15 @@ class Optimizer:
                     mark_modified(p.data)
         return loss
 
-    def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict,
-                group: dict) -> None:
+    def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
         """Update the parameter ``p`` through its real view ``x``, given the real view ``g``
         of its gradient."""
         raise NotImplementedError
 
     # ---- state dicts ----------------------------------------------------------------
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         """The optimizer's state in PyTorch's layout.
 
         Returns
@@ -152,7 +152,7 @@ class Optimizer:
             indices]}``; parameters are numbered across groups in order. Save it with
             :func:`yaad.save`.
         """
-        index = {}
+        index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
             ids = []
@@ -163,7 +163,7 @@ class Optimizer:
         state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load options and state from :meth:`state_dict` (the same parameter layout)."""
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
@@ -200,7 +200,7 @@ def _state_value(v: Any, p: Tensor) -> Any:
     return np.array(v, dtype=p.dtype)
 
 
-def _buf(state: dict, name: str, p: np.ndarray, fill: float = 0.0) -> np.ndarray:
+def _buf(state: dict[str, Any], name: str, p: np.ndarray, fill: float = 0.0) -> np.ndarray:
     """The state array ``name`` (kept in the parameter's dtype and shape, as in PyTorch),
     made on first use, as a real view."""
     buf = state.get(name)
@@ -243,7 +243,8 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
-    def _update(self, p, x, g, state, group):
+    def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
         g = _decayed(g, x, group["weight_decay"])
         momentum = group["momentum"]
         if momentum:
@@ -291,7 +292,8 @@ class Adam(Optimizer):
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
-    def _update(self, p, x, g, state, group):
+    def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
         lr, wd = group["lr"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         if self.decoupled:
@@ -357,7 +359,8 @@ class RMSprop(Optimizer):
                                       momentum=momentum, centered=centered,
                                       maximize=maximize))
 
-    def _update(self, p, x, g, state, group):
+    def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
         g = _decayed(g, x, group["weight_decay"])
         alpha = group["alpha"]
         sq = _buf(state, "square_avg", p)
@@ -406,7 +409,8 @@ class Adagrad(Optimizer):
                                       initial_accumulator_value=initial_accumulator_value,
                                       eps=eps, maximize=maximize))
 
-    def _update(self, p, x, g, state, group):
+    def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
         g = _decayed(g, x, group["weight_decay"])
         total = _buf(state, "sum", p, group["initial_accumulator_value"])
         total += g * g
