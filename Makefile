@@ -21,6 +21,7 @@ test: $(VENV)/.installed-test
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -17,7 +17,7 @@ __all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable",
            "detect_anomaly"]
 
 
-def _as_tuple(x: Any, what: str = "outputs") -> tuple:
+def _as_tuple(x: Any, what: str = "outputs") -> tuple[Any, ...]:
     if isinstance(x, Tensor):
         return (x,)
     if not isinstance(x, (tuple, list)):
@@ -30,7 +30,7 @@ def _as_tuple(x: Any, what: str = "outputs") -> tuple:
 def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
          grad_outputs: Any = None, retain_graph: bool | None = None,
          create_graph: bool = False, allow_unused: bool | None = None,
-         materialize_grads: bool = False) -> tuple:
+         materialize_grads: bool = False) -> tuple[Any, ...]:
     """Gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``.
 
     Parameters
@@ -71,8 +71,9 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         if len(grad_outputs) != len(outputs):
             raise ValueError(f"grad: {len(grad_outputs)} grad_outputs for {len(outputs)} "
                              f"outputs")
-    grads = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
-                         capture=True, allow_unused=allow_unused)
+    grads = cast("list[Any]",  # a list when capturing
+                 run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                              capture=True, allow_unused=allow_unused))
     if materialize_grads:
         grads = [_zeros_like(t, create_graph) if g is None else g
                  for g, t in zip(grads, inputs)]
@@ -114,19 +115,22 @@ class FunctionCtx:
     Any other attribute may be set in ``forward`` (``ctx.alpha = 2``) and read later.
     """
 
-    def __init__(self, needs_input_grad: tuple) -> None:
+    def __init__(self, needs_input_grad: tuple[bool, ...]) -> None:
         self.needs_input_grad = needs_input_grad
         self.materialize_grads = True
-        self._saved: tuple = ()
-        self._view = None  # maps saved arrays to the values a rule works with
-        self._inputs: tuple = ()
+        self._saved: tuple[Any, ...] = ()
+        # maps saved arrays to the values a rule works with
+        self._view: Callable[[Any], Any] | None = None
+        self._inputs: tuple[Any, ...] = ()
         self._outputs: Any = None
-        self._grads = None  # (g, gradients): backward's result for the current pass
-        self._non_differentiable: list = []
+        # (g, gradients): backward's result for the current pass
+        self._grads: tuple[Any, tuple[Any, ...]] | None = None
+        self._non_differentiable: list[Any] = []
         # forward's outputs: for each, its index among the array outputs, or None for a
         # value that is not an array (None, a string, a Python number), kept as it is
-        self._layout: list = []
-        self._values: list = []
+        self._layout: list[Any] = []
+        self._values: list[Any] = []
+        self._single: bool  # whether forward returned one value (set by forward)
 
     def save_for_backward(self, *values: Any) -> None:
         """Keep values (inputs, outputs or others) for :meth:`Function.backward`."""
@@ -143,14 +147,14 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     @property
-    def saved_tensors(self) -> tuple:
+    def saved_tensors(self) -> tuple[Any, ...]:
         """The saved values. Inputs and outputs among them come back linked into the
         graph when backward is recorded (``create_graph=True``), so a backward written
         with yaad functions has second derivatives; other saved values are constants."""
         view = self._view
         return tuple(view(v) for v in self._saved) if view is not None else self._saved
 
-    def _viewer(self, args: tuple, ans: Any) -> Callable:
+    def _viewer(self, args: tuple[Any, ...], ans: Any) -> Callable[..., Any]:
         """Map forward's input and output arrays to the rule's ``args`` and ``ans``."""
         pairs = list(zip(self._inputs, args))
         outs = self._outputs
@@ -249,7 +253,7 @@ def _as_array(x: Any) -> Any:
     return x.data if isinstance(x, Tensor) else np.asarray(x)
 
 
-def _function_op(cls: type) -> Op:
+def _function_op(cls: type[Function]) -> Op:
     """An op (made per call: the number of outputs is known after forward) running the
     static methods of ``cls``."""
     name = cls.__name__
@@ -259,7 +263,7 @@ def _function_op(cls: type) -> Op:
             out = cls.forward(ctx, *arrays)
         ctx._single = not isinstance(out, tuple)
         ctx._values = [out] if ctx._single else list(out)
-        outs = []
+        outs: list[Any] = []
         for value in ctx._values:
             ctx._layout.append(len(outs) if _is_array(value) else None)
             if _is_array(value):
@@ -276,7 +280,7 @@ def _function_op(cls: type) -> Op:
         if cached is None or cached[0] is not g:
             gs = (g,) if spec.nout == 1 else g
             outs = (ans,) if spec.nout == 1 else ans
-            grads = []
+            grads: list[Any] = []
             for k in ctx._layout:  # one per output of forward, as in PyTorch
                 if k is None:
                     grads.append(None)  # a value that is not an array
@@ -318,11 +322,11 @@ def _function_op(cls: type) -> Op:
 
     spec = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
               save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
-              selects=False, linear=False)
+              selects=False, linear=False)  # type: ignore[no-untyped-call]  # op.py untyped
     return spec
 
 
-def once_differentiable(backward: Callable) -> Callable:
+def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate :meth:`Function.backward` written for first derivatives only (with NumPy,
     say): it runs without recording, and a gradient it returns under
     ``create_graph=True`` refuses to be differentiated again (as in PyTorch).

@@ -22,18 +22,21 @@ the adjoint transform:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Literal, Sequence, TypeVar
 
 import numpy as np
 
 from .op import op
 from .ops.elementwise import conj, real, reciprocal
 from .ops.shape import _no_out, getitem, pad, roll
+from .tensor import Tensor
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
     "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
 ]
+
+_Norm = Literal["backward", "ortho", "forward"] | None
 
 # The normalisation of the adjoint transform: backward (1 on the way forward, 1/n back)
 # and forward (1/n forward, 1 back) swap; ortho is unitary.
@@ -62,10 +65,13 @@ def _fit(x: Any, axis: int, m: int) -> Any:
     return pad(x, widths)
 
 
-def _params(text: str):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _params(text: str) -> Callable[[_F], _F]:
     """Append the shared parameter section ``text`` to the decorated function's docstring."""
-    def decorate(f):
-        f.__doc__ = f.__doc__ + text
+    def decorate(f: _F) -> _F:
+        f.__doc__ = (f.__doc__ or "") + text
         return f
 
     return decorate
@@ -78,40 +84,48 @@ def _length(a: Any, n: int | None, axis: int) -> int:
 # ---- the four ops ------------------------------------------------------------------------
 
 
-def _fft(a, n=None, axis=-1, norm=None, out=None):
+def _fft(a: np.ndarray, n: int | None = None, axis: int = -1, norm: _Norm = None,
+         out: None = None) -> np.ndarray:
     _no_out("fft.fft", out)
     return np.fft.fft(a, n, axis, norm)
 
 
-def _ifft(a, n=None, axis=-1, norm=None, out=None):
+def _ifft(a: np.ndarray, n: int | None = None, axis: int = -1, norm: _Norm = None,
+          out: None = None) -> np.ndarray:
     _no_out("fft.ifft", out)
     return np.fft.ifft(a, n, axis, norm)
 
 
-def _rfft(a, n=None, axis=-1, norm=None, out=None):
+def _rfft(a: np.ndarray, n: int | None = None, axis: int = -1, norm: _Norm = None,
+          out: None = None) -> np.ndarray:
     _no_out("fft.rfft", out)
     return np.fft.rfft(a, n, axis, norm)
 
 
-def _irfft(a, n=None, axis=-1, norm=None, out=None):
+def _irfft(a: np.ndarray, n: int | None = None, axis: int = -1, norm: _Norm = None,
+           out: None = None) -> np.ndarray:
     _no_out("fft.irfft", out)
     return np.fft.irfft(a, n, axis, norm)
 
 
-def _fft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
+def _fft_vjp(g: Any, ans: Any, a: Any, n: int | None = None, axis: int = -1,
+             norm: str | None = None, out: None = None) -> Any:
     return _fit(ifft(g, None, axis, _dual(norm)), axis, a.shape[axis])
 
 
-def _ifft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
+def _ifft_vjp(g: Any, ans: Any, a: Any, n: int | None = None, axis: int = -1,
+              norm: str | None = None, out: None = None) -> Any:
     return _fit(fft(g, None, axis, _dual(norm)), axis, a.shape[axis])
 
 
-def _rfft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
+def _rfft_vjp(g: Any, ans: Any, a: Any, n: int | None = None, axis: int = -1,
+              norm: str | None = None, out: None = None) -> Any:
     m = a.shape[axis]
     return _fit(real(ifft(g, _length(a, n, axis), axis, _dual(norm))), axis, m)
 
 
-def _irfft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
+def _irfft_vjp(g: Any, ans: Any, a: Any, n: int | None = None, axis: int = -1,
+               norm: str | None = None, out: None = None) -> Any:
     m = a.shape[axis]
     n = 2 * (m - 1) if n is None else n
     h = n // 2 + 1
@@ -122,7 +136,8 @@ def _irfft_vjp(g, ans, a, n=None, axis=-1, norm=None, out=None):
     return _fit(rfft(g, n, axis, _dual(norm)) * w, axis, m)
 
 
-def _transform(forward, name, vjp, doc):
+def _transform(forward: Callable[..., np.ndarray], name: str, vjp: Callable[..., Any],
+               doc: str) -> Callable[..., Tensor]:
     f = op(forward, name=name, save_args=False, save_ans=False, linear=True, vjp=vjp,
            batch="scan")
     f.__name__ = f.__qualname__ = name.removeprefix("fft.")
@@ -182,14 +197,14 @@ def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None,
 
 
 def _shape_and_axes(a: Any, s: Sequence[int] | None, axes: Sequence[int] | None,
-                    inverse_real: bool = False) -> tuple[list, list]:
+                    inverse_real: bool = False) -> tuple[list[int], list[int]]:
     """NumPy's ``s`` and ``axes`` conventions of the n-dimensional transforms."""
     shape = np.shape(a)
     given = s is not None
     if axes is None:
-        axes = list(range(-len(s), 0)) if given else list(range(len(shape)))
+        axes = list(range(-len(s), 0)) if s is not None else list(range(len(shape)))
     axes = list(axes)
-    s = [shape[ax] for ax in axes] if not given else list(s)
+    s = [shape[ax] for ax in axes] if s is None else list(s)
     if len(s) != len(axes):
         raise ValueError("Shape and axes have different lengths.")
     if inverse_real and not given:
@@ -314,7 +329,7 @@ def rfftfreq(n: int, d: Any = 1.0, device: Any = None) -> Any:
     return np.arange(0, n // 2 + 1, dtype=int, device=device) * reciprocal(n * d)
 
 
-def _shifts(x: Any, axes: Any, sign: int) -> tuple:
+def _shifts(x: Any, axes: Any, sign: int) -> tuple[Any, Any]:
     shape = np.shape(x)
     if axes is None:
         axes = tuple(range(len(shape)))

@@ -45,8 +45,9 @@ __all__ = ["odeint", "solve_ivp"]
 class _Ode:
     """A solution of ``dy/dt = func(y, t, *params)`` at ``times`` and its adjoint."""
 
-    def __init__(self, func: Callable, closure: Closure, params: list, slots: list,
-                 times: np.ndarray, method: str, rtol: float, atol: float) -> None:
+    def __init__(self, func: Callable[..., Any], closure: Closure, params: list[Any],
+                 slots: list[int], times: np.ndarray, method: str, rtol: float,
+                 atol: float) -> None:
         self.name = "integrate.odeint"
         self.func = func
         self.closure = closure
@@ -56,9 +57,9 @@ class _Ode:
         self.method = method
         self.rtol = rtol
         self.atol = atol
-        self.xs: list = []
+        self.xs: list[np.ndarray] = []
 
-    def rhs(self, y: Any, t: float, inputs: Sequence) -> Any:
+    def rhs(self, y: Any, t: float, inputs: Sequence[Any]) -> Any:
         """``func(y, t, params)`` with the node's inputs (after ``y0``) in place of the
         differentiable parameters and the captured tensors."""
         full = list(self.params)
@@ -66,7 +67,7 @@ class _Ode:
             full[k] = p
         return self.closure.call(lambda: self.func(y, t, *full), inputs[len(self.slots):])
 
-    def integrate(self, fun: Callable, state: np.ndarray, t0: float, t1: float,
+    def integrate(self, fun: Callable[..., Any], state: np.ndarray, t0: float, t1: float,
                   what: str) -> np.ndarray:
         sol = scipy.integrate.solve_ivp(fun, (t0, t1), state, method=self.method,
                                         rtol=self.rtol, atol=self.atol, t_eval=[t1])
@@ -76,9 +77,10 @@ class _Ode:
                 float("nan"), self.rtol, int(sol.nfev),
                 f"The integration from t = {t0} stopped: {sol.message} Loosen rtol/atol or "
                 f"try another method (e.g. 'LSODA' or 'Radau' for a stiff system).")
-        return sol.y[:, -1]
+        end: np.ndarray = sol.y[:, -1]
+        return end
 
-    def forward(self, y0: np.ndarray, arrays: list) -> np.ndarray:
+    def forward(self, y0: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
         likes = [y0]
         full = list(self.params)
         for k in self.slots:
@@ -95,7 +97,8 @@ class _Ode:
             ys.append(unpack(state, likes)[0])
         return np.stack(ys)
 
-    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+    def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
+                 grads: tuple[Any, ...]) -> tuple[Any, ...]:
         first_order_only(self.name)
         (g,) = grads
         g = np.asarray(g)
@@ -122,7 +125,7 @@ class _Ode:
         return (a, *pbar)
 
 
-def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1e-8,
+def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 1e-8,
            atol: float = 1e-10, method: str = "DOP853") -> Any:
     """Integrate ``dy/dt = func(y, t, *args)`` and return ``y`` at the times ``t``.
 
@@ -183,8 +186,8 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, rtol: float = 1e-8,
     return record(problem, inputs, tensors)[0]
 
 
-def solve_ivp(fun: Callable, t_span: Sequence, y0: Any, t_eval: Any = None, args: tuple = (),
-              method: str = "DOP853", rtol: float = 1e-8,
+def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any, t_eval: Any = None,
+              args: tuple[Any, ...] = (), method: str = "DOP853", rtol: float = 1e-8,
               atol: float = 1e-10) -> scipy.optimize.OptimizeResult:
     """Solve ``dy/dt = fun(t, y, *args)`` (``scipy.integrate.solve_ivp``), differentiable.
 

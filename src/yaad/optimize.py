@@ -26,7 +26,7 @@ class _Layout:
     """How the leaves of a parameter structure map to a flat real vector."""
 
     def __init__(self, x0: Any) -> None:
-        self.leaves: list[tuple[tuple, np.dtype, str]] = []  # shape, dtype, kind
+        self.leaves: list[tuple[tuple[int, ...], np.dtype, str]] = []  # shape, dtype, kind
         self.tree = self._scan(x0)
         sizes = [int(np.prod(s)) * (2 if d.kind == "c" else 1) for s, d, _ in self.leaves]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
@@ -48,7 +48,7 @@ class _Layout:
         self.leaves.append((a.shape, a.dtype, kind))
         return len(self.leaves) - 1
 
-    def flatten(self, values: list) -> np.ndarray:
+    def flatten(self, values: list[Any]) -> np.ndarray:
         """Leaf arrays (or None for zeros) -> the flat float64 vector."""
         out = np.zeros(self.size)
         for i, v in enumerate(values):
@@ -72,7 +72,7 @@ class _Layout:
                 leaves.append(chunk.reshape(shape).astype(dtype))
         return leaves
 
-    def build(self, leaves: list, as_input: bool = False) -> Any:
+    def build(self, leaves: list[Any], as_input: bool = False) -> Any:
         """The structure of x0 with ``leaves`` in place; ``as_input``: of the original kinds
         (tensor, array, Python number), else as given."""
         def fill(node: Any) -> Any:
@@ -98,9 +98,9 @@ def _scalar_loss(value: Any) -> Any:
     return value
 
 
-def minimize(fun: Callable[..., Any], x0: Any, args: tuple = (), method: str = "L-BFGS-B",
+def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), method: str = "L-BFGS-B",
              bounds: Any = None, constraints: Any = (), tol: float | None = None,
-             callback: Callable[[Any], Any] | None = None, options: dict | None = None
+             callback: Callable[[Any], Any] | None = None, options: dict[str, Any] | None = None
              ) -> scipy.optimize.OptimizeResult:
     """Minimise a real scalar function of real or complex parameters with SciPy.
 
@@ -134,7 +134,7 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple = (), method: str = "
     start = layout.flatten(_leaf_values(x0))
     name = method.lower() if isinstance(method, str) else ""
 
-    def tensors(vec: np.ndarray, requires_grad: bool) -> list:
+    def tensors(vec: np.ndarray, requires_grad: bool) -> list[Tensor]:
         return [Tensor(a, requires_grad=requires_grad) for a in layout.split(vec)]
 
     def value_and_grad(vec: np.ndarray) -> tuple[float, np.ndarray]:
@@ -159,7 +159,7 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple = (), method: str = "
                 return np.zeros(layout.size)
             grads = _grad(loss, leaves, create_graph=True, allow_unused=True)
             # <gradient, p> over the real pairs = sum Re(conj(g) * p) per leaf.
-            inner = 0.0
+            inner: float | Tensor = 0.0
             for g, d in zip(grads, layout.split(p)):
                 if g is not None and isinstance(g, Tensor):
                     inner = inner + ((g.conj() * d).real if d.dtype.kind == "c"
@@ -173,7 +173,7 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple = (), method: str = "
 
     kwargs: dict[str, Any] = {}
     if name in _NO_GRADIENT:
-        objective = value
+        objective: Callable[[np.ndarray], Any] = value
     else:
         objective = value_and_grad
         kwargs["jac"] = True
@@ -201,7 +201,7 @@ def _data(x: Any) -> Any:
     return x.data if isinstance(x, Tensor) else np.asarray(x)
 
 
-def _leaf_values(x: Any) -> list:
+def _leaf_values(x: Any) -> list[Any]:
     if isinstance(x, dict):
         return [v for k in x for v in _leaf_values(x[k])]
     if isinstance(x, (list, tuple)):

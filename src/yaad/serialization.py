@@ -28,7 +28,7 @@ class SerializationError(ValueError):
     """A file that :func:`yaad.load` cannot read: corrupt, truncated, or not a yaad file."""
 
 
-def _encode(obj: Any, arrays: list, where: str) -> Any:
+def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
     """The JSON structure of ``obj``; arrays are appended to ``arrays``."""
     if isinstance(obj, Tensor) or isinstance(obj, np.ndarray):
         data = obj.data if isinstance(obj, Tensor) else obj
@@ -66,7 +66,7 @@ def _encode(obj: Any, arrays: list, where: str) -> Any:
                     f"dicts/lists/tuples of them (e.g. model.state_dict())")
 
 
-def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
+def save(obj: Any, f: str | os.PathLike[str] | BinaryIO) -> None:
     """Save tensors, arrays and nested containers of them to an ``.npz`` file.
 
     Parameters
@@ -83,7 +83,7 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
     TypeError
         For an object that cannot be stored without pickling.
     """
-    arrays: list = []
+    arrays: list[np.ndarray] = []
     tree = _encode(obj, arrays, "the object")
     header = json.dumps({"format": _FORMAT, "version": _VERSION, "tree": tree})
     entries = {f"a{i}": a for i, a in enumerate(arrays)}
@@ -104,7 +104,7 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
         raise
 
 
-def _decode(node: Any, arrays: dict, name: str) -> Any:
+def _decode(node: Any, arrays: Any, name: str) -> Any:
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
     if isinstance(node, dict) and len(node) >= 1:
@@ -132,7 +132,7 @@ def _decode(node: Any, arrays: dict, name: str) -> Any:
                              f"{str(node)[:80]!r}; the file is corrupt")
 
 
-def load(f: str | os.PathLike | BinaryIO) -> Any:
+def load(f: str | os.PathLike[str] | BinaryIO) -> Any:
     """Load what :func:`save` wrote, without unpickling anything.
 
     Parameters

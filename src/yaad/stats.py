@@ -62,20 +62,22 @@ _LOG2 = math.log(2.0)
 _INF = math.inf
 
 
-def _finite_shape(x: Any) -> tuple:
+def _finite_shape(x: Any) -> tuple[int, ...]:
     return tuple(getattr(x, "shape", np.shape(x)))
 
 
 class _Params:
     """Parsing of SciPy's ``f(x, *shapes, loc=0, scale=1)`` calling convention."""
 
-    def __init__(self, name: str, shapes: tuple, extra: tuple):
+    def __init__(self, name: str, shapes: tuple[str, ...],
+                 extra: tuple[tuple[str, Any], ...]) -> None:
         self.name = name
         self.shapes = shapes
         self.names = shapes + tuple(k for k, _ in extra)
         self.defaults = dict(extra)
 
-    def parse(self, method: str, args: tuple, kwds: dict, x: Any = None) -> list:
+    def parse(self, method: str, args: tuple[Any, ...], kwds: dict[str, Any],
+              x: Any = None) -> list[Any]:
         """The parameters in order; Python numbers become arrays of ``x``'s precision (as
         NumPy treats Python numbers: float32 stays float32)."""
         what = f"stats.{self.name}.{method}"
@@ -102,10 +104,10 @@ class _Params:
 class _Frozen:
     """A distribution with its parameters fixed (``yaad.stats.norm(loc, scale)``)."""
 
-    def __init__(self, dist: Any, args: tuple, kwds: dict):
+    def __init__(self, dist: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> None:
         self.dist, self.args, self.kwds = dist, args, kwds
 
-    def __getattr__(self, method: str) -> Callable:
+    def __getattr__(self, method: str) -> Callable[[Any], Any]:
         f = getattr(self.dist, method)
         return lambda x: f(x, *self.args, **self.kwds)
 
@@ -147,9 +149,10 @@ class _Continuous(_Distribution):
     (so that nothing outside the domain is computed, not even in a branch not taken).
     """
 
-    def __init__(self, name: str, shapes: tuple, std: dict, lo: float = -_INF,
-                 hi: float = _INF, open_lo: bool = False, valid: Callable | None = None,
-                 safe: tuple = (), doc: str = ""):
+    def __init__(self, name: str, shapes: tuple[str, ...], std: dict[str, Callable[..., Any]],
+                 lo: float = -_INF, hi: float = _INF, open_lo: bool = False,
+                 valid: Callable[..., Any] | None = None, safe: tuple[float, ...] = (),
+                 doc: str = "") -> None:
         self.name = name
         self.params = _Params(name, shapes, (("loc", 0.0), ("scale", 1.0)))
         self.std = std
@@ -163,7 +166,8 @@ class _Continuous(_Distribution):
             f"``f({sig})`` (SciPy's convention); calling ``{name}({sig[3:]})`` freezes the "
             f"parameters.")
 
-    def _standard(self, method: str, x: Any, args: tuple, kwds: dict):
+    def _standard(self, method: str, x: Any, args: tuple[Any, ...],
+                  kwds: dict[str, Any]) -> tuple[Any, Any, Any, Any, list[Any], Any]:
         *shapes, loc, scale = self.params.parse(method, args, kwds, x)
         ok = scale > 0
         if self.valid is not None:
@@ -178,7 +182,8 @@ class _Continuous(_Distribution):
         zs = where(inside, z, self.lo + 1.0 if self.hi == _INF and self.lo > -_INF else mid)
         return ok, below, above, zs, shapes, scale
 
-    def _piecewise(self, method, x, args, kwds, f, low, high):
+    def _piecewise(self, method: str, x: Any, args: tuple[Any, ...], kwds: dict[str, Any],
+                   f: Callable[..., Any], low: float, high: float) -> Any:
         ok, below, above, zs, shapes, _ = self._standard(method, x, args, kwds)
         return where(ok, where(below, low, where(above, high, f(zs, *shapes))), _NAN)
 
@@ -216,30 +221,30 @@ _NAN = math.nan
 
 # ---- the standard forms ------------------------------------------------------------------
 
-def _xlogy(c, y):
+def _xlogy(c: Any, y: Any) -> Any:
     """``c log(y)`` (0 where c == y == 0) with the gradient ``log(y)`` in ``c`` also at
     ``c == 0`` (the xlogy op gives 0 there, PyTorch's choice, wrong for a parameter)."""
     pos = y > 0
     return where(pos, c * log(where(pos, y, 1.0)), xlogy(c, y))
 
 
-def _xlog1py(c, y):
+def _xlog1py(c: Any, y: Any) -> Any:
     """``c log1p(y)``, as :func:`_xlogy`."""
     pos = y > -1
     return where(pos, c * log1p(where(pos, y, 0.0)), xlog1py(c, y))
 
 
-def _t_logpdf(z, df):
+def _t_logpdf(z: Any, df: Any) -> Any:
     return (gammaln(0.5 * (df + 1)) - gammaln(0.5 * df) - 0.5 * log(df * math.pi)
             - 0.5 * (df + 1) * log1p(z * z / df))
 
 
-def _laplace_cdf(z):
+def _laplace_cdf(z: Any) -> Any:
     left = z <= 0
     return where(left, 0.5 * exp(where(left, z, 0)), 1 - 0.5 * exp(-where(left, 0, z)))
 
 
-def _laplace_logcdf(z):
+def _laplace_logcdf(z: Any) -> Any:
     left = z <= 0
     return where(left, where(left, z, 0) - _LOG2, log1p(-0.5 * exp(-where(left, 0, z))))
 
@@ -296,8 +301,9 @@ class _Discrete(_Distribution):
     """A discrete distribution on the integers, shifted by ``loc``: ``logpmf(k, *shapes,
     loc=0)``; ``logpmf_k(k, *shapes)`` is evaluated only on the support."""
 
-    def __init__(self, name: str, shapes: tuple, logpmf_k: Callable, support: Callable,
-                 valid: Callable, safe: tuple, doc: str):
+    def __init__(self, name: str, shapes: tuple[str, ...], logpmf_k: Callable[..., Any],
+                 support: Callable[..., Any], valid: Callable[..., Any],
+                 safe: tuple[float, ...], doc: str) -> None:
         self.name = name
         self.params = _Params(name, shapes, (("loc", 0),))
         self.logpmf_k, self.support, self.valid, self.safe = logpmf_k, support, valid, safe

@@ -50,7 +50,7 @@ class GradcheckError(AssertionError):
     one."""
 
 
-def _as_tuple(x: Any) -> tuple:
+def _as_tuple(x: Any) -> tuple[Any, ...]:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
@@ -70,43 +70,44 @@ def _array(x: Any) -> np.ndarray:
     return np.asarray(x.data if isinstance(x, Tensor) else x)
 
 
-def _values(inputs: Sequence[Any], diff: Sequence[bool]) -> list:
+def _values(inputs: Sequence[Any], diff: Sequence[bool]) -> list[Any]:
     """The point: differentiable inputs widened to float64 / complex128, others as given
     (tensors among them as their arrays)."""
     return [_wide(_array(x)) if d else (x.data if isinstance(x, Tensor) else x)
             for x, d in zip(inputs, diff)]
 
 
-def _evaluate(f: Callable, values: Sequence[Any], diff: Sequence[bool]) -> list:
+def _evaluate(f: Callable[..., Any], values: Sequence[Any], diff: Sequence[bool]) -> list[Any]:
     """``f`` on tensors (not requiring grad) in place of the differentiable inputs, its
     outputs as arrays."""
     out = f(*[Tensor(v) if d else v for v, d in zip(values, diff)])
     return [_array(o) for o in _as_tuple(out)]
 
 
-def _tolerance(outputs: Sequence[Any], atol: float | None, rtol: float | None) -> tuple:
+def _tolerance(outputs: Sequence[Any], atol: float | None, rtol: float | None) -> tuple[Any, ...]:
     single = any(np.asarray(o).dtype in (np.float32, np.complex64) for o in outputs)
     default = SINGLE_TOLERANCE if single else DOUBLE_TOLERANCE
     return (default[0] if atol is None else atol, default[1] if rtol is None else rtol)
 
 
-def _central(phi: Callable, h: float) -> list:
+def _central(phi: Callable[..., Any], h: float) -> list[Any]:
     """``d/de phi(e)`` at ``e = 0`` by central differences; ``phi`` returns a list of
     arrays."""
     return [(a - b) / (2 * h) for a, b in zip(phi(h), phi(-h))]
 
 
-def _richardson(phi: Callable, h: float) -> list:
+def _richardson(phi: Callable[..., Any], h: float) -> list[Any]:
     """``d/de phi(e)`` at ``e = 0`` by fourth-order central differences (the Richardson
     extrapolation of the central differences with steps ``h`` and ``2h``)."""
     p1, m1, p2, m2 = phi(h), phi(-h), phi(2 * h), phi(-2 * h)
     return [(8 * (a - b) - (c - d)) / (12 * h) for a, b, c, d in zip(p1, m1, p2, m2)]
 
 
-def _along(f: Callable, values: list, diff: list, direction: list) -> Callable:
+def _along(f: Callable[..., Any], values: list[Any], diff: list[bool],
+           direction: list[Any]) -> Callable[..., Any]:
     """``e -> f(values + e * direction)`` as a list of arrays (None in ``direction``: that
     input stays)."""
-    def phi(e):
+    def phi(e: float) -> list[Any]:
         moved = [v if t is None else v + e * t for v, t in zip(values, direction)]
         return _evaluate(f, moved, diff)
 
@@ -133,8 +134,8 @@ def _is_complex(y: Any) -> bool:
     return getattr(y, "dtype", np.dtype(float)).kind == "c"
 
 
-def numerical_gradient(f: Callable, inputs: Sequence[Any], ws: Sequence[np.ndarray],
-                       eps: float = RICHARDSON_STEP) -> list:
+def numerical_gradient(f: Callable[..., Any], inputs: Sequence[Any], ws: Sequence[np.ndarray],
+                       eps: float = RICHARDSON_STEP) -> list[Any]:
     """Fourth-order finite differences of ``L = sum Re(conj(w) * f(inputs))``, per input,
     in yaad's convention (``dL/dRe + 1j dL/dIm`` for complex inputs).
 
@@ -160,14 +161,15 @@ def numerical_gradient(f: Callable, inputs: Sequence[Any], ws: Sequence[np.ndarr
     return _numerical(f, _values(inputs, diff), diff, ws, eps, _richardson)
 
 
-def _numerical(f: Callable, values: list, diff: list, ws: Sequence[np.ndarray], eps: float,
-               rule: Callable, entries: Sequence | None = None) -> list:
+def _numerical(f: Callable[..., Any], values: list[Any], diff: list[bool],
+               ws: Sequence[np.ndarray], eps: float, rule: Callable[..., Any],
+               entries: Sequence[Any] | None = None) -> list[Any]:
     """The finite-difference gradient of the projected loss by ``rule``, per input; with
     ``entries`` (a boolean mask or None per input) only at those entries (0 elsewhere)."""
-    def loss_at(flat: np.ndarray, k: int, step: complex) -> Callable:
+    def loss_at(flat: np.ndarray, k: int, step: complex) -> Callable[..., Any]:
         orig = flat[k]
 
-        def phi(e):
+        def phi(e: float) -> list[Any]:
             flat[k] = orig + e * step
             try:
                 return [np.real(_project(_evaluate(f, values, diff), ws))]
@@ -176,7 +178,7 @@ def _numerical(f: Callable, values: list, diff: list, ws: Sequence[np.ndarray], 
 
         return phi
 
-    grads = []
+    grads: list[np.ndarray | None] = []
     for i, (v, d) in enumerate(zip(values, diff)):
         if not d:
             grads.append(None)
@@ -195,10 +197,11 @@ def _numerical(f: Callable, values: list, diff: list, ws: Sequence[np.ndarray], 
 
 def _mismatch(a: np.ndarray, n: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     """Where ``a`` is not within the tolerance of ``n``."""
-    return ~(np.abs(a - n) <= atol + rtol * np.abs(n)) | ~np.isfinite(a)
+    mask: np.ndarray = ~(np.abs(a - n) <= atol + rtol * np.abs(n)) | ~np.isfinite(a)
+    return mask
 
 
-def gradcheck(f: Callable, inputs: Any, eps: float = STEP, atol: float | None = None,
+def gradcheck(f: Callable[..., Any], inputs: Any, eps: float = STEP, atol: float | None = None,
               rtol: float | None = None, seed: int = 0, raise_exception: bool = True,
               check_forward_ad: bool = False) -> bool:
     """Check yaad's gradients of ``f`` against finite differences, entry by entry.
@@ -252,7 +255,8 @@ def gradcheck(f: Callable, inputs: Any, eps: float = STEP, atol: float | None = 
     ws = [_random_like(rng, _array(o)) for o in outs]
     loss = _project(outs, ws)
     if not isinstance(loss, Tensor) or not loss.requires_grad:
-        analytical = [np.zeros_like(v) if d else None for v, d in zip(values, diff)]
+        analytical: list[Any] = [np.zeros_like(v) if d else None
+                                 for v, d in zip(values, diff)]
     else:
         from .autograd import grad
 
@@ -288,7 +292,7 @@ def gradcheck(f: Callable, inputs: Any, eps: float = STEP, atol: float | None = 
     return True
 
 
-def _input_name(f: Callable, k: int) -> str:
+def _input_name(f: Callable[..., Any], k: int) -> str:
     """``input k ('name')``, with the parameter's name where ``f`` has one."""
     try:
         params = list(inspect.signature(f).parameters.values())
@@ -315,8 +319,9 @@ def _compare(a: np.ndarray, n: np.ndarray, atol: float, rtol: float, a_name: str
             f"atol={atol}, rtol={rtol})")
 
 
-def _check_forward(f: Callable, values: list, diff: list, eps: float, atol: float,
-                   rtol: float, rng: np.random.Generator, raise_exception: bool) -> bool:
+def _check_forward(f: Callable[..., Any], values: list[Any], diff: list[bool], eps: float,
+                   atol: float, rtol: float, rng: np.random.Generator,
+                   raise_exception: bool) -> bool:
     """Forward mode: ``jvp`` along a random direction in each input, against finite
     differences along it."""
     from .func import jvp
@@ -326,7 +331,7 @@ def _check_forward(f: Callable, values: list, diff: list, eps: float, atol: floa
             continue
         t = _random_like(rng, v).astype(v.dtype)
 
-        def only_k(x, k=k):
+        def only_k(x: Any, k: int = k) -> Any:
             args = [Tensor(a) if dd else a for a, dd in zip(values, diff)]
             args[k] = x
             return f(*args)
@@ -352,7 +357,7 @@ def _check_forward(f: Callable, values: list, diff: list, eps: float, atol: floa
     return True
 
 
-def gradgradcheck(f: Callable, inputs: Any, eps: float = STEP, atol: float | None = None,
+def gradgradcheck(f: Callable[..., Any], inputs: Any, eps: float = STEP, atol: float | None = None,
                   rtol: float | None = None, seed: int = 0, raise_exception: bool = True,
                   check_forward_ad: bool = False) -> bool:
     """Check second derivatives: :func:`gradcheck` of the gradient of ``f``.
@@ -369,18 +374,18 @@ def gradgradcheck(f: Callable, inputs: Any, eps: float = STEP, atol: float | Non
     rng = np.random.default_rng(seed + 1)
     ws = [_random_like(rng, o) for o in _evaluate(f, _values(inputs, diff), diff)]
 
-    def first_gradient(*args):
+    def first_gradient(*args: Any) -> tuple[Any, ...]:
         from .autograd import grad
 
         # Finite differences call this with tensors, forward mode with dual numbers: make
         # them differentiable.
-        args = [_requiring_grad(a) if d else a for a, d in zip(args, diff)]
-        loss = _project(_as_tuple(f(*args)), ws)
-        wanted = [a for a, d in zip(args, diff) if d]
+        points = [_requiring_grad(a) if d else a for a, d in zip(args, diff)]
+        loss = _project(_as_tuple(f(*points)), ws)
+        wanted = [a for a, d in zip(points, diff) if d]
         got = grad(loss, wanted, create_graph=True, allow_unused=True)
         return tuple(g if g is not None else 0 * a for g, a in zip(got, wanted))
 
-    first_gradient.__signature__ = _signature_of(f)
+    first_gradient.__signature__ = _signature_of(f)  # type: ignore[attr-defined]  # for inspect
     try:
         return gradcheck(first_gradient, inputs, eps=eps, atol=atol, rtol=rtol, seed=seed,
                          raise_exception=raise_exception, check_forward_ad=check_forward_ad)
@@ -400,7 +405,7 @@ def _requiring_grad(a: Any) -> Tensor:
     return t
 
 
-def _signature_of(f: Callable) -> inspect.Signature | None:
+def _signature_of(f: Callable[..., Any]) -> inspect.Signature | None:
     try:
         return inspect.signature(f)
     except (TypeError, ValueError):
@@ -427,29 +432,29 @@ def _inner(a: Sequence[Any], b: Sequence[Any]) -> tuple[float, float]:
     return value, scale
 
 
-def _jvp_function(f: Callable, n: int) -> Callable:
+def _jvp_function(f: Callable[..., Any], n: int) -> Callable[..., Any]:
     """``(x_1..x_n, v_1..v_n) -> J v``: the JVP of ``f`` as a function of point and tangent."""
     from .func import jvp
 
-    def f_jvp(*a):
+    def f_jvp(*a: Any) -> Any:
         return jvp(f, a[:n], a[n:])[1]
 
     return f_jvp
 
 
-def _vjp_function(f: Callable, n: int, single: bool) -> Callable:
+def _vjp_function(f: Callable[..., Any], n: int, single: bool) -> Callable[..., Any]:
     """``(x_1..x_n, u_1..u_m) -> J^H u``: the VJP of ``f`` as a function of point and
     cotangent (HIPS's ``vjp(f)(x)(u)``)."""
     from .func import vjp
 
-    def f_vjp(*a):
+    def f_vjp(*a: Any) -> Any:
         _, pullback = vjp(f, *a[:n])
         return pullback(a[n] if single else tuple(a[n:]))
 
     return f_vjp
 
 
-def check_grads(f: Callable, inputs: Any, modes: Sequence[str] = ("fwd", "rev"),
+def check_grads(f: Callable[..., Any], inputs: Any, modes: Sequence[str] = ("fwd", "rev"),
                 order: int = 2, eps: float = RICHARDSON_STEP, atol: float | None = None,
                 rtol: float | None = None, seed: int = 0,
                 raise_exception: bool = True) -> bool:
@@ -510,8 +515,8 @@ def check_grads(f: Callable, inputs: Any, modes: Sequence[str] = ("fwd", "rev"),
                         raise_exception, "f")
 
 
-def _check_grads(f: Callable, values: list, modes: tuple, order: int, eps: float,
-                 atol: float | None, rtol: float | None, rng: np.random.Generator,
+def _check_grads(f: Callable[..., Any], values: list[Any], modes: tuple[str, ...], order: int,
+                 eps: float, atol: float | None, rtol: float | None, rng: np.random.Generator,
                  raise_exception: bool, name: str) -> bool:
     n = len(values)
     diff = [True] * n
