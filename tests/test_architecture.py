@@ -2,7 +2,8 @@
 
 The graph is read from the source with ``ast`` (imports inside functions included,
 relative imports resolved), so an import deferred into a function to dodge a circle at
-load time still counts as an edge. The circles that exist today are listed in
+load time still counts as an edge; an import under ``if TYPE_CHECKING:`` never runs and
+does not count. The circles that exist today are listed in
 ``KNOWN_CIRCLES``, each with its reason; the list only shrinks: a new circle fails, and
 a listed circle that is gone fails too until its entry is removed.
 """
@@ -61,7 +62,12 @@ def import_graph(source: Path = SOURCE) -> tuple[dict[str, set[str]], list[str]]
     for name, path in modules.items():
         is_package = path.name == "__init__.py"
         tree = ast.parse(path.read_text(), filename=str(path))
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                       for statement in block.body for n in ast.walk(statement)}
         for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -214,6 +220,7 @@ def test_graph_reader_sees_every_form_of_import(tmp_path):
         "sub/b.py": "from .. import f\nfrom ..a import f as g\n",
         "sub/c.py": "import pkg.a\nfrom . import b\n",
         "d.py": "from pkg.sub.b import x\n",
+        "e.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -226,6 +233,7 @@ def test_graph_reader_sees_every_form_of_import(tmp_path):
         "pkg.sub.b": {"pkg", "pkg.a"},
         "pkg.sub.c": {"pkg.a", "pkg.sub.b"},
         "pkg.d": {"pkg.sub.b"},
+        "pkg.e": set(),
     }
     assert package_imports == ["pkg.sub.b:1"]
     assert strongly_connected(graph) == [frozenset({"pkg", "pkg.a", "pkg.sub.b"})]

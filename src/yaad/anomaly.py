@@ -15,6 +15,7 @@ import os
 import sys
 import warnings
 import weakref
+from types import FrameType
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -29,7 +30,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _FRAMES = 4  # user frames kept per operation
-_where: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Node -> frames
+_Frames = tuple[tuple[str, int, str], ...]  # (filename, line, function), innermost first
+_where: weakref.WeakKeyDictionary[Node, _Frames] = weakref.WeakKeyDictionary()
 
 
 class AnomalyError(RuntimeError):
@@ -65,14 +67,14 @@ class detect_anomaly:
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
-        self._prev: list = []
+        self._prev: list[Any] = []
 
     def __enter__(self) -> detect_anomaly:
         warnings.warn("anomaly detection is on: every operation notes where it was "
                       "called and backward checks every gradient, which is slow; use it "
                       "to debug", UserWarning, stacklevel=2)
         self._prev.append(state.anomaly)
-        state.anomaly = self
+        state.anomaly = self  # type: ignore[assignment]  # the active mode, falsy when off
         state.refresh()
         return self
 
@@ -82,7 +84,7 @@ class detect_anomaly:
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             with detect_anomaly(self.check_nan):
                 return fn(*args, **kwargs)
 
@@ -95,7 +97,7 @@ class detect_anomaly:
         data = result.data if isinstance(result, Tensor) else np.asarray(result)
         if data.dtype.kind in "fc" and not np.all(np.isfinite(data)):
             what = "nan" if np.any(np.isnan(data)) else "inf"
-            name = node.op.name
+            name = node.name
             site = forward_site(node)
             raise AnomalyError(
                 f"detect_anomaly: the gradient of '{name}' for its input {i} contains "
@@ -104,10 +106,10 @@ class detect_anomaly:
                 f"{site or '  (unknown: the forward ran outside detect_anomaly())'}")
 
 
-def user_frames() -> tuple:
+def user_frames() -> _Frames:
     """(filename, line, function) of the innermost frames outside the yaad package."""
-    frames = []
-    f = sys._getframe(1)
+    frames: list[tuple[str, int, str]] = []
+    f: FrameType | None = sys._getframe(1)
     while f is not None and len(frames) < _FRAMES:
         name = f.f_code.co_filename
         if not name.startswith(_PACKAGE):

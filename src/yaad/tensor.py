@@ -46,6 +46,11 @@ class Tensor(TensorMethods):
                  "_views", "__weakref__")
     __array_priority__ = 1000
     __hash__ = object.__hash__
+    _data: np.ndarray
+    requires_grad: bool
+    _node: Any  # the Node that made it, or (node, output index); None for a leaf
+    _hooks: list[Callable[[Any], Any]] | None
+    _tangents: dict[Any, Any]
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         if isinstance(data, Tensor):
@@ -177,7 +182,7 @@ class Tensor(TensorMethods):
         from .op import extra_of
 
         node, index = node if isinstance(node, tuple) else (node, 0)
-        extra = extra_of(node)
+        extra: Any = extra_of(node)  # (op.NodeExtra is not annotated)
         if extra.retained is None:
             extra.retained = {}
         extra.retained[index] = weakref.ref(self)
@@ -212,7 +217,7 @@ class Tensor(TensorMethods):
         from .op import extra_of
 
         node, index = node if isinstance(node, tuple) else (node, 0)
-        extra = extra_of(node)
+        extra: Any = extra_of(node)  # (op.NodeExtra is not annotated)
         if extra.hooks is None:
             extra.hooks = {}
         hooks = extra.hooks.setdefault(index, [])
@@ -241,7 +246,7 @@ class Tensor(TensorMethods):
     # ---- array attributes ---------------------------------------------------------
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         """The shape, as a tuple."""
         return self._data.shape
 
@@ -400,7 +405,7 @@ class Tensor(TensorMethods):
 class _HookHandle:
     """Returned by :meth:`Tensor.register_hook`; ``remove()`` takes the hook away."""
 
-    def __init__(self, hooks: list, fn: Callable) -> None:
+    def __init__(self, hooks: list[Callable[[Any], Any]], fn: Callable[[Any], Any]) -> None:
         self.hooks = hooks
         self.fn = fn
 
@@ -410,13 +415,13 @@ class _HookHandle:
 
 
 def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
-                tangents: dict | None = None) -> Tensor:
+                tangents: dict[Any, Any] | None = None) -> Tensor:
     """A tensor over ``data`` without copying or checks: the one place (outside the op
     call's specialised paths) where the engine, the transforms and compile make tensors.
 
     ``node`` is the producing node (or ``(node, output index)``), None for a leaf.
     """
-    t = _new(_presenter(tangents) if tangents and presenters else Tensor)
+    t: Tensor = _new(_presenter(tangents) if tangents and presenters else Tensor)
     t._data = data
     t._node = node
     t.requires_grad = requires_grad
@@ -425,7 +430,7 @@ def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
     return t
 
 
-def shape_of(x: Any) -> tuple:
+def shape_of(x: Any) -> tuple[int, ...]:
     """The shape of a tensor (one example's inside vmap), an array or anything NumPy reads
     as one (no value is read: a compiled function's recording need not see it)."""
     return x.shape if isinstance(x, Tensor) else np.shape(x)
@@ -441,7 +446,7 @@ def ndim_of(x: Any) -> int:
 presenters: dict[type, type] = {}
 
 
-def _presenter(tangents: dict) -> type:
+def _presenter(tangents: dict[Any, Any]) -> type:
     for v in tangents.values():
         cls = presenters.get(type(v))
         if cls is not None:
@@ -453,7 +458,8 @@ def dtype_of(x: Any) -> np.dtype:
     """The dtype (see :func:`shape_of`)."""
     if isinstance(x, Tensor):
         return x._data.dtype
-    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    dtype: np.dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    return dtype
 
 
 def is_tensor(x: Any) -> bool:
