@@ -90,7 +90,7 @@ def test_build_makes_a_wheel_and_an_sdist_with_metadata(dist):
         info = f"yaad_autodiff-{yaad.__version__}.dist-info"
         metadata = whl.read(f"{info}/METADATA").decode()
     assert "yaad/py.typed" in names and f"{info}/licenses/LICENSE" in names
-    assert "yaad/_tensor_methods.pyi" in names
+    assert {"yaad/_tensor_methods.pyi", "yaad/__init__.pyi"} <= set(names)
     assert f"Version: {yaad.__version__}" in metadata
     assert "License-Expression: MIT" in metadata
     for dependency in ("numpy>=2", "scipy", "opt_einsum"):
@@ -185,3 +185,24 @@ def test_the_typing_stub_declares_the_methods_installed_on_tensor():
     assert installed == declared, (
         f"declare in src/yaad/_tensor_methods.pyi: {sorted(installed - declared)}; "
         f"remove: {sorted(declared - installed)}")
+
+
+def test_the_namespace_stub_names_what_yaad_exports():
+    """``__init__.pyi`` re-exports each public name from the module that binds it (its
+    ``from module import *`` lines are opaque to type checkers)."""
+    stub = ast.parse((ROOT / "src" / "yaad" / "__init__.pyi").read_text())
+    declared = {}
+    for node in stub.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name}: re-export as itself"
+                declared[alias.name] = f"yaad.{node.module}" if node.module else "yaad"
+    pages = {p.stem for p in (ROOT / "docs" / "reference").glob("*.md")}
+    public = {name for name, value in vars(yaad).items() if not name.startswith("_")
+              and name != "annotations" and not (inspect.ismodule(value)
+                                                 and f"yaad.{name}" not in pages)}
+    assert set(declared) == public, (
+        f"add to src/yaad/__init__.pyi: {sorted(public - set(declared))}; remove: "
+        f"{sorted(set(declared) - public)}")
+    for name, home in declared.items():
+        assert getattr(importlib.import_module(home), name) is getattr(yaad, name), name
