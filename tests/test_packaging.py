@@ -125,7 +125,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_examples(dist, tmp_pa
 
 # ---- type checking (make lint runs mypy; these checks keep its configuration honest) ----
 
-# Public modules not yet strictly typed (the list only shrinks).
+# Public modules not yet strictly typed, each with its submodules (the list only shrinks).
 NOT_YET_STRICT = {"yaad.func", "yaad.linalg", "yaad.sparse.linalg", "yaad.sparse.tensor"}
 # Where the reference pages' functions come from when mypy does not check it: the op
 # library (functions made by yaad.op) and the machinery of vmap and implicit functions.
@@ -166,8 +166,16 @@ def test_mypy_checks_the_public_modules_strictly():
     assert STRICT_FLAGS <= {flag for flag, value in override.items() if value is True}
     assert not strict & NOT_YET_STRICT, f"strict now: remove {strict & NOT_YET_STRICT} from "\
                                         "NOT_YET_STRICT"
-    assert strict | NOT_YET_STRICT == _public_modules(), (
-        "the strict list of [tool.mypy] in pyproject.toml must name the public modules")
+    modules = _public_modules()
+    stale = [n for n in NOT_YET_STRICT if not any(m == n or m.startswith(n + ".")
+                                                  for m in modules)]
+    assert not stale, f"not public: remove {stale} from NOT_YET_STRICT"
+    public = {m for m in modules
+              if not any(m == n or m.startswith(n + ".") for n in NOT_YET_STRICT)}
+    assert strict == public, (
+        f"[tool.mypy] in pyproject.toml: the strict list misses {sorted(public - strict)} "
+        f"(public modules: annotate them, or list them in NOT_YET_STRICT here) and names "
+        f"{sorted(strict - public)}, not public")
 
 
 def test_the_typing_stub_declares_the_methods_installed_on_tensor():
