@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -53,7 +53,7 @@ with an enclosing one."""
 # ---- a minimal pytree: nested tuples, lists and dicts --------------------------------
 
 
-def _flatten(tree: Any, leaves: list) -> Any:
+def _flatten(tree: Any, leaves: list[Any]) -> Any:
     """Append the leaves of ``tree`` to ``leaves``; return its structure."""
     if isinstance(tree, (tuple, list)):
         return (type(tree), None, tuple(_flatten(c, leaves) for c in tree))
@@ -67,12 +67,12 @@ def _flatten(tree: Any, leaves: list) -> Any:
     return None
 
 
-def _tree_flatten(tree: Any) -> tuple[list, Any]:
-    leaves: list = []
+def _tree_flatten(tree: Any) -> tuple[list[Any], Any]:
+    leaves: list[Any] = []
     return leaves, _flatten(tree, leaves)
 
 
-def _unflatten(structure: Any, leaves: Iterator) -> Any:
+def _unflatten(structure: Any, leaves: Iterator[Any]) -> Any:
     if structure is None:
         return next(leaves)
     kind, keys, children = structure
@@ -86,7 +86,7 @@ def _unflatten(structure: Any, leaves: Iterator) -> Any:
     return kind(values)
 
 
-def _tree_unflatten(structure: Any, leaves: Sequence) -> Any:
+def _tree_unflatten(structure: Any, leaves: Sequence[Any]) -> Any:
     return _unflatten(structure, iter(leaves))
 
 
@@ -116,7 +116,7 @@ def _as_float_tensor(x: Any, fname: str, what: str) -> Tensor:
     return make_tensor(a)
 
 
-def _active_tangents(x: Any) -> dict:
+def _active_tangents(x: Any) -> dict[Any, Any]:
     tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
     if not tans:
         return {}
@@ -132,10 +132,10 @@ def _detached(x: Tensor) -> Tensor:
 # The leaves a reverse transform made for its inputs, once its function has been
 # evaluated: from then on they are constants to every other computation. (A vjp_fn whose
 # cotangent an enclosing transform differentiates records a graph that reaches them.)
-_spent_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # by id
+_spent_leaves: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()  # by id
 
 
-def _reaches_variable(tensors: Sequence, own: set) -> bool:
+def _reaches_variable(tensors: Sequence[Any], own: set[Any]) -> bool:
     """Whether the graph of ``tensors`` reaches a tensor requiring grad that is neither in
     ``own`` (ids of nodes and leaves) nor a spent leaf of a transform."""
     stack = [t._node if t._node is not None else t for t in tensors
@@ -153,7 +153,7 @@ def _reaches_variable(tensors: Sequence, own: set) -> bool:
             if _spent_leaves.get(id(edge)) is not edge:
                 return True  # a leaf of an enclosing computation
             continue
-        stack.extend(p for p in edge.parents if p is not None)
+        stack.extend(p for p in edge.parents if p is not None)  # type: ignore[attr-defined]
     return False
 
 
@@ -176,13 +176,14 @@ def _export(x: Any, array_mode: bool) -> Any:
     return out if rec is None else rec.hand_out(out, x)
 
 
-def _array_mode(leaves: Sequence) -> bool:
+def _array_mode(leaves: Sequence[Any]) -> bool:
     return not any(isinstance(x, Tensor) for x in leaves)
 
 
-def _argnums(argnums: int | Sequence[int], nargs: int, fname: str) -> tuple[tuple, bool]:
+def _argnums(argnums: int | Sequence[int], nargs: int,
+             fname: str) -> tuple[tuple[int, ...], bool]:
     single = isinstance(argnums, (int, np.integer))
-    nums = (argnums,) if single else tuple(argnums)
+    nums = (argnums,) if isinstance(argnums, (int, np.integer)) else tuple(argnums)
     if not nums:
         raise ValueError(f"{fname}: argnums is empty; give at least one argument index")
     out = []
@@ -194,9 +195,10 @@ def _argnums(argnums: int | Sequence[int], nargs: int, fname: str) -> tuple[tupl
     return tuple(out), single
 
 
-def _bind(f: Callable, args: tuple, nums: tuple) -> Callable:
+def _bind(f: Callable[..., Any], args: tuple[Any, ...],
+          nums: tuple[int, ...]) -> Callable[..., Any]:
     """``f`` as a function of the arguments at ``nums`` only, the others fixed."""
-    def g(*diff):
+    def g(*diff: Any) -> Any:
         full = list(args)
         for n, d in zip(nums, diff):
             full[n] = d
@@ -205,7 +207,7 @@ def _bind(f: Callable, args: tuple, nums: tuple) -> Callable:
     return g
 
 
-def _split_aux(out: Any, fname: str) -> tuple:
+def _split_aux(out: Any, fname: str) -> tuple[Any, ...]:
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise TypeError(f"{fname}: with has_aux=True the function must return a pair "
                         f"(output, aux), got {type(out).__name__}")
@@ -228,13 +230,14 @@ class _Reverse:
     """``f`` evaluated at ``primals`` (one positional argument each, pytrees allowed),
     ready for vector-Jacobian products."""
 
-    def __init__(self, f: Callable, primals: Sequence, has_aux: bool, fname: str) -> None:
+    def __init__(self, f: Callable[..., Any], primals: Sequence[Any], has_aux: bool,
+                 fname: str) -> None:
         self.fname = fname
         leaves, self.in_tree = _tree_flatten(tuple(primals))
         self.array_mode = _array_mode(leaves)
         outer = state.enabled
-        self.cut: list = []  # alias nodes linked to an enclosing graph
-        self.fresh: list = []  # leaves made for inputs not linked to one
+        self.cut: list[Any] = []  # alias nodes linked to an enclosing graph
+        self.fresh: list[Any] = []  # leaves made for inputs not linked to one
         with enable_grad():
             self.inputs = [self._prepare(x, k, outer) for k, x in enumerate(leaves)]
             out = f(*_tree_unflatten(self.in_tree, self.inputs))
@@ -268,7 +271,7 @@ class _Reverse:
         own = {id(t._node if t._node is not None else t) for t in self.inputs}
         return _reaches_variable(self.out_leaves, own)
 
-    def check_cotangents(self, cotangents: Any) -> list:
+    def check_cotangents(self, cotangents: Any) -> list[Any]:
         if self.out_tree is None and not isinstance(cotangents, (tuple, list, dict)):
             leaves = [cotangents]
         else:
@@ -285,7 +288,7 @@ class _Reverse:
                                 f"real ({_dtype(o)}); give a real cotangent")
         return leaves
 
-    def linked(self, cot_leaves: Sequence) -> bool:
+    def linked(self, cot_leaves: Sequence[Any]) -> bool:
         """Whether the backward pass for these cotangents must be recorded: the function
         is linked to an enclosing graph, or a cotangent is differentiated by an enclosing
         transform (it requires grad, or carries a forward-mode tangent)."""
@@ -297,8 +300,8 @@ class _Reverse:
                 return True
         return False
 
-    def pullback(self, cot_leaves: Sequence, retain: bool,
-                 create_graph: bool | None = None) -> list:
+    def pullback(self, cot_leaves: Sequence[Any], retain: bool,
+                 create_graph: bool | None = None) -> list[Any]:
         """Gradients for every input leaf (zeros where the output does not depend on it).
 
         ``create_graph`` (default: whether the function is linked to an enclosing graph)
@@ -310,7 +313,7 @@ class _Reverse:
                 o, c = batching.root(o, c)
                 outs.append(o)
                 cots.append(c)
-        grads: list = [None] * len(self.inputs)
+        grads: list[Any] = [None] * len(self.inputs)
         if outs:
             # Cut the aliases from the enclosing graph meanwhile: the pass then stops at
             # the inputs instead of running (and freeing) the enclosing graph.
@@ -318,8 +321,9 @@ class _Reverse:
             for n in self.cut:
                 n.parents = (None,) * len(n.parents)
             try:
-                grads = run_backward(outs, cots, retain or create, create, self.inputs,
-                                     capture=True, allow_unused=True)
+                grads = cast("list[Any]",  # a list when capturing
+                             run_backward(outs, cots, retain or create, create, self.inputs,
+                                          capture=True, allow_unused=True))
             finally:
                 for n, p in zip(self.cut, saved):
                     n.parents = p
@@ -339,12 +343,14 @@ class _Reverse:
         leaves, tree = _tree_flatten(self.aux)
         return _tree_unflatten(tree, [self.export(a) for a in leaves])
 
-    def gradients(self, grads: Sequence, keep_graph: bool | None = None) -> tuple:
+    def gradients(self, grads: Sequence[Any], keep_graph: bool | None = None) -> tuple[Any, ...]:
         """One gradient per primal, each with the primal's structure."""
-        return _tree_unflatten(self.in_tree, [self.export(g, keep_graph) for g in grads])
+        out: tuple[Any, ...] = _tree_unflatten(self.in_tree,
+                                               [self.export(g, keep_graph) for g in grads])
+        return out
 
 
-def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """Evaluate ``f`` and return its vector-Jacobian product function.
 
     Parameters
@@ -373,7 +379,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """
     rev = _Reverse(f, primals, has_aux, "vjp")
 
-    def vjp_fn(cotangents: Any) -> tuple:
+    def vjp_fn(cotangents: Any) -> tuple[Any, ...]:
         # A cotangent that an enclosing transform differentiates (grad or jvp of vjp_fn,
         # HIPS autograd's second-order check) makes the pass recorded: the result is
         # linear in the cotangent, and that dependence must not be dropped.
@@ -410,8 +416,8 @@ def _scalar_loss(out: Any, fname: str) -> Any:
     return out
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False) -> Callable:
+def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False) -> Callable[..., Any]:
     """A function returning both ``f(*args)`` and its gradient.
 
     Parameters
@@ -430,7 +436,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
         ``has_aux``. The gradient has the structure of the argument (a tuple of them
         for a tuple ``argnums``); for a complex argument it is ``df/dx + 1j df/dy``.
     """
-    def wrapper(*args: Any) -> tuple:
+    def wrapper(*args: Any) -> tuple[Any, ...]:
         nums, single = _argnums(argnums, len(args), "grad")
         rev = _Reverse(_bind(f, args, nums), [args[n] for n in nums], has_aux, "grad")
         out = _scalar_loss(rev.out, "grad")
@@ -445,7 +451,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
     return wrapper
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+         has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of a real scalar-valued function, as a function.
 
     Parameters
@@ -522,7 +529,8 @@ def _tangent_for(t: Any, x: Tensor, k: int, fname: str) -> Any:
     return t if isinstance(t, (Tensor, np.ndarray)) else np.asarray(t)  # a Python scalar
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """Jacobian-vector product of ``f`` in one forward pass (forward mode).
 
     Parameters
@@ -586,7 +594,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fals
     return result + (aux,) if has_aux else result
 
 
-def linearize(f: Callable, *primals: Any) -> tuple:
+def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, ...]:
     """Evaluate ``f`` and return its linear approximation at ``primals`` (JAX's shape).
 
     Parameters
@@ -623,7 +631,7 @@ def _zeros_tree(tree: Any) -> Any:
 # ---- Jacobians ----------------------------------------------------------------------------
 
 
-def _basis(shape: tuple, dtype: np.dtype, scale: complex = 1) -> np.ndarray:
+def _basis(shape: tuple[Any, ...], dtype: np.dtype, scale: complex = 1) -> np.ndarray:
     """The unit vectors of arrays of ``shape``, stacked: shape ``(n,) + shape``."""
     n = math.prod(shape)
     eye = np.eye(n, dtype=dtype)
@@ -632,7 +640,7 @@ def _basis(shape: tuple, dtype: np.dtype, scale: complex = 1) -> np.ndarray:
     return eye.reshape((n,) + shape)
 
 
-def _block(rows: Any, lead: tuple, trail: tuple, rows_first: bool) -> Any:
+def _block(rows: Any, lead: tuple[Any, ...], trail: tuple[Any, ...], rows_first: bool) -> Any:
     """Stacked Jacobian rows (``(n,) + trail``) or columns (``(n,) + lead``) as the block
     of shape ``lead + trail``."""
     from . import moveaxis, reshape
@@ -651,7 +659,7 @@ def _complex_pair_error(fname: str) -> ValueError:
         f"or split the output into real and imaginary parts. (see docs/errors.md#holomorphic)")
 
 
-def _jac_structure(out_tree: Any, in_tree: Any, single: bool, blocks: list) -> Any:
+def _jac_structure(out_tree: Any, in_tree: Any, single: bool, blocks: list[Any]) -> Any:
     """Nest ``blocks[j][i]`` (output leaf j, input leaf i) as output tree of input trees."""
     per_out = []
     for row in blocks:
@@ -661,8 +669,8 @@ def _jac_structure(out_tree: Any, in_tree: Any, single: bool, blocks: list) -> A
     return _tree_unflatten(out_tree, per_out)
 
 
-def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False, chunk_size: int | None = None) -> Callable:
+def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
     """The Jacobian of ``f`` by reverse mode: one evaluation of ``f``, then the
     vector-Jacobian products of all unit cotangents at once (:func:`vmap`).
 
@@ -702,7 +710,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             if cplx and complex_in and not holomorphic:
                 raise _complex_pair_error("jacrev")
 
-            def pull(e, j=j):
+            def pull(e: Any, j: int = j) -> Any:
                 cots = list(cot_zeros)
                 cots[j] = e
                 return rev.pullback(cots, retain=True)
@@ -733,8 +741,8 @@ def _conj(x: Any) -> Any:
     return np.conj(x)
 
 
-def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False, chunk_size: int | None = None) -> Callable:
+def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
     """The Jacobian of ``f`` by forward mode: the Jacobian-vector products of all unit
     tangents at once (:func:`vmap`).
 
@@ -752,9 +760,9 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         zeros = [_zeros(x) for x in xs]
         primals = _tree_unflatten(in_tree, leaves)
         out = aux = None
-        cols: list = []  # cols[i]: the output leaves' tangents for the unit vectors of input i
+        cols: list[Any] = []  # cols[i]: the output leaves' tangents for the unit vectors of input i
 
-        def push(t, i):
+        def push(t: Any, i: int) -> tuple[Any, Any, Any]:
             tans = list(zeros)
             tans[i] = t
             res = jvp(g, primals, _tree_unflatten(in_tree, tans), has_aux=has_aux)
@@ -794,8 +802,8 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     return wrapper
 
 
-def hessian(f: Callable, argnums: int | Sequence[int] = 0,
-            holomorphic: bool = False) -> Callable:
+def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
+            holomorphic: bool = False) -> Callable[..., Any]:
     """The Hessian of a real scalar function: ``jacfwd(jacrev(f))`` (forward over reverse).
 
     Parameters
@@ -842,7 +850,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0,
     return wrapper
 
 
-def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
+def hvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, ...]:
     """Hessian-vector product of a real scalar function, forward over reverse.
 
     Costs about one gradient evaluation in forward mode, without forming the Hessian.
@@ -868,7 +876,7 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
         raise TypeError("hvp: primals and tangents must be tuples, e.g. hvp(f, (x,), (v,))")
     nums = 0 if len(primals) == 1 else tuple(range(len(primals)))
 
-    def value_grad(*args):
+    def value_grad(*args: Any) -> tuple[Any, Any]:
         value, g = value_and_grad(f, nums)(*args)
         return g, value
 
@@ -878,11 +886,12 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
 # ---- vmap ----------------------------------------------------------------------------------
 
 
-def _axes_for(prefix: Any, structure: Any, what: str) -> list:
+def _axes_for(prefix: Any, structure: Any, what: str) -> list[Any]:
     """The axis of each leaf of a tree (``structure`` from ``_flatten``), from ``prefix``:
     an int or None for a whole subtree, or a container matching the tree's."""
     if prefix is None or isinstance(prefix, (int, np.integer)):
         return [None if prefix is None else int(prefix)] * _count_leaves(structure)
+    keys: Any
     kind, keys, children = structure if structure is not None else (None, None, ())
     if kind is dict and isinstance(prefix, dict) and sorted(prefix, key=str) == sorted(
             keys, key=str):
@@ -901,8 +910,8 @@ def _count_leaves(structure: Any) -> int:
     return 1 if structure is None else sum(_count_leaves(c) for c in structure[2])
 
 
-def vmap(func: Callable, in_axes: Any = 0, out_axes: Any = 0, *, randomness: str = "error",
-         chunk_size: int | None = None) -> Callable:
+def vmap(func: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *,
+         randomness: str = "error", chunk_size: int | None = None) -> Callable[..., Any]:
     """Vectorize ``func`` over an axis of its inputs: ``func`` is written for one example
     and runs once on the whole batch.
 
@@ -953,8 +962,8 @@ def vmap(func: Callable, in_axes: Any = 0, out_axes: Any = 0, *, randomness: str
     return _vmap(func, in_axes, out_axes, chunk_size, own=False, randomness=randomness)
 
 
-def _vmap(func: Callable, in_axes: Any, out_axes: Any, chunk_size: int | None,
-          own: bool, randomness: str = "same") -> Callable:
+def _vmap(func: Callable[..., Any], in_axes: Any, out_axes: Any, chunk_size: int | None,
+          own: bool, randomness: str = "same") -> Callable[..., Any]:
     """:func:`vmap`; ``own``: the batch is a transform's own unit vectors (see
     ``batching.batch_level``)."""
     if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
@@ -984,8 +993,11 @@ def _vmap(func: Callable, in_axes: Any, out_axes: Any, chunk_size: int | None,
     return wrapper
 
 
-def _batch_size(leaves: list, axes: list) -> tuple[int, list]:
+def _batch_size(leaves: list[Any], axes: list[Any]) -> tuple[int, list[Any]]:
     """The common length of the mapped axes, and the axes made non-negative."""
+    size: int | None
+    first: Any  # (input, axis) of the first mapped axis
+    norm: list[int | None]
     size, first, norm = None, None, []
     for k, (x, a) in enumerate(zip(leaves, axes)):
         if a is None:
@@ -1009,8 +1021,8 @@ def _batch_size(leaves: list, axes: list) -> tuple[int, list]:
     return size, norm
 
 
-def _vmapped(func: Callable, leaves: list, tree: Any, axes: list, out_axes: Any, size: int,
-             array_mode: bool, own: bool, randomness: str) -> Any:
+def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[Any],
+             out_axes: Any, size: int, array_mode: bool, own: bool, randomness: str) -> Any:
     with batching.batch_level(size, own, randomness) as level:
         inputs = [x if a is None else batching.mark(
             x if isinstance(x, Tensor) else make_tensor(np.asarray(x)), level, a)
@@ -1033,7 +1045,7 @@ def _vmapped(func: Callable, leaves: list, tree: Any, axes: list, out_axes: Any,
     return _tree_unflatten(o_tree, [_export(r, array_mode) for r in results])
 
 
-def _join_chunks(parts: list, out_axes: Any) -> Any:
+def _join_chunks(parts: list[Any], out_axes: Any) -> Any:
     from . import concatenate
 
     trees = [_tree_flatten(p) for p in parts]
