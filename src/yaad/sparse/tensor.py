@@ -19,7 +19,7 @@ a tensor's (``theta * H``, ``psi @ H``); it has no dense ``.data``.
 from __future__ import annotations
 
 from numbers import Number
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sps
@@ -58,12 +58,13 @@ class Pattern:
     """A CSR sparsity pattern (``indptr``, ``indices``, ``shape``), fixed; duplicates allowed
     (they add up). The rows of the nonzeros are made on first use (gradients)."""
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, shape: tuple) -> None:
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray,
+                 shape: tuple[int, ...]) -> None:
         self.indptr = indptr
         self.indices = indices
         self.shape = (int(shape[0]), int(shape[1]))
-        self._rows = None
-        self._cache: tuple = (None, None)  # (values array, SciPy matrix over them)
+        self._rows: np.ndarray | None = None
+        self._cache: tuple[Any, ...] = (None, None)  # (values array, SciPy matrix over them)
 
     @property
     def nnz(self) -> int:
@@ -85,25 +86,25 @@ class Pattern:
         return m
 
 
-def _pattern_mv(values, x, pattern):
+def _pattern_mv(values: np.ndarray, x: np.ndarray, pattern: Pattern) -> Any:
     return _dense(pattern.matrix(values) @ x)
 
 
-def _pattern_tmv(values, x, pattern):
+def _pattern_tmv(values: np.ndarray, x: np.ndarray, pattern: Pattern) -> Any:
     return _dense(pattern.matrix(values).T @ x)
 
 
-def _gather(g, x, first, second):
+def _gather(g: Any, x: Any, first: np.ndarray, second: np.ndarray) -> Any:
     """``sum_j g[first_k, j] x[second_k, j]`` per nonzero k (for a vector: no sum)."""
     prod = take(g, first, axis=0) * take(x, second, axis=0)
     return prod if prod.ndim == 1 else _sum(prod, axis=tuple(range(1, prod.ndim)))
 
 
 # y = A(v) x: gx = A(v)^H g = A(conj v)^T g; gv[k] = g[row_k] conj(x[col_k]).
-def _columns_batch(fn, at: int):
+def _columns_batch(fn: Callable[..., Any], at: int) -> Callable[..., Any]:
     """The batching rule of a product ``fn`` of a fixed matrix and argument ``at`` (a
     vector or columns): the examples' columns side by side, one product."""
-    def batch(dims, *args):
+    def batch(dims: Sequence[Any], *args: Any) -> Any:
         if any(d is not None for k, d in enumerate(dims) if k != at):
             return NotImplemented
         cols, back = columns(args[at], dims[at])
@@ -112,7 +113,7 @@ def _columns_batch(fn, at: int):
     return batch
 
 
-def _pattern_batch(transposed: bool):
+def _pattern_batch(transposed: bool) -> Callable[..., Any]:
     """The batching rule of a product with the pattern's matrix: one product for batched
     right-hand sides; with batched values, the products of the nonzeros summed into their
     rows (one gather and one scatter for the whole batch)."""
@@ -120,7 +121,7 @@ def _pattern_batch(transposed: bool):
         lambda v, x, p: pattern_mv(v, x, p))
     by_columns = _columns_batch(fn, 1)
 
-    def batch(dims, v, x, p):
+    def batch(dims: Sequence[int | None], v: Any, x: Any, p: Pattern) -> Any:
         if dims[0] is None:
             return by_columns(dims, v, x, p)
         n = np.shape(v)[dims[0]]
@@ -135,13 +136,14 @@ def _pattern_batch(transposed: bool):
     return batch
 
 
-pattern_mv = op(_pattern_mv, name="sparse.pattern_matmul", linear=(0, 1), vjp=(
+pattern_mv: Callable[..., Any] = op(_pattern_mv, name="sparse.pattern_matmul", linear=(0, 1), vjp=(
     lambda g, ans, v, x, p: _gather(g, _c(x), p.rows, p.indices),
     lambda g, ans, v, x, p: pattern_tmv(_c(v), g, p)), batch=_pattern_batch(False))
 # y = A(v)^T x: gx = A(conj v) g; gv[k] = g[col_k] conj(x[row_k]).
-pattern_tmv = op(_pattern_tmv, name="sparse.pattern_matmul_transposed", linear=(0, 1), vjp=(
-    lambda g, ans, v, x, p: _gather(g, _c(x), p.indices, p.rows),
-    lambda g, ans, v, x, p: pattern_mv(_c(v), g, p)), batch=_pattern_batch(True))
+pattern_tmv: Callable[..., Any] = op(
+    _pattern_tmv, name="sparse.pattern_matmul_transposed", linear=(0, 1), vjp=(
+        lambda g, ans, v, x, p: _gather(g, _c(x), p.indices, p.rows),
+        lambda g, ans, v, x, p: pattern_mv(_c(v), g, p)), batch=_pattern_batch(True))
 
 
 class _PatternPart:
@@ -153,13 +155,14 @@ class _PatternPart:
         self.trans = trans
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[Any, ...]:
         s = self.pattern.shape
         return (s[1], s[0]) if self.trans else s
 
     @property
     def dtype(self) -> np.dtype:
-        return self.values.dtype
+        dtype: np.dtype = self.values.dtype
+        return dtype
 
     @property
     def nnz(self) -> int:
@@ -190,15 +193,15 @@ def _adjoint(a: Any) -> Any:
     return a.T if a.dtype.kind != "c" else a.T.conj()
 
 
-def _fixed_mv_vjp(g, ans, x, a):
+def _fixed_mv_vjp(g: Any, ans: Any, x: Any, a: Any) -> Any:
     if isinstance(a, spla.LinearOperator) or a.dtype.kind != "c":
         return fixed_mv(g, _adjoint(a))
     return conj(fixed_mv(conj(g), a.T))  # A^H g without a conjugated copy of A
 
 
-fixed_mv = op(lambda x, a: _dense(a @ x), name="sparse.operator_matmul", linear=(0,),
-              save_args=False, save_ans=False, vjp=_fixed_mv_vjp,
-              batch=_columns_batch(lambda x, a: fixed_mv(x, a), 0))
+fixed_mv: Callable[..., Any] = op(
+    lambda x, a: _dense(a @ x), name="sparse.operator_matmul", linear=(0,), save_args=False,
+    save_ans=False, vjp=_fixed_mv_vjp, batch=_columns_batch(lambda x, a: fixed_mv(x, a), 0))
 
 
 class _FixedPart:
@@ -208,12 +211,13 @@ class _FixedPart:
         self.a = a
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[Any, ...]:
         return tuple(self.a.shape)
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self.a.dtype)
+        dtype: np.dtype = np.dtype(self.a.dtype)
+        return dtype
 
     @property
     def nnz(self) -> int:
@@ -242,8 +246,8 @@ class _FixedPart:
 class _FunctionPart:
     """``v -> matvec(v)`` written with yaad functions, and optionally its adjoint."""
 
-    def __init__(self, shape: tuple, matvec: Callable, rmatvec: Callable | None,
-                 dtype: np.dtype) -> None:
+    def __init__(self, shape: tuple[int, ...], matvec: Callable[..., Any],
+                 rmatvec: Callable[..., Any] | None, dtype: np.dtype) -> None:
         self.shape = (int(shape[0]), int(shape[1]))
         self.matvec = matvec
         self.rmatvec = rmatvec
@@ -308,8 +312,10 @@ class SparseTensor(Tensor):
     """
 
     __slots__ = ("terms", "_shape")
+    terms: tuple[tuple[Any, Any], ...]  # (coefficient or None, part)
+    _shape: tuple[int, int]
 
-    def __init__(self, terms: Any, shape: tuple | None = None) -> None:
+    def __init__(self, terms: Any, shape: tuple[Any, ...] | None = None) -> None:
         terms = tuple(terms)
         if not terms:
             raise ValueError("SparseTensor: no terms")
@@ -325,8 +331,8 @@ class SparseTensor(Tensor):
 
     # ---- attributes ----------------------------------------------------------------
 
-    @property
-    def data(self) -> Any:  # type: ignore[override]
+    @property  # type: ignore[misc]  # read-only: a SparseTensor has no dense data
+    def data(self) -> Any:
         raise TypeError(
             f"a yaad.sparse.SparseTensor (shape {self._shape}) has no dense data, so this "
             f"operation cannot take it: use H @ x, x @ H, +, -, * and / by scalars, "
@@ -335,24 +341,25 @@ class SparseTensor(Tensor):
     _data = data  # (what yaad's op machinery reads: the same refusal)
 
     @property
-    def shape(self) -> tuple:  # type: ignore[override]
+    def shape(self) -> tuple[int, ...]:
         return self._shape
 
     @property
-    def ndim(self) -> int:  # type: ignore[override]
+    def ndim(self) -> int:
         return 2
 
     @property
-    def dtype(self) -> np.dtype:  # type: ignore[override]
+    def dtype(self) -> np.dtype:
         return np.result_type(*[part.dtype for _, part in self.terms],
                               *[_coef_dtype(c) for c, _ in self.terms if c is not None])
 
     @property
     def nnz(self) -> int:
-        return sum(part.nnz for _, part in self.terms)
+        nnz: int = sum(part.nnz for _, part in self.terms)
+        return nnz
 
     @property
-    def size(self) -> int:  # type: ignore[override]
+    def size(self) -> int:
         return self._shape[0] * self._shape[1]
 
     def __repr__(self) -> str:
@@ -455,20 +462,22 @@ class SparseTensor(Tensor):
 
     # ---- algebra -------------------------------------------------------------------
 
-    def _map(self, coef_fn: Callable, part_fn: Callable, shape: tuple | None = None) -> Any:
+    def _map(self, coef_fn: Callable[..., Any], part_fn: Callable[..., Any],
+             shape: tuple[int, ...] | None = None) -> SparseTensor:
         return SparseTensor([(coef_fn(c), part_fn(p)) for c, p in self.terms], shape)
 
-    def __mul__(self, c: Any) -> Any:
+    def __mul__(self, c: Any) -> SparseTensor:
         if not _is_scalar(c):
             return NotImplemented
         return self._map(lambda k: _scaled(k, c), lambda p: p, self._shape)
 
     __rmul__ = __mul__
 
-    def __truediv__(self, c: Any) -> Any:
+    def __truediv__(self, c: Any) -> SparseTensor:
         if not _is_scalar(c):
             return NotImplemented
-        return self * (reciprocal(c) if isinstance(c, Tensor) else 1 / c)
+        out: SparseTensor = self * (reciprocal(c) if isinstance(c, Tensor) else 1 / c)
+        return out
 
     def __neg__(self) -> SparseTensor:
         return self * -1
@@ -477,7 +486,8 @@ class SparseTensor(Tensor):
         return self
 
     def __add__(self, other: Any) -> Any:
-        if isinstance(other, Number) and other == 0:  # sum() starts from 0
+        # sum() starts from 0 (numbers.Number declares no __eq__: hence the ignore)
+        if isinstance(other, Number) and other == 0:  # type: ignore[comparison-overlap]
             return self
         other = _as_sparse_or_none(other)
         if other is None:
@@ -559,7 +569,7 @@ def _as_coef(c: Any) -> Any:
     return c if hasattr(c, "dtype") else np.asarray(c)
 
 
-def _pattern_of(a: Any) -> tuple:
+def _pattern_of(a: Any) -> tuple[Any, ...]:
     """``(Pattern, values)`` of a SciPy sparse matrix (as CSR) or a dense 2-D array."""
     if not sps.issparse(a):
         a = np.asarray(a)
@@ -603,7 +613,7 @@ def asarray(a: Any) -> SparseTensor:
     return SparseTensor([(None, _PatternPart(pattern, values))])
 
 
-def csr_array(arg: Any, shape: tuple | None = None) -> SparseTensor:
+def csr_array(arg: Any, shape: tuple[Any, ...] | None = None) -> SparseTensor:
     """A fixed sparsity pattern with values that may require grad (``scipy.sparse.csr_array``).
 
     Parameters
@@ -639,7 +649,7 @@ def csr_array(arg: Any, shape: tuple | None = None) -> SparseTensor:
         [(None, _PatternPart(*_pattern_of(arg)))])
 
 
-def coo_array(arg: tuple, shape: tuple | None = None) -> SparseTensor:
+def coo_array(arg: tuple[Any, ...], shape: tuple[Any, ...] | None = None) -> SparseTensor:
     """A sparse matrix from coordinates, ``(data, (row, col))`` as in ``scipy.sparse.coo_array``.
 
     ``data`` may be a tensor requiring grad; repeated coordinates add up.
