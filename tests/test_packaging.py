@@ -125,10 +125,13 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_examples(dist, tmp_pa
 
 # ---- type checking (make lint runs mypy; these checks keep its configuration honest) ----
 
-# Public modules not yet strictly typed, each with its submodules (the list only shrinks).
-NOT_YET_STRICT = {"yaad.linalg", "yaad.sparse.linalg"}
+# Public modules not yet strictly typed, each with its submodules (the list only shrinks):
+# yaad.creation, yaad.grad_mode and yaad.checkpoint hold functions of the top-level page.
+NOT_YET_STRICT = {"yaad.linalg", "yaad.sparse.linalg", "yaad.creation", "yaad.grad_mode",
+                  "yaad.checkpoint"}
 # Where the reference pages' functions come from when mypy does not check it: the op
-# library (functions made by yaad.op) and the machinery of vmap and implicit functions.
+# library (functions made by yaad.op, and yaad.ops) and the machinery of vmap and
+# implicit functions.
 UNCHECKED_HOMES = {"yaad.op", "yaad.batching", "yaad.implicit"}
 # mypy --strict, flag by flag (strict itself applies to every module or none).
 STRICT_FLAGS = {"disallow_any_generics", "disallow_subclassing_any", "disallow_untyped_calls",
@@ -146,12 +149,14 @@ def _strict_override() -> dict:
 
 def _public_modules() -> set[str]:
     """The reference pages' modules, yaad.tensor, and the modules defining what the pages
-    (other than the top-level namespace's, mostly the op library) document."""
+    document."""
     pages = {p.stem for p in (ROOT / "docs" / "reference").glob("*.md")}
     modules = pages | {"yaad.tensor"}
-    for page in sorted(pages - {"yaad"}):
+    for page in sorted(pages):
         module = importlib.import_module(page)
-        for name in module.__all__:
+        names = getattr(module, "__all__", None) or [n for n in vars(module)
+                                                     if not n.startswith("_")]
+        for name in names:
             obj = getattr(module, name)
             home = getattr(obj, "__module__", None) or ""
             if (not inspect.ismodule(obj) and home.startswith("yaad.")

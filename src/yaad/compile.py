@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from .compiled.state import TooMuchState, watch
 from .compiled.tape import Recorder, outcome_key, plain_outputs
 from .grad_mode import state
 from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .nn import Module
 
 __all__ = ["compile", "Compiled", "CompileWarning"]
 
@@ -42,7 +45,7 @@ _MISSING = object()
 _NUMBERS = (int, float, complex, bool, np.generic)
 
 
-def _flat(x: Any, leaves: list, objects: list) -> Any:
+def _flat(x: Any, leaves: list[Any], objects: list[Any]) -> Any:
     """The signature of argument ``x``; its tensors and arrays go to ``leaves``, other
     objects (a model passed in) to ``objects`` (the state check watches inside them)."""
     if isinstance(x, Tensor):
@@ -71,13 +74,13 @@ def _flat(x: Any, leaves: list, objects: list) -> Any:
     return (t, x)
 
 
-def _module_type() -> type:
+def _module_type() -> type[Module]:
     from .nn import Module
 
     return Module
 
 
-def _swap(x: Any, views: dict) -> Any:
+def _swap(x: Any, views: dict[Any, Any]) -> Any:
     """``x`` with the arrays in ``views`` (by id) replaced, through tuples, lists, dicts."""
     if type(x) is np.ndarray:
         return views.get(id(x), x)
@@ -89,12 +92,12 @@ def _swap(x: Any, views: dict) -> Any:
     return x
 
 
-def _modules_of(fn: Callable) -> list:
+def _modules_of(fn: Callable[..., Any]) -> list[Any]:
     """The yaad.nn modules the function reaches directly (their train/eval mode is part of
     the signature, so that switching it back and forth keeps both recordings)."""
     from .nn import Module
 
-    found = []
+    found: list[Any] = []
     func = getattr(fn, "__func__", fn)
     cands = [fn, getattr(fn, "__self__", None)]
     for c in getattr(func, "__closure__", None) or ():
@@ -122,7 +125,7 @@ class Compiled:
 
     __yaad_code__ = True  # (the state check does not watch a compiled function's caches)
 
-    def __init__(self, fn: Callable, verify: bool = True, max_recordings: int = 32,
+    def __init__(self, fn: Callable[..., Any], verify: bool = True, max_recordings: int = 32,
                  warn: bool = True, fused: bool | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"yaad.compile: expected a function, got {type(fn).__name__}")
@@ -132,9 +135,9 @@ class Compiled:
         self.fused = fused_backend.available() if fused is None else bool(fused)
         self.max_recordings = max_recordings
         self.warn = warn
-        self._trees: dict = {}
-        self._eager: dict = {}  # signature -> why this signature runs eagerly
-        self._restarts: dict = {}  # signature -> times the state it reads changed
+        self._trees: dict[Any, Any] = {}
+        self._eager: dict[Any, Any] = {}  # signature -> why this signature runs eagerly
+        self._restarts: dict[Any, Any] = {}  # signature -> times the state it reads changed
         self.stats = {"replayed": 0, "recorded": 0, "eager": 0}
         self._warned_many = False
         self._modules = _modules_of(fn)
@@ -150,10 +153,10 @@ class Compiled:
 
     # ---- the signature ----
 
-    def _signature(self, args: tuple, kw: dict) -> tuple:
-        leaves: list = []
-        objects: list = []
-        parts: list = [state.enabled]
+    def _signature(self, args: tuple[Any, ...], kw: dict[Any, Any]) -> tuple[Any, ...]:
+        leaves: list[Any] = []
+        objects: list[Any] = []
+        parts: list[Any] = [state.enabled]
         for a in args:
             if isinstance(a, Tensor):
                 leaves.append(a)
@@ -179,7 +182,7 @@ class Compiled:
             return self.fn(*args, **kw)
         if not kw and not self._modules:
             # The common case, specialised: tensor arguments only.
-            parts = [st.enabled]
+            parts: list[Any] = [st.enabled]
             for a in args:
                 if a.__class__ is not Tensor and not isinstance(a, Tensor):
                     break
@@ -232,7 +235,7 @@ class Compiled:
             tree = self._trees[key] = Tree([isinstance(x, Tensor) for x in leaves],
                                            2 if self.verify else 1)
             try:
-                tree.state = watch(self.fn, objects)
+                tree.state = watch(self.fn, objects)  # type: ignore[assignment]  # (Tree untyped)
             except TooMuchState:
                 return self._run_eager(key, "it reaches too many objects besides its "
                                             "arguments to check them on every call; pass "
@@ -254,7 +257,7 @@ class Compiled:
             while cache and len(self._trees) + len(self._eager) >= MAX_SIGNATURES:
                 cache.pop(next(iter(cache)))
 
-    def _run_eager(self, key: Any, why: str, args: tuple | None, kw: Any) -> Any:
+    def _run_eager(self, key: Any, why: str, args: tuple[Any, ...] | None, kw: Any) -> Any:
         """Run eagerly from now on for this signature (``args`` None: ``kw`` is the result
         already computed)."""
         if key is not None:
@@ -266,7 +269,8 @@ class Compiled:
                           f"inputs", CompileWarning, stacklevel=3)
         return kw if args is None else self.fn(*args, **kw)
 
-    def _record(self, key: Any, tree: Tree, args: tuple, kw: dict, leaves: list) -> Any:
+    def _record(self, key: Any, tree: Tree, args: tuple[Any, ...], kw: dict[Any, Any],
+                leaves: list[Any]) -> Any:
         self.stats["recorded"] += 1
         rec = Recorder()
         views = {}
@@ -327,7 +331,7 @@ class Compiled:
         return list(self._eager.values())
 
 
-def compile(fn: Callable | None = None, *, verify: bool = True,  # noqa: A001
+def compile(fn: Callable[..., Any] | None = None, *, verify: bool = True,  # noqa: A001
             max_recordings: int = 32, warn: bool = True, fused: bool | None = None) -> Any:
     """Compile a function of tensors: record its operations once, then replay them.
 
