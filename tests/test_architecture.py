@@ -159,9 +159,6 @@ KNOWN_CIRCLE_EDGES: dict[tuple[str, str], str] = {
     ("yaad.compiled.tape", "yaad.compiled.rewrite"): "the recorder reads rewrite's "
     "pattern constants (DIAG_MM, STRONG_ZERO, TRACE_MM)",
     ("yaad.compiled.codegen", "yaad.compiled.rewrite"): "codegen reads TRACE_MM",
-    # sparse
-    ("yaad.sparse.tensor", "yaad.sparse.linalg"): "SparseTensor converts itself to a "
-    "SciPy LinearOperator with sparse.linalg",
 }
 
 # Modules that import the package ``yaad`` itself (its ``__init__``) from inside: each

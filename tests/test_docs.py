@@ -50,7 +50,7 @@ INTERNAL = {"yaad.batching", "yaad.checkpoint", "yaad.compile", "yaad.compiled",
             "yaad.linalg.spectral", "yaad.linalg.systems",
             "yaad.numpy_dispatch",
             "yaad.op", "yaad.ops", "yaad.tensor", "yaad.nn.layers", "yaad.nn.module",
-            "yaad.sparse.tensor",
+            "yaad.sparse.tensor", "yaad.sparse.array_operator",
             "yaad.optim.lr_scheduler", "yaad.optim.optimizer"}
 
 

@@ -198,6 +198,37 @@ def test_algebra_and_conversions():
     np.testing.assert_allclose(c.with_values(2 * a.data).to_scipy().toarray(), 2 * a.toarray())
 
 
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("adjoint", ["rmatvec", "vjp"])
+def test_scipy_operator_acts_as_the_dense_matrix(complex_, adjoint):
+    """SparseTensor.scipy_operator: the SciPy sparse matrix when every term is sparse;
+    with a matrix-free term a SciPy LinearOperator whose products, adjoint products (from
+    rmatvec, or from the VJP of matvec without one) and solves are the dense matrix's, on
+    plain arrays."""
+    a = random_sparse(seed=4) + 6 * sps.eye_array(N)  # well conditioned, for the solve
+    b = random_sparse(seed=5, complex_=complex_).toarray()
+    theta = yaad.tensor(0.5, requires_grad=True)
+    rmatvec = (lambda v: theta * (b.conj().T @ v)) if adjoint == "rmatvec" else None
+    f = yaad.sparse.linalg.LinearOperator((N, N), lambda v: theta * (b @ v), rmatvec)
+    ref = 2 * a.toarray() + 0.5 * b
+
+    only_sparse = (2 * yaad.sparse.asarray(a)).scipy_operator()
+    assert sps.issparse(only_sparse)
+    np.testing.assert_allclose(only_sparse.toarray(), 2 * a.toarray())
+
+    op = (2 * yaad.sparse.asarray(a) + f).scipy_operator()
+    assert isinstance(op, spla.LinearOperator) and op.shape == (N, N) and op.dtype == ref.dtype
+    v, m = dense_vec(N, complex_), dense_vec((N, 3), complex_)
+    for got, want in [(op.matvec(v), ref @ v), (op @ m, ref @ m),
+                      (op.rmatvec(v), ref.conj().T @ v), (op.H @ m, ref.conj().T @ m)]:
+        assert type(got) is np.ndarray and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    x, info = spla.gmres(op, v, rtol=1e-12, atol=0.0)
+    assert info == 0
+    np.testing.assert_allclose(x, np.linalg.solve(ref, v), rtol=1e-9, atol=1e-12)
+    assert theta.grad is None  # values detached: nothing recorded
+
+
 def test_errors_are_clear():
     h = yaad.sparse.asarray(random_sparse())
     with pytest.raises(TypeError, match="has no dense data"):

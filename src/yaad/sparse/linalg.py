@@ -33,18 +33,15 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
-from ..grad_mode import enable_grad, no_grad
+from ..grad_mode import no_grad
 from ..implicit import (
-    Closure,
     ConvergenceError,
     data_of,
     first_order_only,
-    leaf,
     not_converged,
     pack,
     record,
     unpack,
-    vjp_of,
 )
 from ..linalg.spectral import (
     _DEGENERATE,
@@ -60,6 +57,7 @@ from ..linalg.spectral import (
 )
 from ..ops.shape import stack
 from ..tensor import Tensor, make_tensor
+from .array_operator import ArrayOperator
 from .tensor import WRAPPED, SparseTensor, _FunctionPart, asarray, is_operator
 
 __all__ = ["LinearOperator", "aslinearoperator", "eigsh", "eigs", "expm_multiply", "cg",
@@ -115,90 +113,15 @@ def aslinearoperator(a: Any) -> SparseTensor:
     return asarray(a)
 
 
-class _Operator:
-    """An operator as the solvers use it: products on arrays (no graph), its adjoint, the
-    tensors it depends on, and the VJP of ``theta -> A(theta) V``."""
-
-    def __init__(self, a: Any, name: str) -> None:
-        self.name = name
-        if callable(a) and not isinstance(a, Tensor) and not is_operator(a):
-            raise TypeError(f"{name}: a Python function needs its shape: pass "
-                            f"yaad.sparse.linalg.LinearOperator((n, n), f)")
-        self.s = aslinearoperator(a)
-        self.shape = self.s.shape
-        self.dtype = self.s.dtype
-        self.closure = Closure(lambda v: self.s @ v, name)
-        self.closure.discover(np.zeros(self.shape[1], self.dtype))
-        self.inputs = self.closure.captured
-        self._adjoint_graph = None
-
-    def square(self) -> int:
-        n, m = self.shape
-        if n != m:
-            raise ValueError(f"{self.name}: the operator must be square, not {self.shape}")
-        return n
-
-    def mv(self, v: np.ndarray) -> np.ndarray:
-        """``A v`` for arrays ``(n,)`` or ``(n, m)``."""
-        with no_grad():
-            return np.asarray(data_of(self.s @ v))
-
-    def rmv(self, u: np.ndarray) -> np.ndarray:
-        """``A^H u`` for arrays ``(n,)`` or ``(n, m)``."""
-        try:
-            adj = self.s.mH
-        except NotImplementedError:  # a function without rmatvec: the VJP of matvec
-            if np.ndim(u) == 2:
-                return np.stack([self.rmv(u[:, j]) for j in range(u.shape[1])], axis=1)
-            if self._adjoint_graph is None:
-                x = leaf(np.zeros(self.shape[1], np.result_type(self.dtype, u.dtype)))
-                with enable_grad():
-                    self._adjoint_graph = (x, self.s @ x)
-            x, y = self._adjoint_graph
-            return np.asarray(vjp_of([y], [x], [u], True, False)[0])
-        with no_grad():
-            return np.asarray(data_of(adj @ u))
-
-    def scipy(self, dtype: Any = None) -> spla.LinearOperator:
-        """A SciPy LinearOperator over arrays."""
-        dt = np.result_type(self.dtype, dtype if dtype is not None else self.dtype)
-        return spla.LinearOperator(self.shape, matvec=self.mv, rmatvec=self.rmv,
-                                   matmat=self.mv, rmatmat=self.rmv, dtype=dt)
-
-    def sparse(self) -> Any:
-        """The SciPy sparse matrix of the current values, or None (matrix-free)."""
-        try:
-            return self.s.to_scipy()
-        except (TypeError, NotImplementedError):
-            return None
-
-    def vjp(self, v: np.ndarray, ybar: np.ndarray, inputs: tuple) -> list:
-        """The gradients of ``inputs`` (the captured tensors, as arrays) for
-        ``Re <ybar, A(theta) v>``."""
-        leaves = [leaf(a) for a in inputs]
-        y = self.closure.call(lambda: self.s @ v, leaves)
-        return vjp_of([y], leaves, [ybar], False, False)
-
-    def check_hermitian(self) -> None:
-        """Raise if random probes show that the operator is not Hermitian."""
-        n = self.square()
-        rng = np.random.default_rng(0)
-        u, v = rng.standard_normal((2, n))
-        if self.dtype.kind == "c":
-            u = u + 1j * rng.standard_normal(n)
-            v = v + 1j * rng.standard_normal(n)
-        au, av = self.mv(u), self.mv(v)
-        left, right = np.vdot(u, av), np.vdot(au, v)
-        scale = np.linalg.norm(au) * np.linalg.norm(v) + np.linalg.norm(av) * np.linalg.norm(u)
-        if abs(left - right) > 1e-10 * scale:
-            raise ValueError(
-                f"{self.name}: the operator is not Hermitian: for random vectors u, v, "
-                f"<u, A v> = {left:.6g} but <A u, v> = {right:.6g}. Use "
-                f"yaad.sparse.linalg.eigs for a general operator, or symmetrize it "
-                f"((A + A^H) / 2).")
+def _operator(a: Any, name: str) -> ArrayOperator:
+    """The operator ``a`` (any that the solvers take) as the solver ``name`` uses it."""
+    if callable(a) and not isinstance(a, Tensor) and not is_operator(a):
+        raise TypeError(f"{name}: a Python function needs its shape: pass "
+                        f"yaad.sparse.linalg.LinearOperator((n, n), f)")
+    return ArrayOperator(aslinearoperator(a), name)
 
 
-def _result_tensors(op: _Operator, *others: Any) -> bool:
+def _result_tensors(op: ArrayOperator, *others: Any) -> bool:
     return bool(op.inputs) or any(isinstance(o, Tensor) for o in others)
 
 
@@ -229,7 +152,7 @@ def hermitian_minres(apply: Callable, b: np.ndarray, shift: float, rtol: float,
 class _Eig:
     """Eigenpairs ``(w, v)`` of an operator and the settings of their adjoint solves."""
 
-    def __init__(self, op: _Operator, w: np.ndarray, v: np.ndarray, tol: float,
+    def __init__(self, op: ArrayOperator, w: np.ndarray, v: np.ndarray, tol: float,
                  maxiter: int | None) -> None:
         self.name = op.name
         self.op = op
@@ -337,7 +260,7 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
         In backward, for a loss that depends on an eigenvector's phase or on the basis
         of a degenerate eigenspace.
     """
-    op = _Operator(A, "sparse.linalg.eigsh")
+    op = _operator(A, "sparse.linalg.eigsh")
     op.check_hermitian()
     _, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=True)
     w, v = _rayleigh_ritz(op, v)
@@ -349,7 +272,7 @@ def _eig_outputs(problem: _Eig, return_eigenvectors: bool) -> Any:
     return tuple(out) if return_eigenvectors else out[0]
 
 
-def _rayleigh_ritz(op: _Operator, v: np.ndarray) -> tuple:
+def _rayleigh_ritz(op: ArrayOperator, v: np.ndarray) -> tuple:
     """Orthonormal Ritz pairs of ``A`` in the span of ``v``, ascending. ARPACK has no
     complex Hermitian driver (SciPy runs its general one), whose eigenvectors of a
     degenerate eigenvalue are not orthogonal: one QR and a k x k eigh fix that."""
@@ -359,7 +282,7 @@ def _rayleigh_ritz(op: _Operator, v: np.ndarray) -> tuple:
     return w, q @ u
 
 
-def _arpack(op: _Operator, M: Any, k: int, sigma: Any, which: str, v0: Any, ncv: Any,
+def _arpack(op: ArrayOperator, M: Any, k: int, sigma: Any, which: str, v0: Any, ncv: Any,
             maxiter: Any, tol: float, hermitian: bool) -> tuple:
     """Run ARPACK on the operator (shift-invert with a sparse LU or an iterative solve)."""
     if M is not None:
@@ -387,14 +310,14 @@ def _arpack(op: _Operator, M: Any, k: int, sigma: Any, which: str, v0: Any, ncv:
         ) from None
 
 
-def _worst_residual(op: _Operator, w: np.ndarray, v: np.ndarray) -> float:
+def _worst_residual(op: ArrayOperator, w: np.ndarray, v: np.ndarray) -> float:
     if not len(w):
         return float("inf")
     r = op.mv(v) - v * w
     return float(np.max(np.linalg.norm(r, axis=0)) / max(np.max(np.abs(w)), 1e-300))
 
 
-def _shift_inverse(op: _Operator, sigma: Any, hermitian: bool) -> spla.LinearOperator:
+def _shift_inverse(op: ArrayOperator, sigma: Any, hermitian: bool) -> spla.LinearOperator:
     """``x -> (A - sigma)^-1 x`` by MINRES (Hermitian) or GMRES, for matrix-free A."""
     n = op.shape[0]
     dt = np.result_type(op.dtype, np.asarray(sigma).dtype)
@@ -491,7 +414,7 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
     VJP of ``A(theta) v_i`` at ``-z``: losses must not depend on the phases of the
     eigenvectors (``GaugeError`` otherwise).
     """
-    op = _Operator(A, "sparse.linalg.eigs")
+    op = _operator(A, "sparse.linalg.eigs")
     op.square()
     w, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=False)
     w = w.astype(np.result_type(w.dtype, np.complex64))
@@ -527,7 +450,7 @@ class _Expm:
     """``y = exp(A) b`` as ``s`` Taylor steps ``y_j = sum_k (A/s)^k y_(j-1) / k!``; the
     gradient is that of this computation (the discrete adjoint), exact to rounding."""
 
-    def __init__(self, op: _Operator, b: np.ndarray) -> None:
+    def __init__(self, op: ArrayOperator, b: np.ndarray) -> None:
         self.name = "sparse.linalg.expm_multiply"
         self.op = op
         bound = _norm_bound(op)
@@ -571,7 +494,7 @@ def _columns(vs: list) -> np.ndarray:
     return np.concatenate([v.reshape(v.shape[0], -1) for v in vs], axis=1)
 
 
-def _norm_bound(op: _Operator) -> float:
+def _norm_bound(op: ArrayOperator) -> float:
     """The 1-norm of the operator (exact for sparse matrices, else SciPy's estimate)."""
     a = op.sparse()
     if a is not None:
@@ -623,7 +546,7 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
             t_prev = t
             out.append(prev)
         return stack(out)
-    op = _Operator(A, "sparse.linalg.expm_multiply")
+    op = _operator(A, "sparse.linalg.expm_multiply")
     n = op.square()
     b = np.asarray(data_of(B))
     if b.ndim not in (1, 2) or b.shape[0] != n:
@@ -640,7 +563,7 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
 class _Solve:
     """``x = A^-1 b`` and its gradient by one solve with ``A^H``."""
 
-    def __init__(self, name: str, op: _Operator, x: np.ndarray, adjoint: Callable) -> None:
+    def __init__(self, name: str, op: ArrayOperator, x: np.ndarray, adjoint: Callable) -> None:
         self.name = name
         self.op = op
         self.xs = [x]
@@ -654,7 +577,7 @@ class _Solve:
         return (lam, *params)
 
 
-def _krylov(name: str, solver: Callable, op: _Operator, b: Any, x0: Any, rtol: float,
+def _krylov(name: str, solver: Callable, op: ArrayOperator, b: Any, x0: Any, rtol: float,
             atol: float, maxiter: int | None, M: Any, hermitian: bool, **kw: Any) -> tuple:
     n = op.square()
     bb = np.asarray(data_of(b))
@@ -717,7 +640,7 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     info : int
         0 (non-convergence raises :class:`ConvergenceError`, naming the residual).
     """
-    return _krylov("sparse.linalg.cg", spla.cg, _Operator(A, "sparse.linalg.cg"), b, x0, rtol,
+    return _krylov("sparse.linalg.cg", spla.cg, _operator(A, "sparse.linalg.cg"), b, x0, rtol,
                    atol, maxiter, M, True)
 
 
@@ -742,7 +665,7 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int |
     info : int
         0 (non-convergence raises :class:`ConvergenceError`).
     """
-    return _krylov("sparse.linalg.minres", _minres, _Operator(A, "sparse.linalg.minres"),
+    return _krylov("sparse.linalg.minres", _minres, _operator(A, "sparse.linalg.minres"),
                    b, x0, rtol, 0.0, maxiter, M, True)
 
 
@@ -768,7 +691,7 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
     info : int
         0 (non-convergence raises :class:`ConvergenceError`).
     """
-    return _krylov("sparse.linalg.gmres", spla.gmres, _Operator(A, "sparse.linalg.gmres"), b,
+    return _krylov("sparse.linalg.gmres", spla.gmres, _operator(A, "sparse.linalg.gmres"), b,
                    x0, rtol, atol, maxiter, None, False, restart=restart)
 
 
@@ -790,7 +713,7 @@ def spsolve(A: Any, b: Any) -> Any:
         The solution; the gradient reuses the factorisation (a solve with ``A^H``).
     """
     name = "sparse.linalg.spsolve"
-    op = _Operator(A, name)
+    op = _operator(A, name)
     n = op.square()
     a = op.sparse()
     if a is None:
@@ -809,8 +732,3 @@ def spsolve(A: Any, b: Any) -> Any:
     problem = _Solve(name, op, x, lambda g: solve(g, "H"))
     inputs = [b if isinstance(b, Tensor) else make_tensor(bb), *op.inputs]
     return record(problem, inputs, _result_tensors(op, b))[0]
-
-
-def as_scipy_operator(s: SparseTensor) -> spla.LinearOperator:
-    """A SciPy ``LinearOperator`` applying ``s`` to arrays (values detached)."""
-    return _Operator(s, "to_scipy").scipy()

@@ -32,6 +32,7 @@ from ..ops.products import operand_handlers
 from ..ops.reductions import sum as _sum
 from ..ops.shape import broadcast_to, getitem, reshape, scatter_add, take, transpose
 from ..tensor import Tensor
+from .array_operator import ArrayOperator
 
 __all__ = ["SparseTensor", "asarray", "csr_array", "coo_array", "is_operator"]
 
@@ -556,9 +557,7 @@ class SparseTensor(Tensor):
         try:
             return self.to_scipy()
         except TypeError:
-            from .linalg import as_scipy_operator
-
-            return as_scipy_operator(self)
+            return ArrayOperator(self, "to_scipy").scipy()
 
 
 def _coef_dtype(c: Any) -> np.dtype:
