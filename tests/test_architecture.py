@@ -151,8 +151,6 @@ KNOWN_CIRCLE_EDGES: dict[tuple[str, str], str] = {
     ("yaad.op", "yaad.ops.shape"): "op.py converts operands with ops.shape._as_operand",
     ("yaad.batching", "yaad.ops.shape"): "vmap's helpers (used by the ops' batching "
     "rules) call shape ops such as moveaxis, imported when first used",
-    ("yaad.ops.shape", "yaad.ops.reductions"): "two shape rules sum over broadcast axes "
-    "with reductions.sum, which itself uses shape ops",
     # compiled/: the tape records, rewrites and replays a backward built by reverse.py
     ("yaad.compiled.tape", "yaad.compiled.reverse"): "the recorder escapes to reverse "
     "to record a backward",

@@ -229,6 +229,20 @@ def test_index_put_broadcast_value():
               [x, rand((2, 1), seed=1)])
 
 
+@pytest.mark.parametrize("idx", [(None, slice(None)), np.array([[0, 1], [2, 3]])],
+                         ids=["new-axis", "2-d-index"])
+def test_index_put_value_broadcast_over_more_axes_than_the_output(idx):
+    # a[idx] has more axes than a (y[None, :] = v): the value's gradient sums over the
+    # extra ones inside the rule; first and second order, against finite differences
+    x, v = rand((4,)), rand((4,) if isinstance(idx, tuple) else (2,), seed=1)
+    expected = x.copy()
+    expected[idx] = v
+    assert_like(yaad.index_put(yaad.tensor(x), v, idx), expected)
+    gradcheck(lambda a, b: yaad.index_put(a, b, idx), [x, v])
+    gradcheck(lambda a, b: yaad.index_put(a, b, idx), [x.astype(C128), v.astype(C128)])
+    gradgradcheck(lambda a, b: yaad.index_put(a, b, idx) ** 2, [x, v])
+
+
 # ---- take, take_along_axis --------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw", [{}, {"axis": 1}, {"axis": -1, "mode": "wrap"},
