@@ -129,7 +129,7 @@ def located(rule, name: str, index: int):
     return wrapped
 
 
-_PHASE = ("{name}: the loss depends on the phases of the complex {what}, which are arbitrary "
+PHASE_ERROR = ("{name}: the loss depends on the phases of the complex {what}, which are arbitrary "
           "(each is determined only up to a factor e^(i phi)), so its gradient is not "
           "defined. Make the loss invariant to them, e.g. use abs(v) or v @ v^H instead of v.")
 _FREE = ("{name}: the loss depends on the {what}, an arbitrary orthonormal basis of the "
@@ -146,13 +146,13 @@ _SECOND = ("{name}: a second derivative (create_graph=True, hessian, grad of gra
            "the block's vectors not at all at second order (a gap above working precision, "
            "a symmetry that decouples them), or compute that part without {name} (a matrix "
            "function such as yaad.linalg.expm).")
-_DEGENERATE = ("{name}: the loss depends on the basis chosen inside a degenerate subspace "
+DEGENERATE_ERROR = ("{name}: the loss depends on the basis chosen inside a degenerate subspace "
                "(equal {what}), where the derivative does not exist. Make the loss depend on "
                "the whole subspace (a projector, a sum over the block), or pass eps= (for "
                "example 1e-12) for a Lorentzian-broadened, finite gradient.")
 
 
-def _check(num, mask, scale: float, message: str) -> None:
+def require_negligible(num, mask, scale: float, message: str) -> None:
     """Raise :class:`GaugeError` if ``num`` is not negligible where ``mask`` holds.
 
     Negligible: below ``sqrt(eps)`` times the size of the incoming gradient ``scale``, and
@@ -167,8 +167,9 @@ def _check(num, mask, scale: float, message: str) -> None:
         raise GaugeError(message)
 
 
-def _negligible(x, scale: float):
-    """Where ``x`` is negligible, in the sense of :func:`_check` (x may be the number 0)."""
+def negligible(x, scale: float):
+    """Where ``x`` is negligible, in the sense of :func:`require_negligible` (``x`` may be
+    the number 0)."""
     x = np.abs(data_of(x))
     return x <= np.sqrt(np.finfo(x.dtype if x.dtype.kind in "fc" else float).eps) * max(scale,
                                                                                      1.0)
@@ -202,7 +203,7 @@ def second_order_guard(name: str, what: str, values, flat, coupled, a, mix) -> N
     _DIFFERENTIATED[id(d)] = d
     for t in (getattr(a, "_tangents", None) or {}).values():
         t = data_of(t)
-        if np.any(flat & ~_negligible(mix(t), _scale(t))):
+        if np.any(flat & ~negligible(mix(t), magnitude(t))):
             raise GaugeError(_SECOND.format(name=name, what=what))
 
 
@@ -216,7 +217,9 @@ def degenerate_pairs(values, tol, nonzero: bool = True):
     return pairs & (np.abs(v[..., :, None]) > t) if nonzero else pairs
 
 
-def _scale(*xs) -> float:
+def magnitude(*xs) -> float:
+    """The largest absolute entry of the arrays ``xs`` (None skipped): the size of the
+    gradients a rule receives, which scales the checks of :func:`require_negligible`."""
     return max((float(np.max(np.abs(data_of(x)))) for x in xs if x is not None and x.size),
                default=0.0)
 
@@ -247,7 +250,7 @@ def inverse_gaps(diff, tol, eps, num=None, scale: float = 0.0, message: str = ""
         return _lorentz(diff, eps) * off
     flat = (np.abs(data_of(diff)) <= tol[..., None]) & off
     if num is not None:
-        _check(num, flat, scale, message)
+        require_negligible(num, flat, scale, message)
     zero = flat | ~off
     return where(zero, 0, 1 / where(zero, 1, diff))
 
@@ -258,7 +261,7 @@ def inverse_values(s, tol, eps, num=None, scale: float = 0.0, message: str = "")
         return _lorentz(s, eps)
     zero = data_of(s) <= tol
     if num is not None:
-        _check(num, zero, scale, message)
+        require_negligible(num, zero, scale, message)
     return where(zero, 0, 1 / where(zero, 1, s))
 
 
@@ -275,7 +278,7 @@ def fold_complement(q, gq, k: int, message: str):
     q2 = q[..., k:]
     g2 = gq[..., k:]
     x = matmul(mH(q2), g2)
-    _check(x - mH(x), True, _scale(gq), message)
+    require_negligible(x - mH(x), True, magnitude(gq), message)
     return q1, gq[..., :k] - matmul(q2, matmul(mH(g2), q1))
 
 
@@ -313,7 +316,7 @@ def active_columns(*cotangents):
 def _inverse_or_zero(x, tol, num, scale: float, message: str):
     """``1 / x`` (arrays), 0 where ``|x| <= tol`` after checking ``num`` vanishes there."""
     flat = np.abs(x) <= tol
-    _check(num, flat, scale, message)
+    require_negligible(num, flat, scale, message)
     return np.where(flat, 0, 1 / np.where(flat, 1, x))
 
 
@@ -330,7 +333,7 @@ def _resolvent(m, shifts, g, vectors, values, right=None, *, n, name):
     ``degeneracy_tol`` (for an ``n x n`` problem) to a shift are masked.
     """
     sh = shifts[..., None, :]
-    scale = _scale(g)
+    scale = magnitude(g)
     top = np.maximum(np.max(np.abs(shifts), axis=-1, keepdims=True),
                      np.max(np.abs(values), axis=-1, keepdims=True, initial=0.0))
     tol = degeneracy_tol(top, n)[..., None]
@@ -350,7 +353,7 @@ def _resolvent(m, shifts, g, vectors, values, right=None, *, n, name):
         c = uh @ g
         x = vectors @ (c * _inverse_or_zero(sh - values[..., :, None], tol, c, scale, cut))
         rest = g - vectors @ c
-    zero = _DEGENERATE.format(name=name, what="zero singular values")
+    zero = DEGENERATE_ERROR.format(name=name, what="zero singular values")
     return x + rest * _inverse_or_zero(sh, tol, np.max(np.abs(rest), axis=-2, keepdims=True),
                                        scale, zero)
 
@@ -431,28 +434,28 @@ def _eigh_vjp(g, ans, a, UPLO="L", eps=None):
     if gv is None:
         flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1]), nonzero=False)
         vd = data_of(v)
-        second_order_guard("linalg.eigh", "eigenvalues", w, flat, flat & _touched(gw, _scale(gw)),
-                           a, lambda t: mH(vd) @ herm(t) @ vd)
+        second_order_guard("linalg.eigh", "eigenvalues", w, flat,
+                           flat & _touched(gw, magnitude(gw)), a, lambda t: mH(vd) @ herm(t) @ vd)
         return matmul(v * row(gw), mH(v))
     idx, rest = (slice(None), None) if eps is not None else active_columns(gv, gw)
     vt, wt, gvt = _cols(v, idx), _cols(w, idx), _cols(gv, idx)
     gwt = None if gw is None else _cols(gw, idx)
     tol = degeneracy_tol(w, w.shape[-1])
-    scale = _scale(gw, gv)
+    scale = magnitude(gw, gv)
     j = matmul(mH(vt), gvt)
     if is_complex(j):
-        _check(imag(diag(j)), True, scale, _PHASE.format(name="linalg.eigh",
-                                                         what="eigenvectors"))
+        require_negligible(imag(diag(j)), True, scale,
+                           PHASE_ERROR.format(name="linalg.eigh", what="eigenvectors"))
     skew = (j - mH(j)) * 0.5
     f = inverse_gaps(row(wt) - col(wt), tol, eps, skew, scale,
-                     _DEGENERATE.format(name="linalg.eigh", what="eigenvalues"))
+                     DEGENERATE_ERROR.format(name="linalg.eigh", what="eigenvalues"))
     flat = degenerate_pairs(wt, tol, nonzero=False)
-    coupled = flat & ~_negligible((j + mH(j)) * 0.5, scale)
+    coupled = flat & ~negligible((j + mH(j)) * 0.5, scale)
     vd = data_of(vt)
     second_order_guard("linalg.eigh", "eigenvalues", w, flat, coupled, a,
                        lambda t: mH(vd) @ herm(t) @ vd)
     if eps is None:
-        _eigh_coupling_check(flat, coupled, gwt, scale)
+        eigh_coupling_check(flat, coupled, gwt, scale)
     inner = f * skew
     if gwt is not None:
         inner = inner + diag_matrix(gwt)
@@ -469,17 +472,17 @@ def _touched(g, scale: float):
     """Pairs ``(i, j)`` where the cotangent ``g`` of the values is not negligible at i or j."""
     if g is None:
         return False
-    hit = ~_negligible(g, scale)
+    hit = ~negligible(g, scale)
     return hit[..., :, None] | hit[..., None, :]
 
 
-def _eigh_coupling_check(flat, coupled, gw, scale) -> None:
+def eigh_coupling_check(flat, coupled, gw, scale) -> None:
     """At equal eigenvalues the term of the Hermitian part of ``V^H gV`` is a 0/0 limit (the
     divided difference of ``f`` in ``V diag(f(w)) V^H``). It is 0 when the loss depends on the
     degenerate eigenvectors only through their span (``gw`` zero there) or not at all."""
     if gw is None or not np.any(coupled):
         return
-    quiet = _negligible(gw, scale)
+    quiet = negligible(gw, scale)
     if np.any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
         raise GaugeError(_COUPLED.format(
             name="linalg.eigh", what="eigenvalues", example=" (as V diag(f(w)) V^H does)",
@@ -518,21 +521,22 @@ def _eig_vjp(g, ans, a, eps=None):
     inner = None
     if gv is not None:
         j = matmul(vh, gv)
-        scale = _scale(gw, gv) * _scale(v) ** 2
-        _check(imag(diag(j)), True, scale, _PHASE.format(name="linalg.eig", what="eigenvectors"))
+        scale = magnitude(gw, gv) * magnitude(v) ** 2
+        require_negligible(imag(diag(j)), True, scale,
+                           PHASE_ERROR.format(name="linalg.eig", what="eigenvectors"))
         # Columns of unit norm: the part of gV along each column's own length is not seen.
         num = j - matmul(vh, v) * row(real(diag(j)))
         e = row(w) - col(w)
         tol = degeneracy_tol(w, w.shape[-1])
         f = inverse_gaps(conj(e), tol, eps, num, scale,
-                         _DEGENERATE.format(name="linalg.eig", what="eigenvalues"))
+                         DEGENERATE_ERROR.format(name="linalg.eig", what="eigenvalues"))
         if eps is None:
             _eig_coupling_check(w, tol, gv, gw, scale, a, v)
         inner = f * num
     else:
         vd = data_of(v)
         flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1]), nonzero=False)
-        second_order_guard("linalg.eig", "eigenvalues", w, flat, flat & _touched(gw, _scale(gw)),
+        second_order_guard("linalg.eig", "eigenvalues", w, flat, flat & _touched(gw, magnitude(gw)),
                            a, lambda t: np.linalg.solve(vd, t @ vd))
     if gw is not None:
         inner = diag_matrix(gw) if inner is None else inner + diag_matrix(gw)
@@ -548,14 +552,14 @@ def _eig_coupling_check(w, tol, gv, gw, scale, a, v) -> None:
     flat = degenerate_pairs(w, tol, nonzero=False)
     if not flat.any():
         return
-    used = np.any(~_negligible(gv, scale), axis=-2)
+    used = np.any(~negligible(gv, scale), axis=-2)
     coupled = flat & (used[..., :, None] | used[..., None, :])
     vd = data_of(v)
     second_order_guard("linalg.eig", "eigenvalues", w, flat, coupled, a,
                        lambda t: np.linalg.solve(vd, t @ vd))
     if gw is None:
         return
-    quiet = _negligible(gw, scale)
+    quiet = negligible(gw, scale)
     if np.any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
         raise GaugeError(_COUPLED.format(
             name="linalg.eig", what="eigenvalues", example=" (as V diag(f(w)) V^-1 does)",
@@ -606,7 +610,7 @@ def _svd_core_vjp(a, u, s, v, gu, gs, gv, eps, scale):
         coupled = flat & _touched(gst, scale)
     else:
         x = data_of(j if kk is None else kk if j is None else j + kk)
-        coupled = flat & ~_negligible((x + np.conj(np.swapaxes(x, -1, -2))) * 0.5, scale)
+        coupled = flat & ~negligible((x + np.conj(np.swapaxes(x, -1, -2))) * 0.5, scale)
     ud, vd = data_of(ut), data_of(vt)
     second_order_guard(name, "singular values", s, flat, coupled, a,
                        lambda t: herm(mH(ud) @ t @ vd))
@@ -617,19 +621,20 @@ def _svd_core_vjp(a, u, s, v, gu, gs, gv, eps, scale):
         plus, minus = sj + sk, sj - sk
         # (sj_ab s_b + s_a sk_ab) / (s_b^2 - s_a^2), split into 1/(s_b - s_a) and 1/(s_b + s_a)
         fm = inverse_gaps(row(st) - col(st), tol, eps, plus, scale,
-                          _DEGENERATE.format(name=name, what="singular values"))
+                          DEGENERATE_ERROR.format(name=name, what="singular values"))
         fp = inverse_gaps(row(st) + col(st), tol, eps, minus, scale,
-                          _DEGENERATE.format(name=name, what="zero singular values"))
+                          DEGENERATE_ERROR.format(name=name, what="zero singular values"))
         inner = (fm * plus + fp * minus) * 0.5
         if eps is None:
             inner = inner + _svd_degenerate_term(st, tol, j, kk, gst, scale)
         if is_complex(inner):
             im_j = 0 if j is None else imag(diag(j))
             im_k = 0 if kk is None else imag(diag(kk))
-            _check(im_j + im_k, True, scale, _PHASE.format(name=name, what="singular vectors"))
+            require_negligible(im_j + im_k, True, scale,
+                               PHASE_ERROR.format(name=name, what="singular vectors"))
             phase = im_j - im_k
             inner = inner + diag_matrix(0.5j * phase * inverse_values(
-                st, tol, eps, phase, scale, _DEGENERATE.format(name=name,
+                st, tol, eps, phase, scale, DEGENERATE_ERROR.format(name=name,
                                                                  what="zero singular values")))
     if gst is not None:
         inner = diag_matrix(gst) if inner is None else inner + diag_matrix(gst)
@@ -673,7 +678,7 @@ def _svd_degenerate_term(s, tol, j, kk, gs, scale):
         return 0
     x = data_of(j if kk is None else kk if j is None else j + kk)
     xh = np.conj(np.swapaxes(x, -1, -2))
-    need = flat & ~_negligible((x + xh) * 0.5, scale)
+    need = flat & ~negligible((x + xh) * 0.5, scale)
     if not need.any():
         return 0
     sd = data_of(s)
@@ -683,16 +688,16 @@ def _svd_degenerate_term(s, tol, j, kk, gs, scale):
     y = sd[..., :, None] * x
 
     def holds(residual, where):
-        return np.all(_negligible(residual, scale) | ~where, axis=(-2, -1))
+        return np.all(negligible(residual, scale) | ~where, axis=(-2, -1))
 
-    informative = np.any(off & ~_negligible(x, scale), axis=(-2, -1))
+    informative = np.any(off & ~negligible(x, scale), axis=(-2, -1))
     bond = holds((y - np.conj(np.swapaxes(y, -1, -2))) / top, off)
     rotation = holds(x - xh, off)
     rows = np.any(flat, axis=-1)
     gsd = 0 if gs is None else data_of(gs)
-    diag_ok = np.all(_negligible((sd * gsd - np.real(np.diagonal(x, 0, -2, -1)) / 2)
+    diag_ok = np.all(negligible((sd * gsd - np.real(np.diagonal(x, 0, -2, -1)) / 2)
                                  / top[..., 0], scale) | ~rows, axis=-1)
-    quiet = np.all(_negligible(gsd, scale) | ~rows, axis=-1)
+    quiet = np.all(negligible(gsd, scale) | ~rows, axis=-1)
     use_bond = np.where(informative, bond, diag_ok)
     use_zero = np.where(informative, rotation, quiet) & ~use_bond
     if np.any(np.any(need, axis=(-2, -1)) & ~(use_bond | use_zero)):
@@ -709,7 +714,7 @@ def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False, eps=None):
     gu, gs, gvh = g
     u, s, vh = ans
     k = s.shape[-1]
-    scale = _scale(gu, gs, gvh)
+    scale = magnitude(gu, gs, gvh)
     free = _FREE.format(name="linalg.svd",
                         what="singular vectors beyond min(m, n) (full_matrices=True)")
     u, gu = fold_complement(u, gu, k, free) if u.shape[-1] > k else (u, gu)

@@ -44,16 +44,16 @@ from ..implicit import (
     unpack,
 )
 from ..linalg.spectral import (
-    _DEGENERATE,
-    _PHASE,
+    DEGENERATE_ERROR,
+    PHASE_ERROR,
     GaugeError,
-    _check,
-    _eigh_coupling_check,
-    _negligible,
-    _scale,
     degeneracy_tol,
     degenerate_pairs,
+    eigh_coupling_check,
     inverse_gaps,
+    magnitude,
+    negligible,
+    require_negligible,
 )
 from ..ops.shape import stack
 from ..tensor import Tensor, make_tensor
@@ -177,18 +177,18 @@ class _Eigsh(_Eig):
     def _vector_part(self, w, v, gw, gv) -> np.ndarray:
         vh = v.conj().T
         j = vh @ gv
-        scale = _scale(gw, gv)
+        scale = magnitude(gw, gv)
         if j.dtype.kind == "c":
-            _check(j.diagonal().imag, True, scale,
-                   _PHASE.format(name=self.name, what="eigenvectors"))
+            require_negligible(j.diagonal().imag, True, scale,
+                               PHASE_ERROR.format(name=self.name, what="eigenvectors"))
         skew = (j - j.conj().T) * 0.5
         k = w.size
         tol = degeneracy_tol(w, max(k, 10))
         f = inverse_gaps(w[None, :] - w[:, None], tol, None, skew, scale,
-                         _DEGENERATE.format(name=self.name, what="eigenvalues"))
+                         DEGENERATE_ERROR.format(name=self.name, what="eigenvalues"))
         flat = degenerate_pairs(w, tol, nonzero=False)
         try:
-            _eigh_coupling_check(flat, flat & ~_negligible((j + j.conj().T) * 0.5, scale), gw,
+            eigh_coupling_check(flat, flat & ~negligible((j + j.conj().T) * 0.5, scale), gw,
                                  scale)
         except GaugeError as e:
             raise GaugeError(e.args[0].replace("linalg.eigh", self.name)) from None
@@ -350,9 +350,9 @@ class _Eigs(_Eig):
         gw = np.asarray(gw, dtype=w.dtype)
         gv = np.zeros_like(v) if gv is None else np.asarray(gv, dtype=v.dtype)
         n, k = v.shape
-        scale = _scale(gw, gv)
-        _check((v.conj() * gv).sum(axis=0).imag, True, scale,
-               _PHASE.format(name=self.name, what="eigenvectors"))
+        scale = magnitude(gw, gv)
+        require_negligible((v.conj() * gv).sum(axis=0).imag, True, scale,
+                           PHASE_ERROR.format(name=self.name, what="eigenvectors"))
         ybar = np.zeros_like(v)
         for i in range(k):
             if not (gw[i] or np.any(gv[:, i])):
