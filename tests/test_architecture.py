@@ -151,20 +151,12 @@ KNOWN_CIRCLE_EDGES: dict[tuple[str, str], str] = {
     ("yaad.op", "yaad.ops.shape"): "op.py converts operands with ops.shape._as_operand",
     ("yaad.batching", "yaad.ops.shape"): "vmap's helpers (used by the ops' batching "
     "rules) call shape ops such as moveaxis, imported when first used",
-    # compiled/: the tape records, rewrites and replays a backward built by reverse.py
-    ("yaad.compiled.tape", "yaad.compiled.reverse"): "the recorder escapes to reverse "
-    "to record a backward",
-    ("yaad.compiled.tape", "yaad.compiled.rewrite"): "the recorder reads rewrite's "
-    "pattern constants (DIAG_MM, STRONG_ZERO, TRACE_MM)",
-    ("yaad.compiled.codegen", "yaad.compiled.rewrite"): "codegen reads TRACE_MM",
 }
 
 # Modules that import the package ``yaad`` itself (its ``__init__``) from inside: each
 # is a hidden dependency on everything. The list only shrinks.
 KNOWN_PACKAGE_IMPORTS: dict[str, str] = {
     "yaad.__main__": "`python -m yaad` runs the demo through the public API",
-    "yaad.compiled.codegen": "generated code calls public yaad functions by name",
-    "yaad.compiled.rewrite": "rewrites emit public ops (conj, swapaxes, where, ...)",
     "yaad.creation": "like-constructors re-exported through the package",
     "yaad.demo": "the demo is written against the public API",
     "yaad.func": "transforms call public ops",

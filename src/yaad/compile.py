@@ -13,6 +13,7 @@ import numpy as np
 
 from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
+from .compiled.reverse import record_backward
 from .compiled.rewrite import rewrite
 from .compiled.state import TooMuchState, watch
 from .compiled.tape import Recorder, outcome_key, plain_outputs
@@ -272,7 +273,7 @@ class Compiled:
     def _record(self, key: Any, tree: Tree, args: tuple[Any, ...], kw: dict[Any, Any],
                 leaves: list[Any]) -> Any:
         self.stats["recorded"] += 1
-        rec = Recorder()
+        rec = Recorder(record_backward)
         views = {}
         for k, x in enumerate(leaves):
             rec.add_input(k, x)

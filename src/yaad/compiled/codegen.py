@@ -1,8 +1,8 @@
 """Python source for recorded paths: straight-line calls of the ops' forwards.
 
-A generated function reads the values it needs from the slot list ``E``, calls the
+A generated function reads the values it needs from the slot list ``slots``, calls the
 forwards (and, for a backward program, the forwards of the ops the VJP rules called) in
-the recorded order with the recorded constants, and stores in ``E`` what later code
+the recorded order with the recorded constants, and stores in ``slots`` what later code
 needs. Constants that are not plain literals are names bound in the function's
 namespace. Nothing is interpreted per op at run time.
 """
@@ -15,7 +15,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .tape import Alias, Const, Entry, Guard, Load, S, Tup
+from ..op import registry
+from ..ops import products
+from .product_ops import TRACE_MM
+from .tape import Alias, Const, Entry, Guard, Load, Slot, SlotTuple
 
 
 class Namespace:
@@ -56,9 +59,9 @@ def _is_literal(v: Any) -> bool:
 
 def ref_src(r: Any, ns: Namespace) -> str:
     """Source for a recorded argument."""
-    if type(r) is S:
+    if type(r) is Slot:
         return f"v{r.i}"
-    if type(r) is Tup:
+    if type(r) is SlotTuple:
         inner = ", ".join(ref_src(x, ns) for x in r.items)
         return f"[{inner}]" if r.is_list else f"({inner},)"
     return ns.literal(r)
@@ -66,9 +69,9 @@ def ref_src(r: Any, ns: Namespace) -> str:
 
 def ref_slots(r: Any, out: set) -> None:
     """Add the slots ``r`` refers to."""
-    if type(r) is S:
+    if type(r) is Slot:
         out.add(r.i)
-    elif type(r) is Tup:
+    elif type(r) is SlotTuple:
         for x in r.items:
             ref_slots(x, out)
 
@@ -123,7 +126,7 @@ def _to_shape(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     # expand_dims, squeeze, reshape: a view of the known output shape (NumPy scalars have
     # the method too).
     r = it.args[0]
-    if kw or not (_is_array(r, shapes) or (type(r) is S and shapes(r.i, "generic"))):
+    if kw or not (_is_array(r, shapes) or (type(r) is Slot and shapes(r.i, "generic"))):
         return None
     return f"{a[0]}.reshape({shapes(it.outs[0])!r})"
 
@@ -202,12 +205,8 @@ _BY_OP: dict[int, Any] = {}
 
 def _template(spec: Any) -> Any:
     if not _BY_OP:
-        import yaad
-
         for name, t in _TEMPLATES.items():
-            fn = getattr(yaad, name, None) or getattr(yaad, {"conjugate": "conj"}.get(name, ""),
-                                                      None)
-            op = getattr(fn, "op", None)
+            op = registry.get(name)
             if op is not None:
                 _BY_OP[id(op)] = t
         _BY_OP[0] = None
@@ -215,7 +214,7 @@ def _template(spec: Any) -> Any:
 
 
 def _is_array(r: Any, shapes: Any) -> bool:
-    if type(r) is S:
+    if type(r) is Slot:
         return shapes is not None and shapes(r.i, True)
     return isinstance(r, np.ndarray)
 
@@ -405,14 +404,12 @@ def _mat(x: str, shape: tuple, perm: Any, new_shape: tuple, swap: bool) -> tuple
 def _einsum_spell(it: Entry, value: list) -> str | None:
     """The contraction of two operands as the NumPy calls the einsum op would make for
     these shapes, without its per-call planning."""
-    from ..ops import products
-
-    plan_of = getattr(products, "_pair_plan", None)
+    plan_of = products._pair_plan
     sub = it.args[0]
-    if plan_of is None or len(it.args) != 3 or not isinstance(sub, str) or it.kw:
+    if len(it.args) != 3 or not isinstance(sub, str) or it.kw:
         return None
     refs = it.args[1:]
-    if not all(type(r) is S for r in refs):
+    if not all(type(r) is Slot for r in refs):
         return None
     sa, sb = (np.shape(value[r.i]) for r in refs)
     plan = plan_of(sub, sa, sb)
@@ -436,7 +433,7 @@ def _einsum_spell(it: Entry, value: list) -> str | None:
 
 
 def _trace_mm_spell(it: Entry, value: list) -> str | None:
-    a, b = (value[r.i] if type(r) is S else r for r in it.args)
+    a, b = (value[r.i] if type(r) is Slot else r for r in it.args)
     if a.ndim == 2 and b.ndim == 2 and a.dtype.kind != "c" and b.dtype.kind != "c":
         return "np.vdot({0}, {1}.T)"
     return "np.einsum('...ij,...ji->...', {0}, {1})"
@@ -462,12 +459,7 @@ def specialize(items: list, value: list) -> None:
     """Give entries a cheaper spelling where one applies, kept only if it computes what
     the op computed on the recorded values (exactly, or to rounding for a contraction
     in another order, which is then chosen by timing it on those values)."""
-    import yaad
-
-    from .rewrite import TRACE_MM
-
-    contract = getattr(getattr(yaad, "ops", None), "products", None)
-    contract = getattr(getattr(contract, "_contract", None), "op", None)
+    contract = products._contract.op
     for it in items:
         if type(it) is not Entry or it.spell is not None:
             continue
@@ -481,7 +473,7 @@ def specialize(items: list, value: list) -> None:
             spell = make(it, value)
             if spell is None:
                 continue
-            args = [value[r.i] if type(r) is S else r for r in it.args]
+            args = [value[r.i] if type(r) is Slot else r for r in it.args]
             env = {"np": np, "a0": args[first], "a1": args[first + 1],
                    "_copy_into": copy_into}
             pools = [[None] for _ in range(spell.count("__POOL__"))]

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .tape import Alias, Const, Entry, Load, S, Tup
+from .tape import Alias, Const, Entry, Load, Slot, SlotTuple
 
 _numba: list = []  # the module, once imported (importing it takes a while: on first use)
 
@@ -171,7 +171,7 @@ def _statements(items: list, shape_of: Callable, dtype_of: Callable, params: dic
         dout = it.dtypes[0] if it.dtypes else None
         if name in _IDENTITY or name == "sum":
             r = it.args[0]
-            if type(r) is not S:
+            if type(r) is not Slot:
                 raise _Reject
             if name == "sum":
                 if shape_of(out) != () and int(np.prod(shape_of(out))) != 1:
@@ -194,12 +194,12 @@ def _statements(items: list, shape_of: Callable, dtype_of: Callable, params: dic
         srcs, refs, din, lits = [], [], [], []
         for r in it.args:
             if isinstance(r, np.ndarray) and r.size != 1:
-                r = S(const_slot(r), False)  # an array constant: passed in
-            if type(r) is S:
+                r = Slot(const_slot(r), False)  # an array constant: passed in
+            if type(r) is Slot:
                 srcs.append(f"{{{len(refs)}}}")
                 refs.append(r.i)
                 din.append(dtype_of(r.i))
-            elif type(r) is Tup:
+            elif type(r) is SlotTuple:
                 raise _Reject
             else:
                 srcs.append(None)

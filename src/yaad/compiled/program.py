@@ -64,22 +64,22 @@ def _compiled_vjp(i: int, g: Any, ans: Any, *args: Any, _c: list) -> Any:
     """The VJP of a compiled call for its ``i``-th parent (all are computed at once)."""
     if _c[2] is not g:
         end = _c[0]
-        E = _c[1]
-        end.check_versions(E, _c[4])
+        slots = _c[1]
+        end.check_versions(slots, _c[4])
         if (isinstance(g, Tensor) or any(isinstance(a, Tensor) for a in args)
                 or (type(g) is tuple and any(isinstance(x, Tensor) for x in g))
                 or end.bwd is None):
-            grads = end.eager_vjp(E, args, g)
+            grads = end.eager_vjp(slots, args, g)
         else:
             seeds = (g,) if end.nout == 1 else tuple(
                 np.zeros(s, d) if x is None else x
                 for x, s, d in zip(g, end.out_shapes, end.out_dtypes))
             try:
-                grads = end.bwd(E, *seeds)
+                grads = end.bwd(slots, *seeds)
             except Exception:
                 # A value-dependent failure inside an inlined rule (a singular matrix
                 # where the recording had a regular one): eager mode's backward decides.
-                grads = end.eager_vjp(E, args, g)
+                grads = end.eager_vjp(slots, args, g)
         _c[2] = g
         _c[3] = grads
     return _c[3][i]
@@ -152,11 +152,12 @@ class End:
         self.needs = self._needs()
         self.info = codegen.SlotInfo(rec.value)
         ns = Namespace()
-        self.finish = codegen.build("finish", "E, L", self.finish_lines(ns), ns)
+        self.finish = codegen.build("finish", "slots, inputs", self.finish_lines(ns), ns)
         self.fast = self._generate_fast() if self.fast else None
 
     def finish_lines(self, ns: Namespace) -> list[str]:
-        """Statements building the outputs from the slots ``E`` and inputs ``L``."""
+        """Statements building the outputs from the slot values ``slots`` and the call's
+        arguments ``inputs``."""
         ns.env.update(_new=_new, Node=Node, CT=CompiledTensor, T=Tensor, _clock=_clock,
                       _accumulate=_accumulate, _plain=_plain_tensor, _scalar=_scalar)
         lines = []
@@ -164,17 +165,17 @@ class End:
         if self.nout:
             edges = []
             for j, src in enumerate(self.parent_src):
-                p = f"L[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
+                p = f"inputs[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
                 lines.append(f"    p{j} = {p}")
                 edges.append(f"p{j}._node or p{j}")
             op = ns.name(compiled_op(self.name, self.nout), "op")
-            ans = (f"E[{self.node_outs[0]}]" if self.nout == 1 else
-                   "(" + "".join(f"E[{o}], " for o in self.node_outs) + ")")
+            ans = (f"slots[{self.node_outs[0]}]" if self.nout == 1 else
+                   "(" + "".join(f"slots[{o}], " for o in self.node_outs) + ")")
             lines += [
                 "    node = _new(Node)",
                 f"    node.op = {op}",
-                "    node.args = (" + "".join(f"E[{s}], " for s in self.parents) + ")",
-                f"    node.kw = {{'_c': [{ns.name(self, 'end')}, E, None, None, _clock[0]]}}",
+                "    node.args = (" + "".join(f"slots[{s}], " for s in self.parents) + ")",
+                f"    node.kw = {{'_c': [{ns.name(self, 'end')}, slots, None, None, _clock[0]]}}",
                 f"    node.ans = {ans}",
                 "    node.parents = (" + "".join(e + ", " for e in edges) + ")",
                 "    node.epoch = _clock[0]",
@@ -183,17 +184,17 @@ class End:
             ]
             for k, o in enumerate(self.node_outs):
                 edge = "node" if self.nout == 1 else f"(node, {k})"
-                lines += [f"    t{o} = _new(CT)", f"    t{o}._data = E[{o}]",
+                lines += [f"    t{o} = _new(CT)", f"    t{o}._data = slots[{o}]",
                           f"    t{o}._node = {edge}", f"    t{o}.requires_grad = True"]
                 names[o] = f"t{o}"
         for src, s in self.effects:
-            t = f"L[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
-            lines.append(f"    _accumulate({t}, E[{s}])")
+            t = f"inputs[{src[1]}]" if src[0] == "in" else ns.name(src[1], "x")
+            lines.append(f"    _accumulate({t}, slots[{s}])")
         lines.append(f"    return {_spec_src(self.spec, ns, names)}")
         return lines
 
     def _generate_fast(self) -> Any:
-        """``fast(node, E, seed, retain)``: backward straight into the leaves' ``.grad``
+        """``fast(node, slots, seed, retain)``: backward straight into the leaves' ``.grad``
         (False: the ordinary engine must do it: a parent is not a leaf, or has hooks)."""
         ns = Namespace()
         ns.env.update(Node=Node, _clock=_clock, end=self, bwd=self.bwd, np=np)
@@ -212,9 +213,9 @@ class End:
                       "    except AttributeError:",
                       f"        p{j}._hooks = None"]
         lines += ["    if node.epoch < _clock[0]:",
-                  "        end.check_versions(E, node.epoch)",
+                  "        end.check_versions(slots, node.epoch)",
                   "    try:",
-                  f"        {gs} = bwd(E, seed)",
+                  f"        {gs} = bwd(slots, seed)",
                   "    except Exception:",
                   "        return False  # the engine's path decides (see _compiled_vjp)"]
         for j, copy in enumerate(self.copy):
@@ -232,7 +233,7 @@ class End:
         lines += ["    if not retain:",
                   "        node.args = node.ans = node.kw = None",
                   "    return True"]
-        return codegen.build("fast_backward", "node, E, seed, retain", lines, ns)
+        return codegen.build("fast_backward", "node, slots, seed, retain", lines, ns)
 
     def _needs(self) -> set:
         needs = set(self.bwd_reads) | set(self.parents) | set(self.node_outs)
@@ -299,7 +300,7 @@ class End:
         lines = []
         for s in reads:
             if s < nfwd:
-                lines.append(f"    v{s} = E[{s}]")
+                lines.append(f"    v{s} = slots[{s}]")
             else:  # a constant made while deriving the backward (ones, an identity)
                 lines.append(f"    v{s} = {ns.name(rec.value[s])}")
         self.bkept = kept
@@ -333,7 +334,7 @@ class End:
         lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle,
                                     fail="raise _Stale")
         lines.append(f"    return ({outs},)")
-        params = "E, " + ", ".join(f"v{s}" for s in seeds)
+        params = "slots, " + ", ".join(f"v{s}" for s in seeds)
         self.bwd = codegen.build("backward", params, lines, ns)
         # A gradient may be handed to .grad as it is only if it is a fresh array: made by
         # an op of the backward program, not a view, not given to two parents.
@@ -392,35 +393,35 @@ class End:
 
     def _set_backward(self, ready: int | None) -> None:
         """The backward as the fused kernel recomputing from the inputs; with ``ready``,
-        the gradients for the implicit seed 1 are first taken from ``E[ready]``, where the
+        the gradients for the implicit seed 1 are first taken from ``slots[ready]``, where the
         forward kernel left them (once: a second backward recomputes)."""
         run, inputs = self.fused_bwd
         ns = Namespace()
         seeds = ", ".join(f"v{s}" for s in self.seed_slots)
-        args = ", ".join([f"E[{s}]" for s in inputs] + [f"v{s}" for s in self.seed_slots])
+        args = ", ".join([f"slots[{s}]" for s in inputs] + [f"v{s}" for s in self.seed_slots])
         lines = []
         if ready is not None:
             one = ns.name(self.one, "one")
             lines += [f"    if {seeds} is {one}:",
-                      f"        g = E[{ready}]",
+                      f"        g = slots[{ready}]",
                       "        if g is not None:",
-                      f"            E[{ready}] = None",
+                      f"            slots[{ready}] = None",
                       "            return g"]
         lines.append(f"    return {ns.name(run, 'fused')}({args})")
-        self.bwd = codegen.build("backward", "E, " + seeds, lines, ns)
+        self.bwd = codegen.build("backward", "slots, " + seeds, lines, ns)
         if self.fast is not None:
             self.fast = self._generate_fast()
 
-    def check_versions(self, E: list, epoch: int) -> None:
+    def check_versions(self, slots: list, epoch: int) -> None:
         """Raise, as eager mode does, if an array the backward reads (an input, a tensor
         read from outside, an output) was changed in place since the call."""
         if epoch < _clock[0]:
             # (without a backward program, eager_vjp reads any forward value)
-            reads = sorted(self.bwd_reads) if self.bwd is not None else range(len(E))
-            saved = _Saved(self.name, tuple(E[s] for s in reads if E[s] is not None), epoch)
+            reads = sorted(self.bwd_reads) if self.bwd is not None else range(len(slots))
+            saved = _Saved(self.name, tuple(slots[s] for s in reads if slots[s] is not None), epoch)
             check_saved(saved)
 
-    def eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
+    def eager_vjp(self, slots: list, args: tuple, g: Any) -> tuple:
         """The VJP by re-running the path on tensors (create_graph, no backward program,
         or a backward program that failed for these values): the parents' values are
         ``args`` (tensors linked to the graph, or arrays)."""
@@ -431,9 +432,9 @@ class End:
                 f"gradients inside (backward(), autograd.grad with a rule that reads "
                 f"values) is not supported here; compile the outer computation.")
         with _enable_grad():
-            return self._eager_vjp(E, args, g)
+            return self._eager_vjp(slots, args, g)
 
-    def _eager_vjp(self, E: list, args: tuple, g: Any) -> tuple:
+    def _eager_vjp(self, slots: list, args: tuple, g: Any) -> tuple:
         from ..autograd import grad as _grad
 
         vals: dict[int, Any] = {}
@@ -443,8 +444,8 @@ class End:
             else:
                 vals[s] = Tensor(a, requires_grad=True)
         for s in range(self.nslots):
-            if s not in vals and s < len(E) and E[s] is not None and _is_input(self, s):
-                vals[s] = E[s]
+            if s not in vals and s < len(slots) and slots[s] is not None and _is_input(self, s):
+                vals[s] = slots[s]
         for it in _live_items(self.items, set(self.node_outs)):
             t = type(it)
             if t is Entry:
@@ -510,14 +511,14 @@ def _is_input(end: End, s: int) -> bool:
 
 
 def _value(vals: dict, r: Any) -> Any:
-    from .tape import S, Tup
+    from .tape import Slot, SlotTuple
 
-    if type(r) is S:
+    if type(r) is Slot:
         v = vals[r.i]
         if not r.tensor and isinstance(v, Tensor):
             return v._data
         return v
-    if type(r) is Tup:
+    if type(r) is SlotTuple:
         items = [_value(vals, x) for x in r.items]
         return items if r.is_list else tuple(items)
     return r
@@ -530,13 +531,13 @@ _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), slice, type(Ell
 def _immutable(it: Entry) -> bool:
     """Whether the constants ``it`` reads are immutable (arrays are read by reference:
     their contents may change from call to call)."""
-    from .tape import S, Tup
+    from .tape import Slot, SlotTuple
 
     def ok(r: Any) -> bool:
-        if type(r) is S:
+        if type(r) is Slot:
             return True
-        if type(r) is Tup or type(r) is tuple or type(r) is list:
-            return all(ok(x) for x in (r.items if type(r) is Tup else r))
+        if type(r) is SlotTuple or type(r) is tuple or type(r) is list:
+            return all(ok(x) for x in (r.items if type(r) is SlotTuple else r))
         return isinstance(r, _IMMUTABLE) or isinstance(r, type)
 
     return all(ok(r) for r in it.args) and all(ok(v) for v in (it.kw or {}).values())
@@ -578,11 +579,11 @@ def _spec_src(spec: Any, ns: Namespace, names: dict) -> str:
     kind = spec[0]
     if kind == "T":
         s = spec[1]
-        return names.get(s) or f"_plain(E[{s}])"
+        return names.get(s) or f"_plain(slots[{s}])"
     if kind == "A":
-        return f"_scalar(E[{spec[1]}])" if spec[2] else f"E[{spec[1]}]"
+        return f"_scalar(slots[{spec[1]}])" if spec[2] else f"slots[{spec[1]}]"
     if kind == "IN":
-        return f"L[{spec[1]}]"
+        return f"inputs[{spec[1]}]"
     if kind == "OBJ":
         return ns.name(spec[1], "x")
     if kind == "C":
@@ -678,7 +679,7 @@ class Tree:
         self.verify = verify  # recordings of a path needed before it is replayed
         self.root: Segment | None = None
         self.nslots = len(tensors)
-        self.call = None  # call(L) -> outputs, or MISS: generated by generate()
+        self.call = None  # call(inputs) -> outputs, or MISS: generated by generate()
         self.records = 0
         self.state = None  # the check of what the function reads besides its arguments
 
@@ -813,21 +814,21 @@ class Tree:
         for i, seg in segs.items():
             defs, uses, _ = info[i]
             single = seg is root and seg.guard is None
-            if single:  # one path: the whole call in one function, inputs straight from L
+            if single:  # one path: the whole call in one function, reading ``inputs``
                 if seg.end.seen < self.verify:
                     self.call = None
                     return
                 # (one more slot: where a fused forward leaves the gradients)
                 lines = self._state_lines(ns)
-                lines.append(f"    E = [None] * {self.nslots + 1}")
-                lines += [f"    v{s} = L[{s}]" + ("._data" if self.tensors[s] else "")
+                lines.append(f"    slots = [None] * {self.nslots + 1}")
+                lines += [f"    v{s} = inputs[{s}]" + ("._data" if self.tensors[s] else "")
                           for s in sorted(uses)]
                 # (every input used: eager_vjp, the fallback, may recompute from them;
                 # it has the parents' values from the node)
                 inputs = set(range(len(self.tensors))) - set(seg.end.parents)
-                lines += [f"    E[{s}] = v{s}" for s in sorted(uses & (across | inputs))]
+                lines += [f"    slots[{s}] = v{s}" for s in sorted(uses & (across | inputs))]
             else:
-                lines = [f"    v{s} = E[{s}]" for s in sorted(uses)]
+                lines = [f"    v{s} = slots[{s}]" for s in sorted(uses)]
             miss = "MISS" if single else "None"
             if single and (seg.end.to_fuse is not None or seg.end.fused_call is not None):
                 lines += self._fused_forward(seg, kept[i], uses, defs & across, ns)
@@ -841,17 +842,17 @@ class Tree:
                 else:
                     lines += codegen.body_lines([it], ns, shapes=info[i][2],
                                                 fail=f"return {miss}")
-            lines += [f"    E[{s}] = v{s}" for s in sorted(defs & across)]
+            lines += [f"    slots[{s}] = v{s}" for s in sorted(defs & across)]
             if single:
                 lines += seg.end.finish_lines(ns)
-                self.call = codegen.build("call", "L", lines, ns)
+                self.call = codegen.build("call", "inputs", lines, ns)
                 return
             if seg.guard is None:
                 lines.append(f"    return {ns.name(seg.end, 'end')}")
             else:
                 src = codegen.guard_src(seg.guard, ns, None)
                 lines.append(f"    return {ns.name(seg.table, 'branch')}.get({src})")
-            seg.fn = codegen.build(f"segment{i}", "E", lines, ns)
+            seg.fn = codegen.build(f"segment{i}", "slots", lines, ns)
         for seg in segs.values():
             seg.table.update({k: c.fn for k, c in seg.children.items()})
         self.call = self._driver(ns)
@@ -882,7 +883,7 @@ class Tree:
         if grads:
             gmap = {s: f"g{k}" for k, s in enumerate(grads)}
             tup = "".join(("None" if s is None else gmap[s]) + ", " for s in end.results)
-            lines.append(f"    E[{self.nslots}] = ({tup})")
+            lines.append(f"    slots[{self.nslots}] = ({tup})")
         return lines
 
     def _fuse_forward(self, end: End, items: list, uses: set, outs: set, value: list
@@ -908,22 +909,22 @@ class Tree:
         return None if run is None else (run, outs, [], uses)
 
     def _driver(self, ns: Namespace) -> Any:
-        """``call(L)``: put the inputs in the slot list, run the segments along the
+        """``call(inputs)``: put the inputs in the slot list, run the segments along the
         outcomes to the end of a path, build the outputs (or return ``MISS``)."""
         ns.env["End"] = End
         lines = self._state_lines(ns)
-        lines.append(f"    E = [None] * {self.nslots}")
-        lines += [f"    E[{k}] = L[{k}]" + ("._data" if t else "")
+        lines.append(f"    slots = [None] * {self.nslots}")
+        lines += [f"    slots[{k}] = inputs[{k}]" + ("._data" if t else "")
                   for k, t in enumerate(self.tensors)]
-        lines += [f"    r = {ns.name(self.root.fn, 'seg')}(E)",
+        lines += [f"    r = {ns.name(self.root.fn, 'seg')}(slots)",
                   "    while r.__class__ is not End:",
                   "        if r is None:",
                   "            return MISS",
-                  "        r = r(E)",
+                  "        r = r(slots)",
                   f"    if r.seen < {self.verify}:",
                   "        return MISS",
-                  "    return r.finish(E, L)"]
-        return codegen.build("call", "L", lines, ns)
+                  "    return r.finish(slots, inputs)"]
+        return codegen.build("call", "inputs", lines, ns)
 
 
 class _Miss:

@@ -37,14 +37,15 @@ from ..gradients import (
 from ..op import Op
 from ..ops.strong_zero import strong_zero
 from ..tensor import Tensor
-from .tape import Entry, Recorder, S, Tup
+from .rewrite import rewrite
+from .tape import Entry, Recorder, Slot, SlotTuple
 
 
 def _rule_value(rec: Recorder, r: Any, differentiable: bool) -> Any:
     """The value a rule gets for the recorded argument ``r``."""
-    if type(r) is S:
+    if type(r) is Slot:
         return rec.rule_tensor(r.i) if r.tensor or differentiable else rec.value[r.i]
-    if type(r) is Tup:
+    if type(r) is SlotTuple:
         items = [_rule_value(rec, x, False) for x in r.items]
         return items if r.is_list else tuple(items)
     if differentiable and isinstance(r, np.ndarray):
@@ -149,7 +150,7 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
         ans = (rec.rule_tensor(outs[0]) if spec.nout == 1
                else tuple(rec.rule_tensor(o) for o in outs))
         strong = spec.elementwise and any(o in masked for o in outs)
-        values = [rec.value[r.i] if type(r) is S else r for r in e.args]
+        values = [rec.value[r.i] if type(r) is Slot else r for r in e.args]
         grads = {}
         with rec.probing() as probe:
             for i in todo:
@@ -201,9 +202,9 @@ def _called(rec: Recorder, e: Entry, todo: tuple, strong: bool, gs: list,
     todo = tuple(i for i in todo if i in probed)  # (a rule may return None: no gradient)
     if not todo:
         return {}
-    gref = S(rec.slot_of(gs[0])) if spec.nout == 1 else Tup(
-        [None if g is None else S(rec.slot_of(g)) for g in gs], False)
-    aref = S(e.outs[0]) if spec.nout == 1 else Tup([S(o) for o in e.outs], False)
+    gref = Slot(rec.slot_of(gs[0])) if spec.nout == 1 else SlotTuple(
+        [None if g is None else Slot(rec.slot_of(g)) for g in gs], False)
+    aref = Slot(e.outs[0]) if spec.nout == 1 else SlotTuple([Slot(o) for o in e.outs], False)
     args = (gref, aref, *e.args)
     outs = []
     for i in todo:
@@ -245,8 +246,6 @@ def _has_hooks(rec: Recorder, slots: set) -> bool:
 def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph: bool,
                     inputs: Any, capture: bool, allow_unused: bool) -> Any:
     """``run_backward`` while recording: the same results, with the backward recorded."""
-    from .rewrite import rewrite
-
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
         check_output(t, k)
@@ -262,10 +261,10 @@ def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph
     if (_has_hooks(rec, needed)
             or any(rec.src[s][0] == "ext" and rec.edge[s] is not rec.tensor[s] for s in leaves)
             or (inputs is None and create_graph)):
-        return escape_to_engine(rec, "a backward pass with hooks, through tensors computed "
-                                "outside the function, or accumulating create_graph "
-                                "gradients", outputs, grad_outputs, create_graph, inputs,
-                                capture, allow_unused)
+        return rec.backward_eagerly("a backward pass with hooks, through tensors computed "
+                                    "outside the function, or accumulating create_graph "
+                                    "gradients", outputs, grad_outputs, create_graph,
+                                    inputs, capture, allow_unused)
     rewrite(rec)
     prev_mode = state.enabled
     state.enabled = bool(create_graph)
@@ -297,19 +296,3 @@ def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph
         if src[0] == "in" or src[0] == "ext":
             rec.effects.append((src, gs))
     return None
-
-
-def escape_to_engine(rec: Recorder, what: str, *args: Any) -> Any:
-    """Run the backward pass with the engine: the call goes on eagerly."""
-    from ..engine import run_backward
-
-    rec.escape(what)
-    st = state
-    prev = st.tracer
-    st.tracer = None
-    st.refresh()
-    try:
-        return run_backward(*args[:2], None, *args[2:])
-    finally:
-        st.tracer = prev
-        st.refresh()

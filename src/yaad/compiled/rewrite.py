@@ -14,82 +14,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..op import Op
-from ..op import apply as _apply
-from ..tensor import Tensor
+from ..ops.shape import broadcast_to
 from .codegen import ref_slots
-from .tape import Alias, Entry, Guard, Recorder, S, Tup
-
-
-def private_op(forward: Callable, name: str, vjps: tuple, save_args: bool = True,
-               save_ans: bool = False, linear: Any = True) -> Op:
-    """An op for compiled tapes only: not in ``yaad.registry``, callable on tensors."""
-    spec = Op(forward=forward, name=name, vjps=tuple(vjps), jvps=(), save_args=save_args,
-              save_ans=save_ans, nout=1, variadic=False, elementwise=False, selects=False,
-              linear=linear)
-
-    def fn(*args: Any, **kw: Any) -> Any:
-        if any(isinstance(a, Tensor) for a in args):
-            return _apply(spec, args, kw)
-        return forward(*args, **kw)
-
-    fn.op = spec
-    spec.fn = fn
-    return spec
-
-
-def _c(x: Any) -> Any:
-    from .. import conj
-
-    return conj(x) if x.dtype.kind == "c" else x
-
-
-def _mT(x: Any) -> Any:
-    from .. import swapaxes
-
-    return swapaxes(x, -1, -2)
-
-
-# ---- trace(a @ b) and diagonal(a @ b) ---------------------------------------------------
-
-def _trace_mm(a: Any, b: Any) -> Any:
-    if a.ndim == 2 and b.ndim == 2 and a.dtype.kind != "c" and b.dtype.kind != "c":
-        return np.vdot(a, b.T)
-    return np.einsum("...ij,...ji->...", a, b)
-
-
-def _trace_mm_vjp(k: int) -> Callable:
-    def vjp(g: Any, ans: Any, a: Any, b: Any) -> Any:
-        from .. import expand_dims
-
-        other = _c(_mT(b if k == 0 else a))
-        if g.ndim:
-            g = expand_dims(g, (-2, -1))
-        return g * other
-
-    return vjp
-
-
-TRACE_MM = private_op(_trace_mm, "trace_of_product", (_trace_mm_vjp(0), _trace_mm_vjp(1)))
-
-
-def _diag_mm(a: Any, b: Any) -> Any:
-    return np.einsum("...ij,...ji->...i", a, b)
-
-
-def _diag_mm_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
-    from .. import expand_dims
-
-    return expand_dims(g, -1) * _c(_mT(b))
-
-
-def _diag_mm_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
-    from .. import expand_dims
-
-    return expand_dims(g, -2) * _c(_mT(a))
-
-
-DIAG_MM = private_op(_diag_mm, "diagonal_of_product", (_diag_mm_vjp_a, _diag_mm_vjp_b))
+from .product_ops import DIAG_MM, TRACE_MM
+from .tape import Alias, Entry, Guard, Recorder, Slot, SlotTuple
 
 
 def _params(e: Entry, names: tuple, defaults: dict) -> dict | None:
@@ -98,13 +26,13 @@ def _params(e: Entry, names: tuple, defaults: dict) -> dict | None:
     vals.update(zip(names, e.args[1:]))
     if e.kw:
         vals.update(e.kw)
-    if any(type(v) is S for v in vals.values()):
+    if any(type(v) is Slot for v in vals.values()):
         return None
     return vals
 
 
 def _ndim(rec: Recorder, r: Any) -> int:
-    return np.ndim(rec.value[r.i]) if type(r) is S else np.ndim(r)
+    return np.ndim(rec.value[r.i]) if type(r) is Slot else np.ndim(r)
 
 
 def _last_two(axis1: Any, axis2: Any, nd: int) -> bool:
@@ -117,7 +45,7 @@ def _last_two(axis1: Any, axis2: Any, nd: int) -> bool:
 def _product_diagonal(rec: Recorder, e: Entry, producers: dict) -> Entry | None:
     """``e`` rewritten when it takes the trace or diagonal of a matrix product."""
     name = e.op.name
-    if name not in ("trace", "diagonal") or not e.args or type(e.args[0]) is not S:
+    if name not in ("trace", "diagonal") or not e.args or type(e.args[0]) is not Slot:
         return None
     p = producers.get(e.args[0].i)
     if p is None or p.op.name != "matmul" or len(p.args) != 2 or p.kw:
@@ -164,18 +92,18 @@ def rewrite(rec: Recorder) -> None:
 # ---- clean-ups on a list of items, before code generation ----------------------------------
 
 def _subst(r: Any, m: dict) -> Any:
-    if type(r) is S:
+    if type(r) is Slot:
         t = m.get(r.i)
-        return r if t is None else S(t, r.tensor)
-    if type(r) is Tup:
-        return Tup([_subst(x, m) for x in r.items], r.is_list)
+        return r if t is None else Slot(t, r.tensor)
+    if type(r) is SlotTuple:
+        return SlotTuple([_subst(x, m) for x in r.items], r.is_list)
     return r
 
 
 def _key(r: Any) -> Any:
-    if type(r) is S:
+    if type(r) is Slot:
         return ("s", r.i)
-    if type(r) is Tup:
+    if type(r) is SlotTuple:
         return ("t", r.is_list, tuple(_key(x) for x in r.items))
     if type(r) in (int, float, bool, str, type(None)):
         return (type(r), r)
@@ -218,16 +146,14 @@ def simplify(items: list, keep: set, shape: Callable) -> list:
 
 
 def _drop_broadcasts(items: list, keep: set, shape: Callable) -> list:
-    from .. import broadcast_to
-
     bop = getattr(broadcast_to, "op", None)
     users: dict[int, list] = {}
     for it in items:
         if type(it) is Entry:
             for r in (*it.args, *(it.kw or {}).values()):
-                if type(r) is S:
+                if type(r) is Slot:
                     users.setdefault(r.i, []).append(it)
-                elif type(r) is Tup:  # (a slot inside a tuple: not a plain operand)
+                elif type(r) is SlotTuple:  # (a slot inside a tuple: not a plain operand)
                     inner: set = set()
                     ref_slots(r, inner)
                     for i in inner:
@@ -236,7 +162,7 @@ def _drop_broadcasts(items: list, keep: set, shape: Callable) -> list:
             users.setdefault(it.of, []).append(it)
     m: dict[int, int] = {}
     for it in items:
-        if type(it) is not Entry or it.op is not bop or type(it.args[0]) is not S:
+        if type(it) is not Entry or it.op is not bop or type(it.args[0]) is not Slot:
             continue
         o = it.outs[0]
         if o in keep:
@@ -248,8 +174,8 @@ def _drop_broadcasts(items: list, keep: set, shape: Callable) -> list:
                     or shape(u.outs[0]) != target):
                 ok = False
                 break
-            other = u.args[1] if (type(u.args[0]) is S and u.args[0].i == o) else u.args[0]
-            if not (type(other) is S and other.i != o and other.i not in m
+            other = u.args[1] if (type(u.args[0]) is Slot and u.args[0].i == o) else u.args[0]
+            if not (type(other) is Slot and other.i != o and other.i not in m
                     and shape(other.i) == target):  # (not a broadcast dropped too)
                 ok = False
                 break

@@ -29,18 +29,21 @@ import contextlib
 import operator
 import random
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from ..engine import run_backward
 from ..grad_mode import state
-from ..op import Op, _clock
+from ..op import Op, _clock, registry
 from ..op import apply as _apply
+from ..ops.strong_zero import STRONG_ZERO
 from ..tensor import Tensor, make_tensor
+from .product_ops import DIAG_MM, TRACE_MM
 from .watched import Watched, plain
 
 
-class S:
+class Slot:
     """A reference to slot ``i`` of a recording (``tensor``: passed as a Tensor, not an array)."""
 
     __slots__ = ("i", "tensor")
@@ -50,7 +53,7 @@ class S:
         self.tensor = tensor
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is S and other.i == self.i and other.tensor == self.tensor
+        return type(other) is Slot and other.i == self.i and other.tensor == self.tensor
 
     def __hash__(self) -> int:
         return hash((self.i, self.tensor))
@@ -59,7 +62,7 @@ class S:
         return f"v{self.i}"
 
 
-class Tup:
+class SlotTuple:
     """A tuple or list argument that contains slot references (an index, say)."""
 
     __slots__ = ("items", "is_list")
@@ -69,7 +72,7 @@ class Tup:
         self.is_list = is_list
 
     def __eq__(self, other: object) -> bool:
-        return (type(other) is Tup and other.is_list == self.is_list
+        return (type(other) is SlotTuple and other.is_list == self.is_list
                 and len(other.items) == len(self.items)
                 and all(same_ref(a, b) for a, b in zip(self.items, other.items)))
 
@@ -175,9 +178,9 @@ def same_const(a: Any, b: Any) -> bool:
 
 def same_ref(a: Any, b: Any) -> bool:
     """Whether two arguments of two recordings are the same (slot refs or constants)."""
-    if type(a) is S or type(a) is Tup:
+    if type(a) is Slot or type(a) is SlotTuple:
         return a == b
-    if type(b) is S or type(b) is Tup:
+    if type(b) is Slot or type(b) is SlotTuple:
         return False
     return same_const(a, b)
 
@@ -303,10 +306,6 @@ _shape_op_set: set = set()
 def _shape_ops() -> set:
     """The ops of ``_SHAPE_OPS`` (looked up once, by identity)."""
     if not _shape_op_set:
-        from ..op import registry
-        from ..ops.strong_zero import STRONG_ZERO
-        from .rewrite import DIAG_MM, TRACE_MM
-
         _shape_op_set.update(registry[n] for n in _SHAPE_OPS if n in registry)
         _shape_op_set.update((DIAG_MM, STRONG_ZERO, TRACE_MM))
     return _shape_op_set
@@ -336,9 +335,14 @@ class Recorder:
     reverse transform runs the VJP rules on these), whether a gradient can flow through
     it, and its edge (the node, or the tensor itself for a leaf), which tells a tensor of
     the same array apart from a detached copy.
+
+    ``record_backward(recorder, outputs, grad_outputs, create_graph, inputs, capture,
+    allow_unused)`` records a backward pass called while recording
+    (:func:`yaad.compiled.reverse.record_backward`, built on this module).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, record_backward: Callable) -> None:
+        self.record_backward = record_backward  # see backward
         self.items: list = []
         self.target = self.items  # where new items go (a probe redirects them)
         self.value: list = []
@@ -466,17 +470,17 @@ class Recorder:
     def ref(self, a: Any) -> Any:
         """The tape reference for argument ``a``: a slot, or ``a`` itself (a constant)."""
         if isinstance(a, Tensor):
-            return S(self.slot_of(a))
+            return Slot(self.slot_of(a))
         t = type(a)
         if t is Watched:
-            return S(a.slot, False)
+            return Slot(a.slot, False)
         if t is np.ndarray:
             s = self.lookup_array(a)
-            return S(s, False) if s is not None else a
+            return Slot(s, False) if s is not None else a
         if (t is tuple or t is list) and a:
             items = [self.ref(x) for x in a]
-            if any(type(x) is S or type(x) is Tup for x in items):
-                return Tup(items, t is list)
+            if any(type(x) is Slot or type(x) is SlotTuple for x in items):
+                return SlotTuple(items, t is list)
         if isinstance(a, _ctx_type()):
             self.escape(f"a custom yaad.Function ({a!r} lives for one call)")
         return a
@@ -590,22 +594,34 @@ class Recorder:
     def backward(self, outputs: Any, grad_outputs: Any, retain_graph: Any,
                  create_graph: bool, inputs: Any = None, capture: bool = False,
                  allow_unused: bool = False) -> Any:
-        """``run_backward`` while recording: the backward pass is recorded too."""
-        from .reverse import escape_to_engine, record_backward
-
+        """``run_backward`` while recording: the backward pass is recorded too (by
+        ``self.record_backward``), or run by the engine, the call going on eagerly."""
         if self.suspended or self.probe is not None:  # inside an op or a rule
-            return escape_to_engine(self, "a backward pass inside an operation or a "
-                                    "gradient rule", outputs, grad_outputs, create_graph,
-                                    inputs, capture, allow_unused)
+            return self.backward_eagerly("a backward pass inside an operation or a "
+                                         "gradient rule", outputs, grad_outputs,
+                                         create_graph, inputs, capture, allow_unused)
         if _clock[0] != self.clock:
             # An in-place change was made while recording (the call runs eagerly from the
             # next one on): the recording's slots hold the values from before it, the
             # engine's graph those after it.
-            return escape_to_engine(self, "a backward pass after an in-place operation",
-                                    outputs, grad_outputs, create_graph, inputs, capture,
-                                    allow_unused)
-        return record_backward(self, outputs, grad_outputs, create_graph, inputs, capture,
-                               allow_unused)
+            return self.backward_eagerly("a backward pass after an in-place operation",
+                                         outputs, grad_outputs, create_graph, inputs,
+                                         capture, allow_unused)
+        return self.record_backward(self, outputs, grad_outputs, create_graph, inputs,
+                                    capture, allow_unused)
+
+    def backward_eagerly(self, what: str, *args: Any) -> Any:
+        """Run the backward pass with the engine: the call goes on eagerly."""
+        self.escape(what)
+        st = state
+        prev = st.tracer
+        st.tracer = None
+        st.refresh()
+        try:
+            return run_backward(*args[:2], None, *args[2:])
+        finally:
+            st.tracer = prev
+            st.refresh()
 
     # ---- running ----
 
