@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_like_numpy, check_jvp, random_array
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.arrays import assert_like_numpy, check_jvp, random_array
 
 import yaad
 from yaad.ops import products

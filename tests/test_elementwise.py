@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import scipy.special as sp
-from conftest import assert_like_numpy, random_array
+from support.arrays import assert_like_numpy, random_array
 
 import yaad
 from yaad.ops import elementwise as ew

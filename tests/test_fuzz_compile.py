@@ -8,7 +8,7 @@ NaN and ties, nan-reductions, norms of every order at ties and at zero, logsumex
 signed weights, matrix_rank, det and inv at singular matrices, eigh and svd at degenerate
 ones, searchsorted, and Python branching and looping on values (``float()``, ``int()``,
 ``bool()``, ``.item()``); the other steps are ops of ``yaad.registry`` called as
-``tests/strategies.py`` draws them. The loss mixes the results with fixed weights.
+``tests/support/strategies.py`` draws them. The loss mixes the results with fixed weights.
 
 Each program is compiled and called on its recorded inputs twice (recording, verifying),
 then on ``REPLAYS`` inputs of the same shapes made to flip its decisions: permuted
@@ -31,10 +31,10 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from conftest_reliability import FUZZ_PROGRAMS, fuzz_settings
 from hypothesis import Phase, given, note
 from hypothesis import strategies as st
-from strategies import CASES, available
+from support.reliability import FUZZ_PROGRAMS, fuzz_settings
+from support.strategies import CASES, available
 
 import yaad as Y
 from yaad import CompileWarning

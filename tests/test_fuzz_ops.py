@@ -12,10 +12,10 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest_reliability import fuzz_settings
 from hypothesis import assume, given, note
 from hypothesis import strategies as st
-from strategies import CASES, Call, Case, available, builtin_ops, covered_ops
+from support.reliability import fuzz_settings
+from support.strategies import CASES, Call, Case, available, builtin_ops, covered_ops
 
 import yaad
 from yaad.testing import gradcheck
@@ -164,7 +164,7 @@ def test_fuzz_gradient_matches_finite_differences(key, data):
 def test_every_registered_op_has_a_fuzz_case():
     missing = sorted(set(builtin_ops()) - covered_ops())
     assert not missing, (
-        f"ops in yaad.registry without an entry in tests/strategies.py CASES (add one with "
+        f"ops in yaad.registry without an entry in tests/support/strategies.py CASES (add one with "
         f"its input domain and NumPy oracle): {missing}")
 
 

@@ -25,7 +25,7 @@ import jax.scipy.special as jsp
 import numpy as np
 import pytest
 import torch
-from conftest_reliability import FUZZ_PROGRAMS
+from support.reliability import FUZZ_PROGRAMS
 
 import yaad
 from yaad.testing import gradcheck, gradgradcheck

@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 import pytest
 import scipy.linalg as sla
-from linalg_inputs import BATCHES, COMPLEX, data, general, herm, posdef, rand
+from support.linalg_inputs import BATCHES, COMPLEX, data, general, herm, posdef, rand
 
 import yaad
 from yaad.testing import gradcheck, gradgradcheck

@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 import pytest
-from linalg_inputs import (
+from support.linalg_inputs import (
     BATCHES,
     COMPLEX,
     abs2,

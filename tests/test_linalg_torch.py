@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 import torch
-from linalg_inputs import COMPLEX, abs2, general, herm, posdef, rand
+from support.linalg_inputs import COMPLEX, abs2, general, herm, posdef, rand
 
 import yaad
 

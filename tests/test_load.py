@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_reliability import long_only
+from support.reliability import long_only
 
 import yaad
 

@@ -14,10 +14,10 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest_reliability import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import CASES, available
+from support.reliability import fuzz_settings
+from support.strategies import CASES, available
 from test_fuzz_ops import as_inputs, assert_same_forward, draw_call
 
 import yaad

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_like_numpy, check_jvp, random_array
+from support.arrays import assert_like_numpy, check_jvp, random_array
 
 import yaad
 from yaad.testing import gradcheck, gradgradcheck

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_reliability import long_only
+from support.reliability import long_only
 
 import yaad
 from yaad import func as F
@@ -901,7 +901,7 @@ def _complex_case(p):
 
 def test_every_op_defined_on_complex_numbers_has_a_complex_case():
     # strategies.CASES says which ops take complex inputs (their NumPy oracle does)
-    from strategies import CASES as DOMAINS
+    from support.strategies import CASES as DOMAINS
 
     takes_complex = set()
     for c in DOMAINS.values():

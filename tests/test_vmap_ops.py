@@ -18,10 +18,10 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest_reliability import fuzz_settings
 from hypothesis import assume, given, note
 from hypothesis import strategies as st
-from strategies import CASES, Call, Case, available, builtin_ops, covered_ops
+from support.reliability import fuzz_settings
+from support.strategies import CASES, Call, Case, available, builtin_ops, covered_ops
 
 import yaad
 from yaad import batching
@@ -268,4 +268,4 @@ def test_every_registered_op_has_a_batching_rule_and_a_case():
     stale = set(FALLBACK) - set(ops) - decorated
     assert not stale, f"FALLBACK names what no longer runs per example: {stale}"
     uncovered = sorted(set(ops) - covered_ops())
-    assert not uncovered, f"ops without a case in tests/strategies.py CASES: {uncovered}"
+    assert not uncovered, f"ops without a case in tests/support/strategies.py CASES: {uncovered}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import random_array
+from support.arrays import random_array
 
 import yaad
 

@@ -1,8 +1,8 @@
 """Switches shared by the reliability tests (issue 7), imported by them.
 
-``tests/conftest.py`` belongs to the shared fixtures; this module only reads the
-environment. ``YAAD_FUZZ_PROGRAMS=N`` (``make fuzz`` sets 5000) turns on the long
-variants: N random programs, more hypothesis examples per op, the 100,000-step memory run.
+It only reads the environment. ``YAAD_FUZZ_PROGRAMS=N`` (``make fuzz`` sets 5000) turns on
+the long variants: N random programs, more hypothesis examples per op, the 100,000-step
+memory run.
 """
 
 from __future__ import annotations
