@@ -1,199 +1,27 @@
 """Table-driven tests of every elementwise op: forward against NumPy/SciPy, gradients and
 second derivatives against finite differences, dtypes, broadcasting, subgradients.
 
-The table below must cover every elementwise op in ``yaad.registry``: a new op without a
-row fails ``test_table_covers_every_elementwise_op``.
+The table is ``tests/op_cases.py`` (read by the fuzz and second-order suites too): it must
+cover every elementwise op in ``yaad.registry``, and a new op without a row fails
+``test_table_covers_every_elementwise_op``.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import pytest
-import scipy.special as sp
-from support.arrays import assert_like_numpy, random_array
+from op_cases import ELEMENTWISE, NO_GRADIENT, row_function, row_inputs
+from support.arrays import assert_like_numpy
+from support.strategies import resolve
 
 import yaad
 from yaad.ops import elementwise as ew
-from yaad.ops import parameter_derivatives as pd
 from yaad.testing import gradcheck, gradgradcheck
 
-R = (-2.0, 2.0)
-POS = (0.3, 3.0)
-UNIT = (-0.9, 0.9)
-NEAR_ONE = (0.7, 1.3)
-SMALL_IMAG = (-0.5, 0.5)
-PROB = (0.05, 0.95)
-
-
-@dataclass
-class Case:
-    """One differentiable elementwise op.
-
-    ref: the NumPy/SciPy oracle. domains: the interval of the real parts of each
-    differentiable input, where the function is smooth. complex: "yes" (forward and
-    gradients checked on complex input), "raises" (a complex gradient raises TypeError, at
-    the forward if NumPy refuses complex input) or "no" (not tested on complex). order: a
-    fixed non-differentiable first argument (polygamma's n, jv's v). second: "yes", "real"
-    (second derivatives checked on real input only) or "no". fn: the yaad callable when it
-    is not ``yaad.<name>``.
-    """
-
-    ref: Callable
-    domains: tuple = (R,)
-    complex: str = "yes"
-    order: Any = None
-    second: str = "yes"
-    imag: tuple = (-1.0, 1.0)
-    fn: Callable | None = None
-
-
-def _c(ref, domains=(R,), **kw):
-    return Case(ref, domains, **kw)
-
-
-def _where_fn(x, y):
-    return yaad.where(yaad.real(x) > 0, x, y)
-
-
-def _clip_fn(x, lo, hi):
-    return yaad.clip(x, lo, hi)
-
-
-CASES: dict[str, Case] = {
-    # trigonometric and hyperbolic
-    "sin": _c(np.sin), "cos": _c(np.cos), "tan": _c(np.tan, ((-1.2, 1.2),)),
-    "arcsin": _c(np.arcsin, (UNIT,), imag=SMALL_IMAG),
-    "arccos": _c(np.arccos, (UNIT,), imag=SMALL_IMAG),
-    "arctan": _c(np.arctan, imag=SMALL_IMAG),
-    "sinh": _c(np.sinh), "cosh": _c(np.cosh), "tanh": _c(np.tanh),
-    "arcsinh": _c(np.arcsinh, imag=SMALL_IMAG),
-    "arccosh": _c(np.arccosh, ((1.2, 3.0),)),
-    "arctanh": _c(np.arctanh, (UNIT,), imag=SMALL_IMAG),
-    # exponentials and logarithms
-    "exp": _c(np.exp), "exp2": _c(np.exp2), "expm1": _c(np.expm1),
-    "log": _c(np.log, (POS,)), "log2": _c(np.log2, (POS,)), "log10": _c(np.log10, (POS,)),
-    "log1p": _c(np.log1p, ((-0.5, 2.0),)),
-    # powers and simple maps
-    "sqrt": _c(np.sqrt, (POS,)), "cbrt": _c(np.cbrt, (POS,), complex="raises"),
-    "square": _c(np.square), "reciprocal": _c(np.reciprocal, (POS,)),
-    "negative": _c(np.negative), "positive": _c(np.positive),
-    "deg2rad": _c(np.deg2rad, complex="raises"), "rad2deg": _c(np.rad2deg, complex="raises"),
-    "radians": _c(np.radians, complex="raises"), "degrees": _c(np.degrees, complex="raises"),
-    "sinc": _c(np.sinc),
-    "absolute": _c(np.abs), "sign": _c(np.sign), "angle": _c(np.angle),
-    "real": _c(np.real), "imag": _c(np.imag), "conjugate": _c(np.conj),
-    # special functions
-    "erf": _c(sp.erf), "erfc": _c(sp.erfc), "erfcx": _c(sp.erfcx),
-    "erfinv": _c(sp.erfinv, (UNIT,), complex="raises"),
-    "erfcinv": _c(sp.erfcinv, ((0.1, 1.9),), complex="raises"),
-    "gamma": _c(sp.gamma, (POS,), second="real"),
-    "gammaln": _c(sp.gammaln, (POS,), complex="raises"),
-    "digamma": _c(sp.digamma, (POS,), complex="raises"),
-    "polygamma": _c(sp.polygamma, (POS,), order=1, complex="raises"),
-    "beta": _c(sp.beta, (POS, POS), complex="raises"),
-    "betaln": _c(sp.betaln, (POS, POS), complex="raises"),
-    "expit": _c(sp.expit, complex="raises"), "logit": _c(sp.logit, ((0.1, 0.9),),
-                                                      complex="raises"),
-    "xlogy": _c(sp.xlogy, (R, POS)), "xlog1py": _c(sp.xlog1py, (R, (-0.5, 2.0))),
-    "jv": _c(sp.jv, (POS,), order=1.5), "yv": _c(sp.yv, (POS,), order=1.5),
-    "iv": _c(sp.iv, (POS,), order=1.5),
-    "ive": _c(sp.ive, (POS,), order=1.5, complex="raises"),
-    "j0": _c(sp.j0, complex="raises"), "j1": _c(sp.j1, complex="raises"),
-    "y0": _c(sp.y0, (POS,), complex="raises"), "y1": _c(sp.y1, (POS,), complex="raises"),
-    "i0": _c(sp.i0, complex="raises"), "i1": _c(sp.i1, complex="raises"),
-    "i0e": _c(sp.i0e, ((0.2, 2.0),), complex="raises"),
-    "i1e": _c(sp.i1e, ((0.2, 2.0),), complex="raises"),
-    "ndtr": _c(sp.ndtr), "log_ndtr": _c(sp.log_ndtr, ((-4.0, 4.0),)),
-    "ndtri": _c(sp.ndtri, (PROB,), complex="raises"),
-    "log_expit": _c(sp.log_expit, complex="raises"),
-    "rgamma": _c(sp.rgamma, (POS,), second="real"),
-    "loggamma": _c(sp.loggamma, (POS,), second="real"),
-    "gammasgn": _c(sp.gammasgn, ((0.1, 0.9),), complex="raises"),
-    "multigammaln": _c(lambda a: sp.multigammaln(a, 3), ((1.5, 3.0),), complex="no",
-                       fn=lambda a: yaad.multigammaln(a, 3)),
-    "factorial": _c(lambda n: sp.factorial(n, exact=False), (POS,), complex="no"),
-    "poch": _c(sp.poch, (POS, POS), complex="raises"),
-    "entr": _c(sp.entr, (POS,), complex="raises"),
-    "rel_entr": _c(sp.rel_entr, (POS, POS), complex="raises"),
-    "kl_div": _c(sp.kl_div, (POS, POS), complex="raises"),
-    "exp1": _c(sp.exp1, (POS,)), "expi": _c(sp.expi, (POS,)),
-    "expn": _c(sp.expn, (POS,), order=1, complex="raises"),
-    "spence": _c(sp.spence, (POS,)),
-    "zeta": _c(sp.zeta, (POS,), order=2.5, complex="raises"),
-    "dawsn": _c(sp.dawsn), "wofz": _c(sp.wofz),
-    "owens_t": _c(sp.owens_t, (R, R), complex="raises"),
-    "hyp1f1": _c(lambda x: sp.hyp1f1(0.7, 1.3, x), fn=lambda x: yaad.hyp1f1(0.7, 1.3, x)),
-    "hyp2f1": _c(lambda z: sp.hyp2f1(0.7, 1.3, 2.1, z), ((-0.6, 0.6),), imag=SMALL_IMAG,
-                 fn=lambda z: yaad.hyp2f1(0.7, 1.3, 2.1, z)),
-    "yn": _c(sp.yn, (POS,), order=1, complex="raises"),
-    "boxcox": _c(sp.boxcox, (POS, R), complex="raises"),
-    "boxcox1p": _c(sp.boxcox1p, (POS, R), complex="raises"),
-    "gammainc": _c(sp.gammainc, (POS, POS), complex="raises"),
-    "gammaincc": _c(sp.gammaincc, (POS, POS), complex="raises"),
-    "betainc": _c(sp.betainc, (POS, POS, PROB), complex="raises"),
-    "stdtr": _c(sp.stdtr, (POS, R), complex="raises"),
-    # derivatives of gammainc, betainc in their parameters (values: see test_special.py);
-    # the forward oracle is the op's own, second derivatives would be of third order
-    "gammainc_da": _c(pd.gammainc_da, (POS, POS), order=1, complex="raises", second="no",
-                      fn=ew._gammainc_da),
-    "betainc_dab": _c(lambda a, b, x: pd.betainc_dab(1, 0, a, b, x), (POS, POS, PROB),
-                      complex="raises", second="no",
-                      fn=lambda a, b, x: ew._betainc_dab(1, 0, a, b, x)),
-    # binary arithmetic
-    "add": _c(np.add, (R, R)), "subtract": _c(np.subtract, (R, R)),
-    "multiply": _c(np.multiply, (R, R)), "divide": _c(np.divide, (R, (0.5, 2.0))),
-    "power": _c(np.power, (POS, R)), "float_power": _c(np.float_power, (POS, R)),
-    "arctan2": _c(np.arctan2, (R, (0.5, 2.0)), complex="raises"),
-    "hypot": _c(np.hypot, (R, R), complex="raises"),
-    "logaddexp": _c(np.logaddexp, (R, R), complex="raises"),
-    "logaddexp2": _c(np.logaddexp2, (R, R), complex="raises"),
-    "mod": _c(np.mod, (POS, NEAR_ONE), complex="raises"),
-    "fmod": _c(np.fmod, (POS, NEAR_ONE), complex="raises"),
-    "floor_divide": _c(np.floor_divide, (POS, NEAR_ONE), complex="raises"),
-    "maximum": _c(np.maximum, (R, R), complex="raises"),
-    "minimum": _c(np.minimum, (R, R), complex="raises"),
-    "fmax": _c(np.fmax, (R, R), complex="raises"),
-    "fmin": _c(np.fmin, (R, R), complex="raises"),
-    # piecewise constant (zero gradient) and piecewise linear
-    "floor": _c(np.floor, complex="raises"), "ceil": _c(np.ceil, complex="raises"),
-    "trunc": _c(np.trunc, complex="raises"), "fix": _c(np.fix, complex="raises"),
-    "rint": _c(np.rint), "round": _c(np.round),
-    "relu": _c(lambda x: np.maximum(x, 0), complex="raises"),
-    "softplus": _c(lambda x: np.logaddexp(0, x), complex="raises"),
-    # selection
-    "where": _c(lambda x, y: np.where(np.real(x) > 0, x, y), (R, R), fn=_where_fn),
-    "clip": _c(np.clip, (R, (-1.0, -0.3), (0.3, 1.0)), complex="no", fn=_clip_fn),
-}
-
-# Ops without a gradient: forward only, and the result does not require grad.
-_F = np.array([-1.5, 0.0, 2.0, np.nan, np.inf, -np.inf])
-_G = np.array([-1.5, 1.0, 2.0, 0.0, np.inf, 3.0])
-_I = np.array([12, 7, 0, 3, 255, 40])
-_J = np.array([8, 21, 5, 2, 3, 6])
-_B = np.array([True, False, True, False, True, True])
-_Z = np.array([1 + 2j, 3 + 0j, -1j, 0j, 2.5 + 0j, 1 + 1e-20j])
-NONDIFF: dict[str, tuple] = {
-    "equal": (np.equal, _F, _G), "not_equal": (np.not_equal, _F, _G),
-    "less": (np.less, _F, _G), "less_equal": (np.less_equal, _F, _G),
-    "greater": (np.greater, _F, _G), "greater_equal": (np.greater_equal, _F, _G),
-    "logical_and": (np.logical_and, _B, _B[::-1]), "logical_or": (np.logical_or, _B, _B[::-1]),
-    "logical_xor": (np.logical_xor, _B, _B[::-1]), "logical_not": (np.logical_not, _B),
-    "isnan": (np.isnan, _F), "isinf": (np.isinf, _F), "isfinite": (np.isfinite, _F),
-    "isneginf": (np.isneginf, _F), "isposinf": (np.isposinf, _F),
-    "signbit": (np.signbit, _F), "iscomplex": (np.iscomplex, _Z),
-    "isreal": (np.isreal, _Z), "isclose": (np.isclose, _F, _G),
-    "bitwise_and": (np.bitwise_and, _I, _J), "bitwise_or": (np.bitwise_or, _I, _J),
-    "bitwise_xor": (np.bitwise_xor, _I, _J), "invert": (np.invert, _I),
-    "left_shift": (np.left_shift, _I, _J % 4), "right_shift": (np.right_shift, _I, _J % 4),
-    "heaviside": (np.heaviside, _F, _G), "gcd": (np.gcd, _I, _J), "lcm": (np.lcm, _I, _J),
-}
-
-# Shapes that broadcast, by number of differentiable inputs.
-SHAPES = {1: ((2, 3),), 2: ((3, 1), (4,)), 3: ((3, 1), (4,), (1,))}
+CASES = ELEMENTWISE  # one row an op: tests/op_cases.py
 
 
 def _elementwise_op_names() -> set:
@@ -209,32 +37,41 @@ def _elementwise_op_names() -> set:
 
 def test_table_covers_every_elementwise_op():
     names = _elementwise_op_names()
-    covered = set(CASES) | set(NONDIFF)
-    assert not names - covered, f"elementwise ops without a test row: {names - covered}"
+    covered = set(CASES) | set(NO_GRADIENT)
+    assert not names - covered, (
+        f"elementwise ops without a test row: {names - covered}: add a row to "
+        "ELEMENTWISE (or NO_GRADIENT) in tests/op_cases.py")
     assert not covered - names, f"test rows for ops that do not exist: {covered - names}"
 
 
+def test_a_new_op_without_a_row_fails(monkeypatch):
+    # Guards the guard: an op declared in ops/elementwise.py (its source row) fails the
+    # coverage of this table and of the fuzz table until tests/op_cases.py has its row.
+    from support.strategies import builtin_ops, covered_ops
+
+    monkeypatch.setattr(ew, "_rows", list(ew._rows))
+    fake = ew.elementwise_op("fake_sin", np.sin, lambda _a, x: yaad.cos(x))
+    monkeypatch.setattr(ew, "fake_sin", fake, raising=False)
+    try:
+        with pytest.raises(AssertionError, match="without a test row: {'fake_sin'}"):
+            test_table_covers_every_elementwise_op()
+        assert "fake_sin" in set(builtin_ops()) - covered_ops()
+        monkeypatch.setitem(ELEMENTWISE, "fake_sin", ELEMENTWISE["sin"])
+        test_table_covers_every_elementwise_op()
+    finally:
+        yaad.registry.pop("fake_sin")
+
+
 def _fn(name: str) -> Callable:
-    case = CASES[name]
-    fn = case.fn or getattr(yaad, name)
-    if case.order is not None:
-        return lambda *xs: fn(case.order, *xs)
-    return fn
+    return row_function(CASES[name], resolve(CASES[name].path or name))
 
 
 def _ref(name: str) -> Callable:
-    case = CASES[name]
-    if case.order is not None:
-        return lambda *xs: case.ref(case.order, *xs)
-    return case.ref
+    return row_function(CASES[name], CASES[name].ref)
 
 
 def _inputs(name: str, dtype: Any, seed: int = 0) -> list:
-    case = CASES[name]
-    rng = np.random.default_rng(seed)
-    shapes = SHAPES[len(case.domains)]
-    return [random_array(rng, s, dtype, *dom, imag=case.imag)
-            for s, dom in zip(shapes, case.domains)]
+    return row_inputs(CASES[name], dtype, np.random.default_rng(seed))
 
 
 def _complex_cases(status: str) -> list:
@@ -303,7 +140,7 @@ def test_float32_gradients_stay_float32(name):
 def test_python_scalar_operands(name):
     fn, ref = _fn(name), _ref(name)
     x, y = (v.reshape(-1)[:3].astype(np.float32) for v in _inputs(name, np.float64))
-    sx, sy = float(np.mean(CASES[name].domains[0])), float(np.mean(CASES[name].domains[1]))
+    sx, sy = (float(np.mean(d.real[-1])) for d in CASES[name].domains)
     with np.errstate(all="ignore"):
         assert_like_numpy(fn(yaad.tensor(x), sy), ref(x, sy))  # float32 stays float32
         assert_like_numpy(fn(sx, yaad.tensor(y)), ref(sx, y))
@@ -323,9 +160,9 @@ def test_real_only_raises_for_complex(name):
         yaad.sum(yaad.real(out) if out.dtype.kind == "c" else out).backward()
 
 
-@pytest.mark.parametrize("name", sorted(NONDIFF))
+@pytest.mark.parametrize("name", sorted(NO_GRADIENT))
 def test_nondifferentiable_ops(name):
-    ref, *args = NONDIFF[name]
+    ref, args = NO_GRADIENT[name].ref, NO_GRADIENT[name].args
     ts = [yaad.tensor(a, requires_grad=a.dtype.kind in "fc") for a in args]
     with np.errstate(all="ignore"):
         out = getattr(yaad, name)(*ts)

@@ -164,7 +164,8 @@ def test_fuzz_gradient_matches_finite_differences(key, data):
 def test_every_registered_op_has_a_fuzz_case():
     missing = sorted(set(builtin_ops()) - covered_ops())
     assert not missing, (
-        f"ops in yaad.registry without an entry in tests/support/strategies.py CASES (add one with "
+        f"ops in yaad.registry without a fuzz case (an elementwise op: a row in "
+        f"tests/op_cases.py; another: an entry in tests/support/strategies.py CASES, with "
         f"its input domain and NumPy oracle): {missing}")
 
 

@@ -27,6 +27,7 @@ twin or a reason) fails: add its inputs to ``CASES``. An op without a VJP rule m
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from op_cases import ELEMENTWISE, NO_GRADIENT, row_function, row_inputs
 from support.reliability import long_only
 
 import yaad
@@ -59,16 +61,11 @@ BUILTIN = sorted(n for n, differentiable in ALL_BUILTIN.items() if differentiabl
 # The library's ops without a VJP rule, and why none is due. Any other op without one
 # fails test_every_op_without_a_rule_is_listed: give it rules, or a reason here.
 NOT_DIFFERENTIABLE = {
-    **dict.fromkeys(["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-                     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan",
-                     "isinf", "isfinite", "isneginf", "isposinf", "signbit", "iscomplex",
-                     "isreal", "isclose", "all", "any"], "boolean output"),
-    **dict.fromkeys(["bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift",
-                     "right_shift", "gcd", "lcm"], "integer inputs"),
+    **{name: row.why for name, row in NO_GRADIENT.items()},  # elementwise: tests/op_cases.py
+    **dict.fromkeys(["all", "any"], "boolean output"),
     **dict.fromkeys(["argmax", "argmin", "argsort", "argpartition", "argwhere",
                      "searchsorted", "count_nonzero", "linalg.matrix_rank"],
                     "integer output (indices or counts)"),
-    "heaviside": "piecewise constant: its derivative is 0 wherever it exists",
     "logsumexp_sign": "the sign of the sum, piecewise constant",
 }
 
@@ -121,52 +118,6 @@ def unary(lo=-1.0, hi=1.0, z=None, sample=None, **opts):
     return make
 
 
-def binary(lo=-1.0, hi=1.0, lo2=None, hi2=None, z=None, z2=None, **opts):
-    """An elementwise op of two inputs, broadcast (2, 3) with (3,)."""
-    lo2 = lo if lo2 is None else lo2
-    hi2 = hi if hi2 is None else hi2
-
-    def make(fn):
-        cases = [(fn, (real(2, 3, lo=lo, hi=hi), real(3, lo=lo2, hi=hi2)), opts)]
-        if z is not None:
-            cases.append((fn, (cplx(2, 3, center=z), cplx(3, center=z if z2 is None else z2)),
-                          opts))
-        return cases
-
-    return make
-
-
-def with_order(order, lo, hi, z=None):
-    """An op ``fn(order, x)`` (Bessel functions, polygamma) with the order held fixed, at
-    reals in [lo, hi] and complex numbers around ``z`` when given."""
-    def make(fn):
-        out = [(lambda x: fn(order, x), (real(2, 3, lo=lo, hi=hi),), {})]
-        if z is not None:
-            out.append((lambda x: fn(order, x), (cplx(2, 3, center=z),), {}))
-        return out
-
-    return make
-
-
-def gamma_like():
-    """gamma, rgamma, loggamma: reals in [0.5, 2.5] to order 2, complex numbers around
-    1.5 + 0.5j to order 1 (their second derivative needs polygamma(1, z), which SciPy
-    lacks for complex z)."""
-    def make(fn):
-        return unary(0.5, 2.5)(fn) + [(fn, (cplx(2, 3, center=1.5 + 0.5j),), {"order": 1})]
-
-    return make
-
-
-def separated():
-    """Two inputs 0.3 apart everywhere (maximum, minimum: no ties)."""
-    def make(fn):
-        x = real(2, 3)
-        return [(fn, (x, x + rng.choice([-0.3, 0.3], (2, 3))), {})]
-
-    return make
-
-
 def cases(*entries):
     """Explicit cases: (f_of_fn, inputs) or (f_of_fn, inputs, options)."""
     def make(fn):
@@ -206,85 +157,8 @@ COND = np.array([[True, False, True], [False, True, False]])
 Z = 0.5 + 0.5j
 
 CASES = {
-    # elementwise, one input
-    "sin": unary(z=Z), "cos": unary(z=Z), "tan": unary(z=0.3 + 0.3j),
-    "sinh": unary(z=Z), "cosh": unary(z=Z), "tanh": unary(z=0.3 + 0.3j),
-    "arcsin": unary(-0.6, 0.6, z=0.2 + 0.2j), "arccos": unary(-0.6, 0.6, z=0.2 + 0.2j),
-    "arctan": unary(z=0.3 + 0.3j), "arcsinh": unary(z=Z), "arccosh": unary(1.2, 2, z=1.5 + 0.5j),
-    "arctanh": unary(-0.5, 0.5, z=0.2 + 0.2j),
-    "exp": unary(z=Z), "exp2": unary(z=Z), "expm1": unary(z=Z),
-    "log": unary(0.3, 2, z=1 + 0.5j), "log2": unary(0.3, 2, z=1 + 0.5j),
-    "log10": unary(0.3, 2, z=1 + 0.5j), "log1p": unary(-0.5, 1, z=0.5 + 0.5j),
-    "sqrt": unary(0.3, 2, z=1 + 0.5j), "cbrt": unary(0.3, 2), "square": unary(z=Z),
-    "reciprocal": unary(sample=lambda: away(2, 3, lo=0.5, hi=1.5), z=1 + 0.5j),
-    "negative": unary(z=Z), "positive": unary(z=Z),
-    "deg2rad": unary(), "rad2deg": unary(), "radians": unary(), "degrees": unary(),
-    "sinc": unary(z=Z), "erf": unary(z=0.3 + 0.3j), "erfc": unary(z=0.3 + 0.3j),
-    "erfinv": unary(-0.5, 0.5), "erfcinv": unary(0.5, 1.5), "erfcx": unary(z=0.3 + 0.3j),
-    "gamma": gamma_like(), "rgamma": gamma_like(), "loggamma": gamma_like(),
-    "gammaln": unary(0.5, 2.5), "digamma": unary(0.5, 2.5),
-    "expit": unary(-2, 2), "logit": unary(0.2, 0.8),
-    "j0": unary(0.5, 2), "j1": unary(0.5, 2), "y0": unary(0.5, 2), "y1": unary(0.5, 2),
-    "i0": unary(), "i1": unary(), "i0e": unary(sample=lambda: away(2, 3)),
-    "i1e": unary(sample=lambda: away(2, 3)),
-    "relu": unary(sample=lambda: away(2, 3)), "softplus": unary(-2, 2),
-    "absolute": unary(sample=lambda: away(2, 3), z=Z), "sign": unary(sample=lambda: away(2, 3),
-                                                                       z=Z),
-    "angle": unary(sample=lambda: away(2, 3), z=Z),
-    "real": unary(z=Z), "imag": unary(z=Z), "conjugate": unary(z=Z),
-    "floor": unary(0.1, 0.9), "ceil": unary(0.1, 0.9), "trunc": unary(0.1, 0.9),
-    "rint": unary(0.1, 0.4, z=0.25 + 0.25j), "fix": unary(0.1, 0.9),
-    "round": cases((lambda fn: lambda x: fn(x, 1), (real(2, 3, lo=0.11, hi=0.14),)),
-                   (lambda fn: lambda x: fn(x, 1), (real(2, 3, lo=0.11, hi=0.14)
-                                                    + 1j * real(2, 3, lo=0.21, hi=0.24),))),
-    # elementwise, two or more inputs
-    "add": binary(z=Z), "subtract": binary(z=Z), "multiply": binary(z=Z),
-    "divide": binary(lo2=0.5, hi2=1.5, z=Z, z2=1 + 0.5j),
-    "power": lambda fn: binary(0.5, 2, -1, 1, z=1 + 0.5j, z2=0.5 + 0.2j)(fn) + [
-        (lambda x: fn(x, 3), (real(2, 3),), {})],
-    "float_power": binary(0.5, 2, -1, 1, z=1 + 0.5j, z2=0.5 + 0.2j),
-    "arctan2": binary(0.3, 1, -1, 1), "hypot": binary(0.3, 1),
-    "logaddexp": binary(), "logaddexp2": binary(),
-    "mod": binary(0.1, 0.9, 1.2, 1.8), "fmod": binary(0.1, 0.9, 1.2, 1.8),
-    "floor_divide": binary(0.1, 0.9, 1.2, 1.8),
-    "maximum": separated(), "minimum": separated(), "fmax": separated(), "fmin": separated(),
-    "xlogy": binary(0.5, 2, z=1 + 0.5j), "xlog1py": binary(0.5, 2, z=1 + 0.5j),
-    "beta": binary(0.5, 2), "betaln": binary(0.5, 2),
-    "jv": with_order(1.5, 0.5, 2, z=1 + 0.5j), "yv": with_order(1.5, 0.5, 2, z=1 + 0.5j),
-    "iv": with_order(1.5, 0.5, 2, z=1 + 0.5j), "ive": with_order(1.5, 0.5, 2),
-    "polygamma": with_order(1, 0.5, 2),
-    "yn": with_order(1, 0.5, 2),
-    # each real case on both sides of 1 (JAX's derivatives fail on one side: JAX_SKIP)
-    "expn": lambda fn: with_order(1, 1.1, 2)(fn) + with_order(1, 0.3, 0.9)(fn),
-    "zeta": with_order(2.5, 0.5, 2),
-    "ndtr": unary(z=0.3 + 0.3j), "log_ndtr": unary(-3, 3, z=0.3 + 0.3j),
-    "ndtri": unary(0.1, 0.9), "log_expit": unary(-2, 2),
-    "gammasgn": unary(0.2, 0.8),
-    "multigammaln": cases((lambda fn: lambda a: fn(a, 3), (real(2, 3, lo=1.5, hi=3),))),
-    "factorial": unary(0.5, 2.5), "entr": unary(0.3, 2),
-    "exp1": lambda fn: unary(1.1, 2, z=1 + 0.5j)(fn) + unary(0.3, 0.9)(fn),
-    "expi": unary(0.3, 2, z=1 + 0.5j),
-    "spence": lambda fn: unary(0.3, 0.9, z=1 + 0.5j)(fn) + unary(1.1, 2)(fn),
-    "dawsn": unary(z=Z), "wofz": unary(z=Z),
+    # elementwise: the rows of tests/op_cases.py (from_row), and these
     "sici": unary(0.3, 2, z=1 + 0.5j), "fresnel": unary(z=Z),
-    "poch": binary(0.5, 2), "rel_entr": binary(0.5, 2), "kl_div": binary(0.5, 2),
-    "owens_t": binary(), "boxcox": binary(0.5, 2, -1, 1), "boxcox1p": binary(0.5, 2, -1, 1),
-    "gammainc": binary(0.5, 2), "gammaincc": binary(0.5, 2),
-    "stdtr": binary(0.5, 3, 0.2, 2),
-    "betainc": cases((lambda fn: fn, (real(2, 3, lo=0.5, hi=2), real(3, lo=0.5, hi=2),
-                                      real(2, 3, lo=0.1, hi=0.9)))),
-    "hyp1f1": cases((lambda fn: lambda x: fn(0.7, 1.3, x), (real(2, 3),)),
-                    (lambda fn: lambda x: fn(0.7, 1.3, x), (cplx(2, 3, center=Z),))),
-    "hyp2f1": cases((lambda fn: lambda z: fn(0.7, 1.3, 2.1, z), (real(2, 3, lo=-0.6, hi=0.6),)),
-                    (lambda fn: lambda z: fn(0.7, 1.3, 2.1, z), (cplx(2, 3),))),
-    # second order in the parameters would be third order of gammainc / betainc: x only
-    "gammainc_da": cases((lambda fn: lambda x: fn(1, np.array([0.7, 1.5, 2.5]), x),
-                          (real(2, 3, lo=0.5, hi=2),))),
-    "betainc_dab": cases((lambda fn: lambda x: fn(1, 0, 1.5, np.array([0.7, 1.5, 2.5]), x),
-                          (real(2, 3, lo=0.1, hi=0.9),))),
-    "where": cases((lambda fn: lambda x, y: fn(COND, x, y), (real(2, 3), real(2, 3))),
-                   (lambda fn: lambda x, y: fn(COND, x, y), (cplx(2, 3), cplx(3)))),
-    "clip": same((real(2, 3), -0.4 + 0.02 * real(2, 3), 0.4 + 0.02 * real(3))),
     # shape and indexing
     "alias": same((real(2, 3),), (cplx(2, 3),)),
     "copy": same((real(2, 3),), (cplx(2, 3),)),
@@ -443,6 +317,41 @@ CASES = {
 }
 
 
+def from_row(row, more=None):
+    """The cases of an elementwise op (a row of tests/op_cases.py): real inputs in its
+    domains, and complex ones where it is defined on complex numbers (to order 1 where its
+    second derivatives are checked on real input only); then ``more``'s."""
+    def make(fn):
+        f = row_function(row, fn)
+        out = [(f, tuple(row_inputs(row, np.float64, rng)), {})]
+        if row.complex == "yes":
+            out.append((f, tuple(row_inputs(row, np.complex128, rng)),
+                        {"order": 1} if row.second == "real" else {}))
+        return out + (more(fn) if more is not None else [])
+
+    return make
+
+
+# Elementwise cases besides their rows' (after them): where JAX's derivatives fail on part
+# of the domain (JAX_SKIP), a Python integer exponent, second order in x only.
+MORE_ELEMENTWISE = {
+    "power": cases((lambda fn: lambda x: fn(x, 3), (real(2, 3),))),
+    "exp1": unary(1.1, 2), "expn": lambda fn: [(lambda x: fn(1, x), (real(2, 3, lo=1.1, hi=2),),
+                                                {})],
+    "spence": unary(0.3, 0.9),
+}
+# Elementwise ops whose cases are these instead of their rows'.
+OWN_CASES = {
+    # second order in the parameters would be third order of gammainc / betainc: x only
+    "gammainc_da": cases((lambda fn: lambda x: fn(1, np.array([0.7, 1.5, 2.5]), x),
+                          (real(2, 3, lo=0.5, hi=2),))),
+    "betainc_dab": cases((lambda fn: lambda x: fn(1, 0, 1.5, np.array([0.7, 1.5, 2.5]), x),
+                          (real(2, 3, lo=0.1, hi=0.9),))),
+}
+for _name, _row in ELEMENTWISE.items():
+    CASES[_name] = OWN_CASES.get(_name) or from_row(_row, MORE_ELEMENTWISE.get(_name))
+
+
 def build(name, fn):
     """The cases of op ``name`` with ``fn`` in the op's place (yaad's op or its JAX twin):
     the same inputs for every ``fn``."""
@@ -469,26 +378,18 @@ CASE_PARAMS = _all_cases()
 
 # Ops JAX lacks (nothing to compare with): the reason. Finite differences still check them.
 NO_JAX = {
-    "j0": "jax.scipy.special has no j0", "j1": "jax.scipy.special has no j1",
-    "y0": "jax.scipy.special has no y0", "y1": "jax.scipy.special has no y1",
-    "jv": "jax.scipy.special has no jv", "yv": "jax.scipy.special has no yv",
-    "iv": "jax.scipy.special has no iv", "ive": "jax.scipy.special has no ive",
+    **{name: row.no_jax for name, row in ELEMENTWISE.items() if row.no_jax},
     "linalg.logm": "jax.scipy.linalg has no logm",
     "linalg.sqrtm": "jax.scipy.linalg.sqrtm has no derivative rule",
-    "yn": "jax.scipy.special has no yn",
-    "stdtr": "jax.scipy has no stdtr (jax.scipy.stats.t has no cdf)",
-    "gammainc_da": "a helper of gammainc's rule (its derivatives in a); JAX has none public",
-    "betainc_dab": "a helper of betainc's rule (its derivatives in a, b); JAX has none public",
     "linalg.resolvent": "a helper of the eigh and svd rules; JAX has no such function",
     "linalg.solve_banded": "jax.scipy.linalg has no solve_banded",
-    "hyp1f1": "JAX's hyp1f1 has no reverse mode (a while_loop) and is real only",
-    "hyp2f1": "JAX's hyp2f1 has no reverse mode (a while_loop) and is real only",
 }
 
 
 def _jax_twins() -> dict:
-    """JAX's function for each op whose JAX spelling differs from ``jnp.<name>``,
-    ``jax.scipy.special.<name>``, ``jnp.linalg.<name>`` or ``jax.scipy.linalg.<name>``."""
+    """JAX's function for each op (not elementwise: their rows name it) whose JAX spelling
+    differs from ``jnp.<name>``, ``jax.scipy.special.<name>``, ``jnp.linalg.<name>`` or
+    ``jax.scipy.linalg.<name>``."""
     import jax
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
@@ -510,9 +411,6 @@ def _jax_twins() -> dict:
         i = jnp.arange(d.shape[-1])
         return out.at[i + max(-offset, 0), i + max(offset, 0)].set(d)
 
-    def sign(x):  # complex: z / |z|, differentiable (JAX's sign has a zero derivative)
-        return x / jnp.abs(x) if jnp.iscomplexobj(x) else jnp.sign(x)
-
     def logsumexp(a, b=None, axis=None, keepdims=False):
         return jsp.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
 
@@ -526,16 +424,14 @@ def _jax_twins() -> dict:
         return dense.at[np.asarray(p.rows), np.asarray(p.indices)].set(values)
 
     return {
-        "alias": lambda x: x, "copy": jnp.copy, "conjugate": jnp.conj,
+        "alias": lambda x: x, "copy": jnp.copy,
         "astype": lambda a, dtype: a.astype(dtype), "getitem": lambda a, idx: a[idx],
         "scatter_add": scatter_add, "index_put": index_put, "index_put_": index_put,
-        "repeat_sum": repeat_sum, "diag_embed": diag_embed, "sign": sign,
+        "repeat_sum": repeat_sum, "diag_embed": diag_embed,
         "concatenate": lambda *xs, axis=0: jnp.concatenate(xs, axis=axis),
         "stack": lambda *xs, axis=0: jnp.stack(xs, axis=axis),
-        "erfcinv": lambda x: jsp.erfinv(1 - x), "relu": jax.nn.relu, "fix": jnp.trunc,
-        "softplus": jax.nn.softplus, "softmax": jax.nn.softmax,
-        "log_softmax": jax.nn.log_softmax, "logsumexp": logsumexp,
-        "expit": jsp.expit, "logit": jsp.logit, "max": jnp.max, "min": jnp.min,
+        "softmax": jax.nn.softmax, "log_softmax": jax.nn.log_softmax,
+        "logsumexp": logsumexp, "max": jnp.max, "min": jnp.min,
         "linalg.block_upper": lambda a, e: jnp.block([[a, e], [jnp.zeros_like(a), a]]),
         "linalg.slogdet": lambda a: tuple(jnp.linalg.slogdet(a)),
         "linalg.lstsq": lambda a, b: jnp.linalg.lstsq(a, b)[0],
@@ -546,7 +442,6 @@ def _jax_twins() -> dict:
         "linalg.eig": lambda a: jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
                                                    enable_eigvec_derivs=True),
         "linalg.expm": jsl.expm, "linalg.solve_sylvester": solve_sylvester,
-        "log_expit": jax.nn.log_sigmoid, "rgamma": lambda x: 1 / jsp.gamma(x),
         "signal.convolve": jax.scipy.signal.convolve,
         "signal.correlate": jax.scipy.signal.correlate,
         "sparse.pattern_matmul": lambda v, x, p: pattern(v, p) @ x,
@@ -561,9 +456,12 @@ def jax_twin(name):
     import jax.scipy.linalg as jsl
     import jax.scipy.special as jsp
 
-    twins = _jax_twins()
-    if name in twins:
-        return twins[name]
+    twin = ELEMENTWISE[name].jax if name in ELEMENTWISE else _jax_twins().get(name)
+    if isinstance(twin, str):  # a dotted name: "jax.nn.relu"
+        module, _, attr = twin.rpartition(".")
+        return getattr(importlib.import_module(module), attr)
+    if twin is not None:
+        return twin
     if name.startswith("linalg."):
         short = name.removeprefix("linalg.")
         return getattr(jnp.linalg, short, None) or getattr(jsl, short, None)
@@ -574,24 +472,17 @@ def jax_twin(name):
 
 # Ops whose complex cases JAX cannot run: the reason.
 JAX_REAL_ONLY = {
-    "gamma": "jax.scipy.special.gamma is real only",
-    "rgamma": "jax.scipy.special.gamma is real only",
-    "erf": "jax.scipy.special.erf is real only", "erfc": "jax.scipy.special.erfc is real only",
-    "erfcx": "jax.scipy.special.erfcx is real only",
-    "ndtr": "jax.scipy.special.ndtr is real only",
-    "log_ndtr": "jax.scipy.special.log_ndtr is real only",
-    "dawsn": "jax.scipy.special.dawsn is real only",
-    "exp1": "jax.scipy.special.exp1 is real only", "expi": "jax.scipy.special.expi is real only",
-    "spence": "jax.scipy.special.spence is real only",
+    **{name: row.jax_real_only for name, row in ELEMENTWISE.items() if row.jax_real_only},
     "sici": "jax.scipy.special.sici is real only",
     "fresnel": "jax.scipy.special.fresnel is real only",
 }
 
 # Single cases JAX gets wrong (finite differences still check them): the reason.
 JAX_SKIP = {
-    ("exp1", 2): "JAX's second derivative of exp1 is NaN for x <= 1 (JAX 0.10)",
-    ("expn", 1): "JAX's second derivative of expn(1, x) is NaN for x <= 1 (JAX 0.10)",
-    ("spence", 2): "JAX's derivative of spence is NaN for x > 1 and 0 at x = 1 (JAX 0.10)",
+    # (cases 0 draw from both sides of 1; the last cases, from one: MORE_ELEMENTWISE)
+    ("exp1", 0): "JAX's second derivative of exp1 is NaN for x <= 1 (JAX 0.10)",
+    ("expn", 0): "JAX's second derivative of expn(1, x) is NaN for x <= 1 (JAX 0.10)",
+    ("spence", 0): "JAX's derivative of spence is NaN for x > 1 and 0 at x = 1 (JAX 0.10)",
     ("signal.correlate", 0): "JAX's correlate needs one input smaller in every dimension",
 }
 
@@ -710,8 +601,9 @@ JAX_PARAMS = _jax_cases()
 def test_every_op_has_a_case(name):
     assert name in CASES, (
         f"op '{name}' is in yaad.registry but has no entry in CASES of "
-        f"tests/test_registry_second_order.py: add inputs for it (real, and complex "
-        f"where it is defined) so its second derivatives and forward mode are checked")
+        f"tests/test_registry_second_order.py (an elementwise op: a row in "
+        f"tests/op_cases.py): add inputs for it (real, and complex where it is defined) so "
+        f"its second derivatives and forward mode are checked")
     kinds = {any(np.iscomplexobj(x) for x in inputs) for _, inputs, _ in build(
         name, registry[name].fn)}
     assert kinds, f"op '{name}' has an empty entry in CASES"
@@ -721,7 +613,8 @@ def test_every_op_has_a_case(name):
 def test_every_op_has_a_jax_twin_or_a_reason(name):
     assert name in NO_JAX or jax_twin(name) is not None, (
         f"op '{name}' has no JAX twin: name JAX's function in _jax_twins() of "
-        f"tests/test_registry_second_order.py, or the reason JAX lacks it in NO_JAX")
+        f"tests/test_registry_second_order.py, or the reason JAX lacks it in NO_JAX (an "
+        f"elementwise op: jax= or no_jax= in its row of tests/op_cases.py)")
 
 
 def test_every_op_without_a_rule_is_listed():

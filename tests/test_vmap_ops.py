@@ -268,4 +268,5 @@ def test_every_registered_op_has_a_batching_rule_and_a_case():
     stale = set(FALLBACK) - set(ops) - decorated
     assert not stale, f"FALLBACK names what no longer runs per example: {stale}"
     uncovered = sorted(set(ops) - covered_ops())
-    assert not uncovered, f"ops without a case in tests/support/strategies.py CASES: {uncovered}"
+    assert not uncovered, (f"ops without a case in tests/op_cases.py (elementwise) or "
+                           f"tests/support/strategies.py CASES: {uncovered}")

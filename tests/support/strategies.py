@@ -15,21 +15,34 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import hypothesis.extra.numpy as npst
 import numpy as np
 import scipy.special as sp
 from hypothesis import strategies as st
+from op_cases import (
+    ALL,
+    ANY,
+    C64,
+    C128,
+    ELEMENTWISE,
+    F32,
+    F64,
+    NO_GRADIENT,
+    NONZERO,
+    POS,
+    PROB,
+    REAL,
+    SMALL,
+    Call,
+    Domain,
+    Ints,
+    Row,
+)
 
 import yaad
-from yaad.ops import parameter_derivatives as pd
-
-F32, F64, C64, C128 = (np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
-REAL = (F32, F64)
-ALL = (F32, F64, C64, C128)
-INTS = (np.dtype("int64"), np.dtype("int32"), np.dtype("uint8"))
 
 # ---------------------------------------------------------------------------------------
 # Shapes, dtypes, axes, indices
@@ -101,14 +114,6 @@ def index_expressions(shape: tuple) -> st.SearchStrategy:
 # Values
 
 
-@dataclass(frozen=True)
-class Domain:
-    """Where values are drawn: intervals for the real part and for the imaginary part."""
-
-    real: tuple = ((-2.0, 2.0),)
-    imag: tuple = ((-1.5, 1.5),)
-
-
 def _inward(lo: float, hi: float, width: int) -> tuple:
     """The interval shrunk to bounds that a float of ``width`` bits represents."""
     if width == 64:
@@ -139,7 +144,7 @@ def elements(dtype: np.dtype, domain: Domain) -> st.SearchStrategy:
     return st.integers(lo, int(domain.real[-1][1]))
 
 
-def values(dtype: np.dtype, shape: tuple, domain: Domain = Domain(),
+def values(dtype: np.dtype, shape: tuple, domain: Domain = ANY,
            unique: bool = False) -> st.SearchStrategy:
     """Arrays of ``dtype`` and ``shape`` with values in ``domain``."""
     return npst.arrays(dtype, shape, elements=elements(dtype, domain), unique=unique)
@@ -153,32 +158,8 @@ def special_values(dtype: np.dtype, shape: tuple) -> st.SearchStrategy:
     return npst.arrays(dtype, shape, elements=st.floats(width=32 if dtype == F32 else 64))
 
 
-def intervals_between_integers(lo: int = -3, hi: int = 3, margin: float = 0.1,
-                               offset: float = 0.0) -> tuple:
-    """``(k + offset + margin, k + 1 + offset - margin)`` for k in [lo, hi)."""
-    return tuple((k + offset + margin, k + 1 + offset - margin) for k in range(lo, hi))
-
-
-ANY = Domain()
-POS = Domain(real=((0.3, 3.0),))
-RIGHT = Domain(real=((0.3, 3.0),), imag=((-2.0, 2.0),))  # complex: right half plane
-UNIT = Domain(real=((-0.85, 0.85),), imag=((-0.8, 0.8),))
-NONZERO = Domain(real=((-3.0, -0.3), (0.3, 3.0)), imag=((-2.0, -0.3), (0.3, 2.0)))
-NONINT = Domain(real=intervals_between_integers())
-SMALL = Domain(real=((-1.0, 1.0),), imag=((-1.0, 1.0),))
-GT1 = Domain(real=((1.2, 3.0),), imag=((-2.0, 2.0),))
-
-
 # ---------------------------------------------------------------------------------------
 # The table
-
-
-@dataclass(frozen=True)
-class Call:
-    """One drawn call: positional and keyword arguments (arrays are the candidate inputs)."""
-
-    args: tuple
-    kwargs: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -332,135 +313,46 @@ def _ratio_not_integer(call):
     return bool(np.all(np.abs(r - np.round(r)) > 0.02))
 
 
-# ---- elementwise: the rule table ------------------------------------------------------
-
-for _name, _dom_r, _dom_c in [
-    ("sin", ANY, None), ("cos", ANY, None), ("tan", Domain(real=((-1.2, 1.2),)), SMALL),
-    ("arcsin", UNIT, None), ("arccos", UNIT, None), ("arctan", ANY, UNIT),
-    ("sinh", ANY, None), ("cosh", ANY, None), ("tanh", ANY, SMALL),
-    ("arcsinh", ANY, UNIT), ("arccosh", GT1, GT1),
-    ("arctanh", UNIT, None), ("exp", ANY, None), ("exp2", ANY, None), ("expm1", ANY, None),
-    ("log", POS, RIGHT), ("log2", POS, RIGHT), ("log10", POS, RIGHT),
-    ("log1p", Domain(real=((-0.7, 3.0),)), RIGHT), ("sqrt", POS, RIGHT),
-    ("square", ANY, None), ("reciprocal", NONZERO, None), ("negative", ANY, None),
-    ("positive", ANY, None),
-]:
-    unary(_name, getattr(np, _name), _dom_r, _dom_c)
-
-for _name in ("deg2rad", "rad2deg", "radians", "degrees"):
-    unary(_name, getattr(np, _name), real_only=True)
-unary("cbrt", np.cbrt, NONZERO, real_only=True)
-unary("sinc", np.sinc, ANY, SMALL)
-unary("erf", sp.erf, ANY, SMALL)
-unary("erfc", sp.erfc, ANY, SMALL)
-unary("erfcx", sp.erfcx, ANY, SMALL)
-unary("erfinv", sp.erfinv, UNIT, real_only=True)
-unary("erfcinv", sp.erfcinv, Domain(real=((0.15, 1.85),)), real_only=True)
-unary("gamma", sp.gamma, Domain(real=((0.5, 3.0),)), RIGHT)
-unary("gammaln", sp.gammaln, POS, real_only=True)
-unary("digamma", sp.digamma, POS, real_only=True,
-      note="complex: the gradient needs polygamma(1, z), which SciPy lacks for complex")
-unary("expit", sp.expit, ANY, real_only=True)
-unary("logit", sp.logit, Domain(real=((0.1, 0.9),)), real_only=True)
-for _name in ("j0", "j1", "i0", "i1"):
-    # scipy's iv(2, x) is nan at x ~ 2.2e-308, so i1's gradient is too (reported)
-    unary(_name, getattr(sp, _name), ANY, real_only=True,
-          ok=lambda c: bool(np.all((np.abs(c.args[0]) > 1e-100) | (c.args[0] == 0))))
-for _name in ("y0", "y1"):
-    unary(_name, getattr(sp, _name), POS, real_only=True)
-for _name in ("i0e", "i1e"):  # exp(-|x|) has a kink at 0
-    unary(_name, getattr(sp, _name), NONZERO, real_only=True)
-unary("relu", lambda x: np.maximum(x, 0), NONZERO, real_only=True)
-unary("softplus", lambda x: np.logaddexp(0, x), ANY, real_only=True)
+# ---- elementwise: one row an op in tests/op_cases.py ---------------------------------
 
 
-def _abs_ok(call):
-    return bool(np.all(np.abs(call.args[0]) > 0.05))
+def _drawn_params(data, row: Row, shapes_: tuple) -> tuple:
+    """The arguments before the inputs: drawn (``row.fuzz_params``) or fixed."""
+    if row.fuzz_params is None:
+        return row.params
+    out = []
+    for p, s in zip(row.fuzz_params, shapes_):
+        if isinstance(p, Ints):
+            out.append(data.draw(npst.arrays(np.int64, s, elements=st.integers(p.lo, p.hi))))
+        else:
+            out.append(data.draw(values(F64, s, p)))
+    return tuple(out)
 
 
-unary("absolute", np.abs, NONZERO, ok=_abs_ok)
-unary("sign", np.sign, NONZERO, ok=_abs_ok,
-      note="real: zero gradient; complex: sgn(z) = z/|z|, differentiable away from 0")
-unary("real", np.real)
-unary("imag", np.imag)
-unary("conjugate", np.conj)
-unary("angle", np.angle, NONZERO, RIGHT, note="complex: away from the cut on the negative axis")
-for _name in ("floor", "ceil", "trunc", "fix"):
-    unary(_name, getattr(np, _name), NONINT, real_only=True, grad="zero")
-_HALVES = intervals_between_integers(offset=0.5)
-unary("rint", np.rint, Domain(real=_HALVES, imag=_HALVES[1:-1]), grad="zero")
-
-binary("add", np.add)
-binary("subtract", np.subtract)
-binary("multiply", np.multiply)
-binary("divide", np.divide, (ANY, NONZERO))
-binary("power", np.power, (POS, ANY), (RIGHT, SMALL))
-binary("float_power", np.float_power, (POS, ANY), (RIGHT, SMALL))
-binary("arctan2", np.arctan2, (ANY, NONZERO), real_only=True,  # the cut: y = 0, x < 0
-       ok=lambda c: bool(np.all(np.abs(np.add(*_broadcast(c.args[0], 0 * c.args[1]))) > 0.02)))
-binary("hypot", np.hypot, (NONZERO, NONZERO), real_only=True)
-binary("logaddexp", np.logaddexp, real_only=True)
-binary("logaddexp2", np.logaddexp2, real_only=True)
-binary("mod", np.mod, (ANY, NONZERO), real_only=True, ok=_ratio_not_integer)
-binary("fmod", np.fmod, (ANY, NONZERO), real_only=True, ok=_ratio_not_integer)
-binary("floor_divide", np.floor_divide, (ANY, NONZERO), real_only=True, grad="zero",
-       ok=_ratio_not_integer)
-for _name in ("maximum", "minimum", "fmax", "fmin"):
-    binary(_name, getattr(np, _name), real_only=True, ok=_apart())
-binary("xlogy", sp.xlogy, (NONZERO, POS), (NONZERO, RIGHT),
-       note="at x == 0 the x-gradient is 0 (PyTorch's choice), not log(y)")
-binary("xlog1py", sp.xlog1py, (NONZERO, POS), (NONZERO, RIGHT))
-binary("beta", sp.beta, (POS, POS), real_only=True, scalars=False)
-binary("betaln", sp.betaln, (POS, POS), real_only=True, scalars=False)
-
-
-def _order_then_x(path, ref, dom, cdom, real_only=False, orders=(0, 3)):
-    """Bessel-type functions f(v, x): the order v (an integer array) is not differentiated."""
+def elementwise_draw(row: Row) -> Callable:
+    """Draw a call of ``row``'s op: inputs in its domains, broadcast shapes (0-d and 0-size
+    ones included); with two inputs, sometimes of another float dtype (NumPy's promotion)
+    or a Python scalar (NumPy 2 never upcasts for it)."""
+    n, nparams = len(row.domains), len(row.params)
 
     def draw(data, dtype):
-        sv, sx = data.draw(broadcastable_shapes(2))
-        v = data.draw(npst.arrays(np.int64, sv, elements=st.integers(*orders)))
-        return Call((v, data.draw(values(dtype, sx, _dom(dtype, dom, cdom)))))
+        if n == 1 and not nparams:
+            shs = (data.draw(shapes()),)
+        else:
+            shs = data.draw(broadcastable_shapes(nparams + n))
+        params = _drawn_params(data, row, shs[:nparams])
+        dts = [dtype] * n
+        if n == 2:
+            dts[1] = _other_dtype(data, dtype, row.complex != "yes")
+        arrs = [data.draw(values(dt, sh, row.domain(k, dt)))
+                for k, (dt, sh) in enumerate(zip(dts, shs[nparams:]))]
+        k = data.draw(st.integers(0, 5)) if n == 2 and row.scalars else 5
+        if k < 2:  # a Python scalar operand
+            kind = C128 if np.dtype(dtype).kind == "c" else F64
+            arrs[k] = data.draw(elements(kind, row.domain(k, kind)))
+        return Call((*params, *arrs, *row.after))
 
-    return case(path, ref, draw, dtypes=REAL if real_only else ALL)
-
-
-_order_then_x("polygamma", sp.polygamma, POS, None, real_only=True, orders=(0, 2))
-_order_then_x("jv", sp.jv, POS, RIGHT)
-_order_then_x("yv", sp.yv, POS, RIGHT)
-_order_then_x("iv", sp.iv, POS, RIGHT)
-_order_then_x("ive", sp.ive, POS, None, real_only=True)
-_order_then_x("yn", sp.yn, POS, None, real_only=True, orders=(0, 3))
-_order_then_x("expn", sp.expn, POS, None, real_only=True, orders=(0, 3))
-
-# ---- more of scipy.special -------------------------------------------------------------
-
-PROB = Domain(real=((0.05, 0.95),))
-unary("ndtr", sp.ndtr, ANY, SMALL)
-unary("log_ndtr", sp.log_ndtr, Domain(real=((-4.0, 4.0),)), SMALL)
-unary("ndtri", sp.ndtri, PROB, real_only=True)
-unary("log_expit", sp.log_expit, ANY, real_only=True)
-unary("rgamma", sp.rgamma, POS, RIGHT)
-unary("loggamma", sp.loggamma, POS, RIGHT)
-unary("gammasgn", sp.gammasgn, NONINT, real_only=True, grad="zero")
-unary("factorial", lambda n: sp.factorial(n, exact=False), POS, real_only=True)
-unary("entr", sp.entr, POS, real_only=True)
-unary("exp1", sp.exp1, POS, RIGHT)
-unary("expi", sp.expi, POS, RIGHT)
-unary("spence", sp.spence, POS, RIGHT)
-unary("dawsn", sp.dawsn, ANY, SMALL)
-unary("wofz", sp.wofz, ANY, SMALL)
-unary("sici", sp.sici, NONZERO, NONZERO)
-unary("fresnel", sp.fresnel, ANY, SMALL)
-binary("poch", sp.poch, (POS, POS), real_only=True, scalars=False)
-binary("rel_entr", sp.rel_entr, (POS, POS), real_only=True)
-binary("kl_div", sp.kl_div, (POS, POS), real_only=True)
-binary("owens_t", sp.owens_t, (ANY, ANY), real_only=True)
-binary("boxcox", sp.boxcox, (POS, ANY), real_only=True, scalars=False)
-binary("boxcox1p", sp.boxcox1p, (POS, ANY), real_only=True, scalars=False)
-binary("gammainc", sp.gammainc, (POS, POS), real_only=True, scalars=False)
-binary("gammaincc", sp.gammaincc, (POS, POS), real_only=True, scalars=False)
-binary("stdtr", sp.stdtr, (POS, ANY), real_only=True)
+    return draw
 
 
 def _draw_multigammaln(data, dtype):
@@ -469,40 +361,12 @@ def _draw_multigammaln(data, dtype):
     return Call((a, d))
 
 
-case("multigammaln", sp.multigammaln, _draw_multigammaln, dtypes=REAL)
-
-
-def _params_then_x(path, ref, params, dom, cdom=None, real_only=False):
-    """f(*params, x): parameters (float64 arrays, not differentiated) then the variable."""
-
-    def draw(data, dtype):
-        s = data.draw(broadcastable_shapes(len(params) + 1))
-        ps = tuple(data.draw(values(F64, sh, d)) for sh, d in zip(s, params))
-        return Call(ps + (data.draw(values(dtype, s[-1], _dom(dtype, dom, cdom))),))
-
-    return case(path, ref, draw, dtypes=REAL if real_only else ALL,
-                nondiff=tuple(range(len(params))))
-
-
-_params_then_x("zeta", sp.zeta, (Domain(real=((1.5, 4.0),)),), POS, real_only=True)
-_params_then_x("hyp1f1", sp.hyp1f1, (POS, POS), ANY, SMALL)
-_params_then_x("hyp2f1", sp.hyp2f1, (POS, POS, Domain(real=((0.5, 3.0),))),
-               Domain(real=((-0.6, 0.6),)), Domain(real=((-0.6, 0.6),), imag=((-0.5, 0.5),)))
-
-
 def _draw_betainc(data, dtype):
     sa, sb, sx = data.draw(broadcastable_shapes(3))
     return Call((data.draw(values(dtype, sa, POS)), data.draw(values(dtype, sb, POS)),
                  data.draw(values(dtype, sx, PROB))))
 
 
-case("betainc", sp.betainc, _draw_betainc, dtypes=REAL)
-
-
-# The derivatives of gammainc and betainc in their parameters (no closed form) are ops of
-# their own. Their values are checked against mpmath in test_special.py; here, their
-# gradients (whose own parameter derivatives are the second-order ops) against finite
-# differences. The forward oracle is the op's own forward: not a check of the values.
 def _draw_gammainc_da(data, dtype):
     sa, sx = data.draw(broadcastable_shapes(2))
     return Call((1, data.draw(values(dtype, sa, POS)), data.draw(values(dtype, sx, POS))))
@@ -511,12 +375,6 @@ def _draw_gammainc_da(data, dtype):
 def _draw_betainc_dab(data, dtype):
     i = data.draw(st.integers(0, 1))
     return Call((i, 1 - i) + _draw_betainc(data, dtype).args)
-
-
-case("ops.elementwise._gammainc_da", pd.gammainc_da, _draw_gammainc_da, dtypes=REAL,
-     exact=False)
-case("ops.elementwise._betainc_dab", pd.betainc_dab, _draw_betainc_dab, dtypes=REAL,
-     exact=False)
 
 
 def _draw_round(data, dtype):
@@ -528,9 +386,6 @@ def _round_ok(call):
     x, d = call.args[0], call.kwargs.get("decimals", 0)
     t = np.abs(np.concatenate([np.ravel(x.real), np.ravel(x.imag)])) * 10.0 ** d
     return bool(np.all(np.abs(t - np.floor(t) - 0.5) > 0.02))
-
-
-case("round", np.round, _draw_round, grad="zero", ok=_round_ok)
 
 
 def _draw_clip(data, dtype):
@@ -546,15 +401,6 @@ def _draw_clip(data, dtype):
     return Call((x, lo, hi))
 
 
-def _clip_ok(call):
-    x = np.asarray(call.args[0])
-    return all(b is None or bool(np.all(np.abs(np.subtract(*_broadcast(x, b))) > 0.02))
-               for b in call.args[1:])
-
-
-case("clip", np.clip, _draw_clip, dtypes=REAL, ok=_clip_ok)
-
-
 def _draw_where(data, dtype):
     sc, sx, sy = data.draw(broadcastable_shapes(3))
     cond = data.draw(npst.arrays(np.bool_, sc))
@@ -563,23 +409,29 @@ def _draw_where(data, dtype):
     return Call((cond, x, y))
 
 
-case("where", np.where, _draw_where)
+# Ops whose calls are drawn otherwise (a parameter drawn with the inputs, an argument
+# that may be None or a keyword): the draw, and what else differs from the row.
+_OWN_DRAW = {
+    "multigammaln": {"draw": _draw_multigammaln},
+    "gammainc_da": {"draw": _draw_gammainc_da}, "betainc_dab": {"draw": _draw_betainc_dab},
+    "round": {"draw": _draw_round, "ok": _round_ok},
+    "clip": {"draw": _draw_clip}, "where": {"draw": _draw_where},
+}
+
+for _name, _row in ELEMENTWISE.items():
+    _kw = {"draw": elementwise_draw(_row), "ok": _row.ok, **_OWN_DRAW.get(_name, {})}
+    case(_row.path or _name, _row.ref, _kw["draw"],
+         dtypes=ALL if _row.complex == "yes" else REAL, grad=_row.grad, ok=_kw["ok"],
+         nondiff=tuple(k for k, p in enumerate(_row.fuzz_params or ()) if isinstance(p, Domain)),
+         exact=_row.exact, note=_row.note)
+
+unary("sici", sp.sici, NONZERO, NONZERO)
+unary("fresnel", sp.fresnel, ANY, SMALL)
 
 # ---- no gradient -----------------------------------------------------------------------
 
-for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-              "logical_and", "logical_or", "logical_xor"):
-    nondiff(_name, getattr(np, _name), 2)
-for _name in ("logical_not", "isnan", "isinf", "isfinite", "iscomplex", "isreal"):
-    nondiff(_name, getattr(np, _name), 1)
-for _name in ("isneginf", "isposinf", "signbit"):
-    nondiff(_name, getattr(np, _name), 1, kinds=REAL)
-nondiff("isclose", np.isclose, 2)
-nondiff("heaviside", np.heaviside, 2, kinds=REAL)
-for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "gcd",
-              "lcm"):
-    nondiff(_name, getattr(np, _name), 2, kinds=INTS)
-nondiff("invert", np.invert, 1, kinds=INTS + (np.dtype(bool),))
+for _name, _nogradient in NO_GRADIENT.items():
+    nondiff(_name, _nogradient.ref, len(_nogradient.args), kinds=_nogradient.kinds)
 
 # ---- shapes and indexing -----------------------------------------------------------------
 
