@@ -367,6 +367,22 @@ def test_strong_zeros_where_a_branch_is_nan():
     np.testing.assert_allclose(g, [0.25, 0.0, 1.0])
 
 
+def test_strong_zeros_stop_at_an_op_that_is_not_elementwise():
+    # corrcoef of a constant row is 0/0; clip's mask gives a zero gradient there, and the
+    # sums, products and divisions below it give NaN in eager mode (strong zeros pass
+    # through elementwise ops only): the replay must give the same NaN, not a zero
+    def f(x):
+        return yaad.sum(yaad.corrcoef(x))
+
+    c = yaad.compile(f)
+    calls = [[RNG.standard_normal((3, 5))] for _ in range(2)] + [[np.full((3, 5), -0.0)]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_same(f, c, calls)
+        _, (g,) = run(c, np.full((3, 5), -0.0))
+    assert np.isnan(g).all() and c.stats["replayed"] >= 1
+
+
 # ---- guards: branches, loops, shapes, dtypes ------------------------------------------------
 
 def test_branch_on_a_comparison_alternating():

@@ -181,7 +181,8 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
                        f"({probe.reasons[0]}), under create_graph")
         else:
             grads = _called(rec, e, todo, strong, gs, grads)
-        mask = spec.selects or any(o in masked for o in outs)
+        # Exact zeros keep their positions through elementwise ops only (as in the engine).
+        mask = spec.selects or strong
         for i, gi in grads.items():
             s = e.args[i].i
             prev = pending.get(s)
