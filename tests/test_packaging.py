@@ -127,8 +127,10 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_examples(dist, tmp_pa
 
 # Public modules not yet strictly typed, each with its submodules (the list only shrinks):
 # yaad.creation, yaad.grad_mode and yaad.checkpoint hold functions of the top-level page.
-NOT_YET_STRICT = {"yaad.linalg", "yaad.sparse.linalg", "yaad.creation", "yaad.grad_mode",
+NOT_YET_STRICT = {"yaad.linalg.spectral", "yaad.sparse.linalg", "yaad.creation", "yaad.grad_mode",
                   "yaad.checkpoint"}
+# Internal modules checked strictly as well (the rules of the public ones are made of them).
+STRICT_INTERNAL = {"yaad.linalg.helpers"}
 # Where the reference pages' functions come from when mypy does not check it: the op
 # library (functions made by yaad.op, and yaad.ops) and the machinery of vmap and
 # implicit functions.
@@ -177,10 +179,11 @@ def test_mypy_checks_the_public_modules_strictly():
     assert not stale, f"not public: remove {stale} from NOT_YET_STRICT"
     public = {m for m in modules
               if not any(m == n or m.startswith(n + ".") for n in NOT_YET_STRICT)}
-    assert strict == public, (
+    assert strict - STRICT_INTERNAL == public, (
         f"[tool.mypy] in pyproject.toml: the strict list misses {sorted(public - strict)} "
         f"(public modules: annotate them, or list them in NOT_YET_STRICT here) and names "
-        f"{sorted(strict - public)}, not public")
+        f"{sorted(strict - public - STRICT_INTERNAL)}, not public")
+    assert STRICT_INTERNAL <= strict
 
 
 def test_the_typing_stub_declares_the_methods_installed_on_tensor():

@@ -322,7 +322,7 @@ def _function_op(cls: type[Function]) -> Op:
 
     spec = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
               save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
-              selects=False, linear=False)  # type: ignore[no-untyped-call]  # op.py untyped
+              selects=False, linear=False)
     return spec
 
 

@@ -9,6 +9,8 @@ gradient is ``g * conj(f'(z))`` (``ga = -inv(a)^H g inv(a)^H`` for ``inv``).
 
 from __future__ import annotations
 
+from typing import Any, Callable, TypeVar
+
 import numpy as np
 
 from ..batching import aligned, columns, front
@@ -26,95 +28,98 @@ from ..ops.shape import (
     triu,
 )
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-def public(fn):
+
+def public(fn: _F) -> _F:
     """The op ``fn`` named as the function of ``yaad.linalg`` it is (``inv``); its op
     keeps the name ``linalg.inv`` for errors and the registry."""
-    fn.__name__ = fn.__qualname__ = fn.op.name.removeprefix("linalg.")
+    name: str = fn.op.name  # type: ignore[attr-defined]  # an op function carries its Op
+    fn.__name__ = fn.__qualname__ = name.removeprefix("linalg.")
     return fn
 
 
-def data_of(x):
+def data_of(x: Any) -> Any:
     """The array behind ``x`` (for masks and checks, which carry no gradient; inside
     vmap, every example's)."""
     return _values(x)
 
 
-def is_complex(x) -> bool:
+def is_complex(x: Any) -> bool:
     """Whether ``x`` has a complex dtype."""
-    return x.dtype.kind == "c"
+    return bool(x.dtype.kind == "c")
 
 
-def mT(x):
+def mT(x: Any) -> Any:
     """The last two axes swapped."""
     return swapaxes(x, -1, -2)
 
 
-def mH(x):
+def mH(x: Any) -> Any:
     """The conjugate transpose of the last two axes."""
     t = swapaxes(x, -1, -2)
     return conj(t) if is_complex(x) else t
 
 
-def herm(x):
+def herm(x: Any) -> Any:
     """The Hermitian part ``(x + x^H) / 2``."""
     return (x + mH(x)) * 0.5
 
 
-def col(v):
+def col(v: Any) -> Any:
     """``v[..., :, None]``."""
     return expand_dims(v, -1)
 
 
-def row(v):
+def row(v: Any) -> Any:
     """``v[..., None, :]``."""
     return expand_dims(v, -2)
 
 
-def mv(m, x, vec: bool):
+def mv(m: Any, x: Any, vec: bool) -> Any:
     """``m @ x`` where ``x`` is a batch of vectors (``vec``) or of matrices."""
     if vec:
         return squeeze(matmul(m, col(x)), -1)
     return matmul(m, x)
 
 
-def outer_h(x, y, vec: bool):
+def outer_h(x: Any, y: Any, vec: bool) -> Any:
     """``x @ y^H`` for batches of matrices, ``x y^H`` (an outer product) for vectors."""
     if vec:
         return col(x) * conj(row(y)) if is_complex(y) else col(x) * row(y)
     return matmul(x, mH(y))
 
 
-def diag(x):
+def diag(x: Any) -> Any:
     """The main diagonals of a batch of matrices (last axis)."""
     return diagonal(x, 0, -2, -1)
 
 
-def diag_matrix(d):
+def diag_matrix(d: Any) -> Any:
     """A batch of diagonal matrices with ``d`` (last axis) on the diagonal."""
     n = d.shape[-1]
     return diag_embed(d, tuple(d.shape[:-1]) + (n, n), 0, -2, -1)
 
 
-def tri(x, lower: bool, strict: bool = False):
+def tri(x: Any, lower: bool, strict: bool = False) -> Any:
     """The lower or upper triangle (without the diagonal when ``strict``)."""
     if lower:
         return tril(x, -1 if strict else 0)
     return triu(x, 1 if strict else 0)
 
 
-def real_diag_matrix(x):
+def real_diag_matrix(x: Any) -> Any:
     """``diag(Re diag(x))``: the Hermitian part of the diagonal of ``x``."""
     d = diag(x)
     return diag_matrix(real(d) if is_complex(d) else d)
 
 
-def as_array(x):
+def as_array(x: Any) -> Any:
     """``x`` itself if it is an array (of any array library), else a NumPy array (lists)."""
     return x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
 
 
-def square_matrices(name: str, a):
+def square_matrices(name: str, a: Any) -> Any:
     """``a`` as an array, checked to be a (batch of) square matrices."""
     a = as_array(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -124,11 +129,11 @@ def square_matrices(name: str, a):
     return a
 
 
-def solve_batch(fn):
+def solve_batch(fn: Any) -> Any:
     """The batching rule of a solve ``fn(a, b, *rest)`` for ``a x = b`` (``b``: a vector or
     matrices): with one matrix ``a``, a single solve for the examples' right-hand sides as
     columns; else stacks of matrices, each vector made a column."""
-    def batch(dims, a, b, *rest, **kw):
+    def batch(dims: Any, a: Any, b: Any, *rest: Any, **kw: Any) -> Any:
         da, db = dims[:2]
         if any(d is not None for d in dims[2:]):
             return NotImplemented
@@ -145,6 +150,6 @@ def solve_batch(fn):
     return batch
 
 
-def concat_last(*xs, axis=-1):
+def concat_last(*xs: Any, axis: Any = -1) -> Any:
     """Concatenate along ``axis`` (default the last), for rules."""
     return concatenate(list(xs), axis=axis)

@@ -13,7 +13,7 @@ defined where singular values repeat.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.linalg as sla
@@ -29,7 +29,7 @@ from .systems import inv
 
 __all__ = ["expm", "logm", "sqrtm", "polar"]
 
-def _block_upper(a, e):
+def _block_upper(a: Any, e: Any) -> Any:
     n = a.shape[-1]
     batch = np.broadcast_shapes(a.shape[:-2], e.shape[:-2])
     out = np.zeros(batch + (2 * n, 2 * n), dtype=np.result_type(a, e))
@@ -39,11 +39,11 @@ def _block_upper(a, e):
     return out
 
 
-def _zeros_of(t):
+def _zeros_of(t: Any) -> Any:
     return np.zeros(t.shape[-2:], dtype=t.dtype)
 
 
-block_upper = op(
+block_upper: Callable[..., Any] = op(
     _block_upper, name="linalg.block_upper", save_args=False, save_ans=False, batch="broadcast",
     vjp=(lambda g, ans, a, e: g[..., :a.shape[-1], :a.shape[-1]] + g[..., a.shape[-1]:,
                                                                      a.shape[-1]:],
@@ -53,19 +53,19 @@ block_upper = op(
 block_upper.__doc__ = """The block matrix ``[[a, e], [0, a]]`` (batched)."""
 
 
-def frechet(f, a, e):
+def frechet(f: Any, a: Any, e: Any) -> Any:
     """The Frechet derivative ``L_f(a, e)`` of the matrix function ``f`` at ``a`` in the
     direction ``e``: the upper right block of ``f([[a, e], [0, a]])``."""
     n = a.shape[-1]
     return f(block_upper(a, e))[..., :n, n:]
 
 
-def _conj(x):
+def _conj(x: Any) -> Any:
     return conj(x) if x.dtype.kind == "c" else x
 
 
-def _matrix_function(name: str, forward):
-    def fwd(A):
+def _matrix_function(name: str, forward: Any) -> Any:
+    def fwd(A: Any) -> Any:
         A = square_matrices(name, A)
         # Computed in double precision (SciPy's single-precision logm is inaccurate), then
         # returned in the input's precision; always an array that owns its memory.
@@ -136,7 +136,7 @@ Tensor
 
 
 @per_example("a")  # (SciPy's values, for one matrix)
-def polar(a: Any, side: str = "right") -> tuple:
+def polar(a: Any, side: str = "right") -> tuple[Any, ...]:
     """Polar decomposition ``a = u p`` (side "right") or ``a = p u`` (side "left")
     (scipy.linalg.polar), differentiable where ``a`` has full rank.
 

@@ -27,11 +27,11 @@ from .systems import inv
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cond"]
 
-def _vector_norm(x, axis=None, keepdims=False, ord=2):
+def _vector_norm(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     return np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
 
 
-def _direction(x, n, axis, ord):
+def _direction(x: Any, n: Any, axis: Any, ord: Any) -> Any:
     """The gradient of the norm ``n`` (broadcast against ``x``) for a unit cotangent."""
     nd = data_of(n)
     xd = data_of(x)
@@ -51,16 +51,18 @@ def _direction(x, n, axis, ord):
     return where(zero, 0, sign(x) * (where(zero, 1, _abs(x)) / where(nd == 0, 1, n)) ** (ord - 1))
 
 
-def _expanded(v, x, axis, keepdims):
+def _expanded(v: Any, x: Any, axis: Any, keepdims: Any) -> Any:
     return expand_reduced(v, x.shape, axis, keepdims)
 
 
-def _vector_norm_vjp(g, ans, x, axis=None, keepdims=False, ord=2):
+def _vector_norm_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False,
+                     ord: Any = 2) -> Any:
     d = _direction(x, _expanded(ans, x, axis, keepdims), axis, ord)
     return _expanded(g, x, axis, keepdims) * d
 
 
-def _vector_norm_jvp(t, ans, x, axis=None, keepdims=False, ord=2):
+def _vector_norm_jvp(t: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False,
+                     ord: Any = 2) -> Any:
     d = _direction(x, _expanded(ans, x, axis, keepdims), axis, ord)
     dt = real(conj(d) * t) if is_complex(d) or is_complex(t) else d * t
     return _sum(dt, axis=axis, keepdims=keepdims)
@@ -95,7 +97,7 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False,
     return _vector_norm_op(x, axis=axis, keepdims=keepdims, ord=ord)
 
 
-def _keep(r, keepdims: bool, axes: tuple):
+def _keep(r: Any, keepdims: bool, axes: tuple[Any, ...]) -> Any:
     """Put back the reduced (non-negative, sorted) ``axes`` as length-one axes."""
     if keepdims:
         for a in axes:

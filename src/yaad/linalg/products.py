@@ -4,7 +4,7 @@ signatures of ``numpy.linalg`` (the ops themselves are those of ``yaad``, in ``o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -143,11 +143,11 @@ def matrix_transpose(x: Any, /) -> Any:
     return _matrix_transpose(x)
 
 
-def _chain_order(dims: list) -> list:
+def _chain_order(dims: list[Any]) -> list[Any]:
     """Optimal parenthesization of a matrix chain (the classic dynamic programme): the
     split point ``s[i][j]`` of each sub-chain ``i..j``."""
     n = len(dims) - 1
-    cost = [[0] * n for _ in range(n)]
+    cost: list[list[float]] = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
     for length in range(1, n):
         for i in range(n - length):
@@ -212,7 +212,7 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
 # ---- cross product ---------------------------------------------------------------------
 
 
-def _cross(x1, x2, axis=-1):
+def _cross(x1: Any, x2: Any, axis: Any = -1) -> Any:
     x1, x2 = as_array(x1), as_array(x2)
     if x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError(f"cross: both inputs must have 3 entries along axis {axis}, got "
@@ -220,11 +220,11 @@ def _cross(x1, x2, axis=-1):
     return np.cross(x1, x2, axis=axis)
 
 
-def _cconj(x):
+def _cconj(x: Any) -> Any:
     return conj(x) if is_complex(x) else x
 
 
-def _cross_batch(dims, x1, x2, axis=-1):
+def _cross_batch(dims: Any, x1: Any, x2: Any, axis: Any = -1) -> Any:
     # the axis counted from the end is the same in both once they are aligned
     ends = {normalize_axis_index(axis, np.ndim(x) - (d is not None)) - np.ndim(x) + (
         d is not None) for x, d in zip((x1, x2), dims)}
@@ -233,7 +233,7 @@ def _cross_batch(dims, x1, x2, axis=-1):
     return cross(*aligned((x1, x2), dims), axis=ends.pop()), 0
 
 
-cross = public(op(_cross, name="linalg.cross", save_ans=False, linear=True,
+cross: Callable[..., Any] = public(op(_cross, name="linalg.cross", save_ans=False, linear=True,
                   vjp=(lambda g, ans, x1, x2, axis=-1: cross(_cconj(x2), g, axis=axis),
                        lambda g, ans, x1, x2, axis=-1: cross(g, _cconj(x1), axis=axis)),
                   batch=_cross_batch))

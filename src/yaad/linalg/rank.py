@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -49,12 +49,12 @@ class SlogdetResult(NamedTuple):
     logabsdet: Any
 
 
-def _det(a):
+def _det(a: Any) -> Any:
     a = square_matrices("det", a)
     return np.linalg.det(a)
 
 
-def _nearly_singular(a, det_a) -> bool:
+def _nearly_singular(a: Any, det_a: Any) -> bool:
     """Whether ``det(a) inv(a)`` would lose the adjugate to rounding for some matrix:
     ``|det(a)|`` at most ``sqrt(eps)`` times the product of the rows' norms (Hadamard's
     bound on it, so the test does not depend on the scale)."""
@@ -63,7 +63,7 @@ def _nearly_singular(a, det_a) -> bool:
     return bool(np.any(np.abs(d) <= np.finfo(a.dtype).eps ** 0.5 * bound))
 
 
-def adjugate(a, det_a):
+def adjugate(a: Any, det_a: Any) -> Any:
     """The adjugate ``adj(a)`` (``d det(a) = tr(adj(a) da)``), also for singular matrices.
 
     ``det(a) inv(a)`` when every matrix is well away from singular; otherwise from the SVD
@@ -105,13 +105,13 @@ Tensor
 """
 
 
-def _slogdet(a):
+def _slogdet(a: Any) -> Any:
     a = square_matrices("slogdet", a)
     sign, logabsdet = np.linalg.slogdet(a)
     return sign, logabsdet
 
 
-def _inv_for_log(a, sign):
+def _inv_for_log(a: Any, sign: Any) -> Any:
     if np.any(data_of(sign) == 0):
         raise np.linalg.LinAlgError(
             "linalg.slogdet: a matrix is singular, so log|det| = -inf has no gradient; use "
@@ -119,7 +119,7 @@ def _inv_for_log(a, sign):
     return inv(a)
 
 
-def _slogdet_vjp(g, ans, a):
+def _slogdet_vjp(g: Any, ans: Any, a: Any) -> Any:
     gs, gl = g
     sign = ans[0]
     c = gl
@@ -132,7 +132,7 @@ def _slogdet_vjp(g, ans, a):
     return col(col(c)) * mH(_inv_for_log(a, sign))
 
 
-def _slogdet_jvp(t, ans, a):
+def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
     sign = ans[0]
     d = _sum(diag(matmul(_inv_for_log(a, sign), t)), axis=-1)
     if not is_complex(d):
@@ -163,7 +163,7 @@ def slogdet(a: Any) -> SlogdetResult:
 # ---- pseudo-inverse and least squares -----------------------------------------------
 
 
-def pinv_vjp(a, p, g, hermitian=False):
+def pinv_vjp(a: Any, p: Any, g: Any, hermitian: Any = False) -> Any:
     """Gradient for ``a`` of ``p = pinv(a)`` given the gradient ``g`` for ``p`` (Golub and
     Pereyra's derivative, valid where the rank is locally constant)."""
     ph = mH(p)
@@ -175,7 +175,7 @@ def pinv_vjp(a, p, g, hermitian=False):
     return herm(ga) if hermitian else ga
 
 
-def pinv_jvp(a, p, t, hermitian=False):
+def pinv_jvp(a: Any, p: Any, t: Any, hermitian: Any = False) -> Any:
     """Tangent of ``pinv(a)`` for a tangent ``t`` of ``a``."""
     if hermitian:
         t = herm(t)
@@ -186,7 +186,7 @@ def pinv_jvp(a, p, t, hermitian=False):
             + matmul(th - matmul(p, matmul(a, th)), matmul(ph, p)))
 
 
-def _pinv(a, rcond=None, hermitian=False, rtol=None):
+def _pinv(a: Any, rcond: Any = None, hermitian: Any = False, rtol: Any = None) -> Any:
     kw = {} if rtol is None else {"rtol": rtol}
     return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **kw)
 
@@ -216,7 +216,7 @@ Tensor
 """
 
 
-def lstsq_rtol(a, rcond):
+def lstsq_rtol(a: Any, rcond: Any) -> Any:
     """The relative singular-value cutoff NumPy's ``lstsq`` uses for ``rcond``."""
     eps = np.finfo(a.dtype).eps
     if rcond is None:
@@ -224,7 +224,7 @@ def lstsq_rtol(a, rcond):
     return eps if rcond < 0 else rcond
 
 
-def _lstsq_solution(a, b, rcond=None):
+def _lstsq_solution(a: Any, b: Any, rcond: Any = None) -> Any:
     a, b = as_array(a), as_array(b)
     if a.ndim < 2:
         raise np.linalg.LinAlgError(f"lstsq: a must be (..., m, n), got shape {a.shape}")
@@ -240,21 +240,21 @@ def _lstsq_solution(a, b, rcond=None):
     return out
 
 
-def _lstsq_vjp_a(g, x, a, b, rcond=None):
+def _lstsq_vjp_a(g: Any, x: Any, a: Any, b: Any, rcond: Any = None) -> Any:
     p = pinv(a, rtol=lstsq_rtol(a, rcond))
     return pinv_vjp(a, p, outer_h(g, b, b.ndim == 1))
 
 
-def _lstsq_vjp_b(g, x, a, b, rcond=None):
+def _lstsq_vjp_b(g: Any, x: Any, a: Any, b: Any, rcond: Any = None) -> Any:
     return mv(mH(pinv(a, rtol=lstsq_rtol(a, rcond))), g, b.ndim == 1)
 
 
-def _lstsq_jvp_a(t, x, a, b, rcond=None):
+def _lstsq_jvp_a(t: Any, x: Any, a: Any, b: Any, rcond: Any = None) -> Any:
     p = pinv(a, rtol=lstsq_rtol(a, rcond))
     return mv(pinv_jvp(a, p, t), b, b.ndim == 1)
 
 
-lstsq_solution = op(_lstsq_solution, name="linalg.lstsq", linear=(1,),
+lstsq_solution: Callable[..., Any] = op(_lstsq_solution, name="linalg.lstsq", linear=(1,),
                     vjp=(_lstsq_vjp_a, _lstsq_vjp_b), jvp=(_lstsq_jvp_a, None),
                     batch=solve_batch(lambda a, b, rcond=None: lstsq_solution(a, b, rcond)))
 lstsq_solution.__doc__ = """The minimum-norm least-squares solution ``pinv(a) @ b``, batched
@@ -262,7 +262,7 @@ lstsq_solution.__doc__ = """The minimum-norm least-squares solution ``pinv(a) @ 
 
 
 @per_example()
-def lstsq(a: Any, b: Any, rcond: float | None = None) -> tuple:
+def lstsq(a: Any, b: Any, rcond: float | None = None) -> tuple[Any, ...]:
     """Least-squares solution of ``a x = b`` (numpy.linalg.lstsq), batched.
 
     Parameters

@@ -19,7 +19,7 @@ for real and complex inputs.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.linalg as sla
@@ -57,7 +57,7 @@ __all__ = ["solve", "solve_triangular", "solve_banded", "solve_sylvester",
 _TRANS = {0: 0, "N": 0, "n": 0, 1: 1, "T": 1, "t": 1, 2: 2, "C": 2, "c": 2}
 
 
-def _trans_code(trans) -> int:
+def _trans_code(trans: Any) -> int:
     try:
         return _TRANS[trans]
     except (KeyError, TypeError):
@@ -65,8 +65,9 @@ def _trans_code(trans) -> int:
                          f"{trans!r}") from None
 
 
-def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                      check_finite=True):
+def _solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
+                      unit_diagonal: bool = False, overwrite_b: bool = False,
+                      check_finite: bool = True) -> Any:
     a = square_matrices("solve_triangular", a)
     b = as_array(b)
     code = _trans_code(trans)
@@ -80,19 +81,19 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite
     return np.linalg.solve(_op_of(t, code), b)
 
 
-def _op_of(x, code: int):
+def _op_of(x: Any, code: int) -> Any:
     """``op(x)`` of the triangular solve: x, x^T or x^H."""
     return x if code == 0 else mT(x) if code == 1 else mH(x)
 
 
-def _st_solve(a, y, code, lower, unit, vec):
+def _st_solve(a: Any, y: Any, code: Any, lower: Any, unit: Any, vec: Any) -> Any:
     """``solve_triangular`` where ``y`` is a batch of vectors (``vec``) or of matrices."""
     if vec and y.ndim > 1:
         return squeeze(solve_triangular(a, col(y), code, lower, unit), -1)
     return solve_triangular(a, y, code, lower, unit)
 
 
-def _st_adjoint(a, g, code, lower, unit, vec):
+def _st_adjoint(a: Any, g: Any, code: Any, lower: Any, unit: Any, vec: Any) -> Any:
     """Solve ``op(T)^H y = g`` (the gradient for ``b``)."""
     if code == 1 and is_complex(a):
         # op(T)^H = conj(T), which LAPACK does not offer: conj(T) y = g <=> T conj(y) = conj(g)
@@ -100,31 +101,34 @@ def _st_adjoint(a, g, code, lower, unit, vec):
     return _st_solve(a, g, 2 if code == 0 else 0, lower, unit, vec)
 
 
-def _st_vjp_a(g, x, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-              check_finite=True):
+def _st_vjp_a(g: Any, x: Any, a: Any, b: Any, trans: int | str = 0, lower: bool = False,
+              unit_diagonal: bool = False, overwrite_b: bool = False,
+              check_finite: bool = True) -> Any:
     code = _trans_code(trans)
     vec = b.ndim == 1
     gm = -outer_h(_st_adjoint(a, g, code, lower, unit_diagonal, vec), x, vec)
     return tri(_op_of(gm, code), lower, unit_diagonal)
 
 
-def _st_vjp_b(g, x, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-              check_finite=True):
+def _st_vjp_b(g: Any, x: Any, a: Any, b: Any, trans: int | str = 0, lower: bool = False,
+              unit_diagonal: bool = False, overwrite_b: bool = False,
+              check_finite: bool = True) -> Any:
     return _st_adjoint(a, g, _trans_code(trans), lower, unit_diagonal, b.ndim == 1)
 
 
-def _st_jvp_a(t, x, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-              check_finite=True):
+def _st_jvp_a(t: Any, x: Any, a: Any, b: Any, trans: int | str = 0, lower: bool = False,
+              unit_diagonal: bool = False, overwrite_b: bool = False,
+              check_finite: bool = True) -> Any:
     code = _trans_code(trans)
     vec = b.ndim == 1
     dm = _op_of(tri(t, lower, unit_diagonal), code)
     return -_st_solve(a, mv(dm, x, vec), code, lower, unit_diagonal, vec)
 
 
-solve_triangular = public(op(_solve_triangular, name="linalg.solve_triangular", linear=(1,),
-                             vjp=(_st_vjp_a, _st_vjp_b), jvp=(_st_jvp_a, None),
-                             batch=solve_batch(lambda a, b, *rest, **kw: solve_triangular(
-                                 a, b, *rest, **kw))))
+solve_triangular: Callable[..., Any] = public(op(
+    _solve_triangular, name="linalg.solve_triangular", linear=(1,),
+    vjp=(_st_vjp_a, _st_vjp_b), jvp=(_st_jvp_a, None),
+    batch=solve_batch(lambda a, b, *rest, **kw: solve_triangular(a, b, *rest, **kw))))
 solve_triangular.__doc__ = """Solve ``op(a) x = b`` for a triangular ``a``.
 
 SciPy's ``scipy.linalg.solve_triangular``, batched. Only the triangle selected by
@@ -156,7 +160,7 @@ Tensor
 # ---- inverse, solve, determinants -----------------------------------------------------
 
 
-def _inv(a):
+def _inv(a: Any) -> Any:
     a = square_matrices("inv", a)
     return np.linalg.inv(a)
 
@@ -182,28 +186,28 @@ numpy.linalg.LinAlgError
 """
 
 
-def _solve(a, b):
+def _solve(a: Any, b: Any) -> Any:
     a, b = square_matrices("solve", a), as_array(b)
     return np.linalg.solve(a, b)
 
 
-def _solve_vjp_b(g, x, a, b):
+def _solve_vjp_b(g: Any, x: Any, a: Any, b: Any) -> Any:
     return mv_solve(mH(a), g, b.ndim == 1)
 
 
-def _solve_vjp_a(g, x, a, b):
+def _solve_vjp_a(g: Any, x: Any, a: Any, b: Any) -> Any:
     vec = b.ndim == 1
     return -outer_h(mv_solve(mH(a), g, vec), x, vec)
 
 
-def mv_solve(a, b, vec: bool):
+def mv_solve(a: Any, b: Any, vec: bool) -> Any:
     """``solve(a, b)`` where ``b`` is a batch of vectors (``vec``) or of matrices."""
     if vec and b.ndim > 1:
         return squeeze(solve(a, col(b)), -1)
     return solve(a, b)
 
 
-solve = public(op(_solve, name="linalg.solve", linear=(1,),
+solve: Callable[..., Any] = public(op(_solve, name="linalg.solve", linear=(1,),
                   vjp=(_solve_vjp_a, _solve_vjp_b), batch=solve_batch(lambda a, b: solve(a, b)),
                   jvp=(lambda t, x, a, b: -mv_solve(a, mv(t, x, b.ndim == 1), b.ndim == 1), None)))
 solve.__doc__ = """Solve ``a x = b`` (numpy.linalg.solve, NumPy 2 broadcasting).
@@ -229,12 +233,12 @@ numpy.linalg.LinAlgError
 # ---- Cholesky --------------------------------------------------------------------------
 
 
-def _cholesky(a, upper=False):
+def _cholesky(a: Any, upper: Any = False) -> Any:
     a = square_matrices("cholesky", a)
     return np.linalg.cholesky(a, upper=upper)
 
 
-def _cholesky_vjp(g, ans, a, upper=False):
+def _cholesky_vjp(g: Any, ans: Any, a: Any, upper: Any = False) -> Any:
     low = mH(ans) if upper else ans
     gl = mH(g) if upper else g
     z = matmul(mH(low), gl)
@@ -244,7 +248,7 @@ def _cholesky_vjp(g, ans, a, upper=False):
     return mH(solve_triangular(low, mH(t1), 2, True))  # L^{-H} W L^{-1}
 
 
-def _cholesky_jvp(t, ans, a, upper=False):
+def _cholesky_jvp(t: Any, ans: Any, a: Any, upper: Any = False) -> Any:
     low = mH(ans) if upper else ans
     s1 = solve_triangular(low, herm(t), 0, True)
     s = mH(solve_triangular(low, mH(s1), 0, True))  # L^{-1} herm(t) L^{-H}
@@ -275,20 +279,20 @@ Tensor
 # ---- matrix equations ------------------------------------------------------------------
 
 
-def _batched(fn, *mats):
+def _batched(fn: Any, *mats: Any) -> Any:
     """``fn`` of the matrices of each batch entry (broadcast leading axes)."""
     batch = np.broadcast_shapes(*(m.shape[:-2] for m in mats))
     if not batch:
         return fn(*mats)
-    mats = [np.broadcast_to(m, batch + m.shape[-2:]) for m in mats]
-    first = fn(*(m[(0,) * len(batch)] for m in mats))
+    full = [np.broadcast_to(m, batch + m.shape[-2:]) for m in mats]
+    first = fn(*(m[(0,) * len(batch)] for m in full))
     out = np.empty(batch + first.shape, dtype=first.dtype)
     for idx in np.ndindex(*batch):
-        out[idx] = fn(*(m[idx] for m in mats))
+        out[idx] = fn(*(m[idx] for m in full))
     return out
 
 
-def _sylvester(a, b, q):
+def _sylvester(a: Any, b: Any, q: Any) -> Any:
     a = square_matrices("solve_sylvester", a)
     b = square_matrices("solve_sylvester", b)
     q = as_array(q)
@@ -302,11 +306,11 @@ def _sylvester(a, b, q):
     return _batched(sla.solve_sylvester, *(m.astype(dt, copy=False) for m in (a, b, q)))
 
 
-def _adjoint(g, a, b):
+def _adjoint(g: Any, a: Any, b: Any) -> Any:
     return solve_sylvester(mH(a), mH(b), g)
 
 
-solve_sylvester = public(op(
+solve_sylvester: Callable[..., Any] = public(op(
     _sylvester, name="linalg.solve_sylvester", batch="broadcast",
     vjp=(lambda g, x, a, b, q: -matmul(_adjoint(g, a, b), mH(x)),
          lambda g, x, a, b, q: -matmul(mH(x), _adjoint(g, a, b)),
@@ -388,26 +392,28 @@ def _band_outer(lower: int, upper: int, y: Any, x: Any) -> Any:
     return stack(rows)
 
 
-def _banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+def _banded(l_and_u: Any, ab: Any, b: Any, overwrite_ab: bool = False, overwrite_b: bool = False,
+            check_finite: bool = True) -> Any:
     return sla.solve_banded(l_and_u, ab, b, check_finite=check_finite)
 
 
-def _banded_vjp_ab(g, x, l_and_u, ab, b, *rest, **kw):
+def _banded_vjp_ab(g: Any, x: Any, l_and_u: Any, ab: Any, b: Any, *rest: Any, **kw: Any) -> Any:
     lower, upper = l_and_u
     y = solve_banded((upper, lower), _band_adjoint(lower, upper, ab), g)
     return -_band_outer(lower, upper, y, x)
 
 
-def _banded_vjp_b(g, x, l_and_u, ab, b, *rest, **kw):
+def _banded_vjp_b(g: Any, x: Any, l_and_u: Any, ab: Any, b: Any, *rest: Any, **kw: Any) -> Any:
     lower, upper = l_and_u
     return solve_banded((upper, lower), _band_adjoint(lower, upper, ab), g)
 
 
-def _banded_jvp_ab(t, x, l_and_u, ab, b, *rest, **kw):
+def _banded_jvp_ab(t: Any, x: Any, l_and_u: tuple[int, int], ab: Any, b: Any, *rest: Any,
+                   **kw: Any) -> Any:
     return solve_banded(l_and_u, ab, -_band_matvec(*l_and_u, t, x))
 
 
-def _banded_batch(dims, l_and_u, ab, b, *rest, **kw):
+def _banded_batch(dims: Any, l_and_u: Any, ab: Any, b: Any, *rest: Any, **kw: Any) -> Any:
     if dims[1] is not None or any(d is not None for d in dims[3:]):
         return NotImplemented  # a band per example: SciPy solves one at a time
     cols, back = columns(b, dims[2])  # one band: the examples' right-hand sides as columns
