@@ -40,7 +40,7 @@ from __future__ import annotations
 import collections
 import linecache
 import weakref
-from typing import Any, NamedTuple
+from typing import Any, Callable, Literal, NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
@@ -87,21 +87,23 @@ class GaugeError(RuntimeError):
 # each call notes where the user's code made it (cheap next to the decomposition), and
 # the errors of its rules name that line, and which call from it (a loop of truncations).
 
-_SITES: dict[int, tuple] = {}   # id(an output array) -> (weakref to it, frames, call number)
-_CALLS: collections.Counter = collections.Counter()
+# id(an output array) -> (weakref to it, frames, call number)
+_SITES: dict[int, tuple[Any, ...]] = {}
+_CALLS: collections.Counter[Any] = collections.Counter()
 
 
-def note_call_site(values) -> None:
+def note_call_site(values: Any) -> None:
     """Remember where the user's code called the decomposition that returned ``values``."""
     frames = user_frames()
     where = frames[0][:2] if frames else None
     _CALLS[where] += 1
     key = id(values)
-    _SITES[key] = (weakref.ref(values, lambda _, k=key: _SITES.pop(k, None)), frames,
+    _SITES[key] = (weakref.ref(values, lambda _, k=key: _SITES.pop(k, None)),  # type: ignore[misc]
+                   frames,
                    _CALLS[where])
 
 
-def call_site(values) -> str:
+def call_site(values: Any) -> str:
     """``values``'s call site, for an error message (empty if unknown)."""
     d = data_of(values)
     entry = _SITES.get(id(d))
@@ -114,9 +116,9 @@ def call_site(values) -> str:
             + f"; call {entry[2]} from that line in this process]")
 
 
-def located(rule, name: str, index: int):
+def located(rule: Any, name: str, index: int) -> Any:
     """``rule`` with the call site of its decomposition (output ``index``) in its errors."""
-    def wrapped(g, ans, *args, **kw):
+    def wrapped(g: Any, ans: Any, *args: Any, **kw: Any) -> Any:
         try:
             return rule(g, ans, *args, **kw)
         except (GaugeError, np.linalg.LinAlgError) as e:
@@ -152,7 +154,7 @@ DEGENERATE_ERROR = ("{name}: the loss depends on the basis chosen inside a degen
                "example 1e-12) for a Lorentzian-broadened, finite gradient.")
 
 
-def require_negligible(num, mask, scale: float, message: str) -> None:
+def require_negligible(num: Any, mask: Any, scale: float, message: str) -> None:
     """Raise :class:`GaugeError` if ``num`` is not negligible where ``mask`` holds.
 
     Negligible: below ``sqrt(eps)`` times the size of the incoming gradient ``scale``, and
@@ -167,7 +169,7 @@ def require_negligible(num, mask, scale: float, message: str) -> None:
         raise GaugeError(message)
 
 
-def negligible(x, scale: float):
+def negligible(x: Any, scale: float) -> Any:
     """Where ``x`` is negligible, in the sense of :func:`require_negligible` (``x`` may be
     the number 0)."""
     x = np.abs(data_of(x))
@@ -175,17 +177,18 @@ def negligible(x, scale: float):
                                                                                      1.0)
 
 
-def _differentiated(x) -> bool:
+def _differentiated(x: Any) -> bool:
     """Whether a rule's value is itself being differentiated (create_graph or forward mode)."""
     return isinstance(x, Tensor) and bool(x.requires_grad or getattr(x, "_tangents", None))
 
 
 # The values (eigenvalues, singular values) of decompositions whose rule was differentiated
 # (create_graph): a later backward pass through the same node is then a second derivative.
-_DIFFERENTIATED = weakref.WeakValueDictionary()
+_DIFFERENTIATED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
-def second_order_guard(name: str, what: str, values, flat, coupled, a, mix) -> None:
+def second_order_guard(name: str, what: str, values: Any, flat: Any, coupled: Any, a: Any,
+                       mix: Any) -> None:
     """Refuse a second derivative that the chain rule through a decomposition cannot give.
 
     At equal values (``flat`` pairs of the columns in use), the first derivative is exact,
@@ -207,7 +210,7 @@ def second_order_guard(name: str, what: str, values, flat, coupled, a, mix) -> N
             raise GaugeError(_SECOND.format(name=name, what=what))
 
 
-def degenerate_pairs(values, tol, nonzero: bool = True):
+def degenerate_pairs(values: Any, tol: Any, nonzero: bool = True) -> Any:
     """``(i, j)``, ``i != j``, with ``|values_i - values_j| <= tol`` (and ``values_i`` not
     zero if ``nonzero``): a mask of shape ``(..., k, k)``."""
     v = data_of(values)
@@ -217,28 +220,29 @@ def degenerate_pairs(values, tol, nonzero: bool = True):
     return pairs & (np.abs(v[..., :, None]) > t) if nonzero else pairs
 
 
-def magnitude(*xs) -> float:
+def magnitude(*xs: Any) -> float:
     """The largest absolute entry of the arrays ``xs`` (None skipped): the size of the
     gradients a rule receives, which scales the checks of :func:`require_negligible`."""
     return max((float(np.max(np.abs(data_of(x)))) for x in xs if x is not None and x.size),
                default=0.0)
 
 
-def degeneracy_tol(values, n: int):
+def degeneracy_tol(values: Any, n: int) -> Any:
     """Values closer than this are equal to working precision: ``100 n eps max|values|``,
     per matrix of the batch, shape ``(..., 1)``."""
     v = np.abs(data_of(values))
     return 100 * n * np.finfo(v.dtype).eps * np.max(v, axis=-1, keepdims=True)
 
 
-def _lorentz(x, eps: float):
+def _lorentz(x: Any, eps: float) -> Any:
     """``1/x`` broadened: ``conj(x) / (|x|^2 + eps^2)``."""
     if is_complex(x):
         return conj(x) / (real(x * conj(x)) + eps * eps)
     return x / (x * x + eps * eps)
 
 
-def inverse_gaps(diff, tol, eps, num=None, scale: float = 0.0, message: str = ""):
+def inverse_gaps(diff: Any, tol: Any, eps: Any, num: Any = None, scale: float = 0.0,
+                 message: str = "") -> Any:
     """``1 / diff`` off the diagonal and 0 on it, with degenerate entries masked.
 
     Where ``|diff| <= tol`` the entry is 0, after checking that ``num`` (the matrix the
@@ -255,7 +259,8 @@ def inverse_gaps(diff, tol, eps, num=None, scale: float = 0.0, message: str = ""
     return where(zero, 0, 1 / where(zero, 1, diff))
 
 
-def inverse_values(s, tol, eps, num=None, scale: float = 0.0, message: str = ""):
+def inverse_values(s: Any, tol: Any, eps: Any, num: Any = None, scale: float = 0.0,
+                   message: str = "") -> Any:
     """``1 / s`` for non-negative values, 0 where ``s <= tol`` (``num`` checked there)."""
     if eps is not None:
         return _lorentz(s, eps)
@@ -265,7 +270,7 @@ def inverse_values(s, tol, eps, num=None, scale: float = 0.0, message: str = "")
     return where(zero, 0, 1 / where(zero, 1, s))
 
 
-def fold_complement(q, gq, k: int, message: str):
+def fold_complement(q: Any, gq: Any, k: int, message: str) -> Any:
     """Fold the gradient of the free columns ``q[..., k:]`` (an arbitrary orthonormal basis
     of the complement of ``q[..., :k]``) into the gradient of the first ``k`` columns.
 
@@ -282,7 +287,7 @@ def fold_complement(q, gq, k: int, message: str):
     return q1, gq[..., :k] - matmul(q2, matmul(mH(g2), q1))
 
 
-def _extend_complement(q, dq1, k: int):
+def _extend_complement(q: Any, dq1: Any, k: int) -> Any:
     """The tangent of all columns of ``q`` from that of the first ``k`` (see above)."""
     q1, q2 = q[..., :k], q[..., k:]
     return concat_last(dq1, -matmul(q1, matmul(mH(dq1), q2)))
@@ -291,7 +296,7 @@ def _extend_complement(q, dq1, k: int):
 # ---- the discarded part of a spectrum, as one matrix --------------------------------------
 
 
-def active_columns(*cotangents):
+def active_columns(*cotangents: Any) -> Any:
     """The columns (last axis) that receive a cotangent, and the others.
 
     Returns ``(active, rest)``: index arrays into the last axis, ``rest`` None when every
@@ -313,14 +318,15 @@ def active_columns(*cotangents):
     return np.flatnonzero(hit), np.flatnonzero(~hit)
 
 
-def _inverse_or_zero(x, tol, num, scale: float, message: str):
+def _inverse_or_zero(x: Any, tol: Any, num: Any, scale: float, message: str) -> Any:
     """``1 / x`` (arrays), 0 where ``|x| <= tol`` after checking ``num`` vanishes there."""
     flat = np.abs(x) <= tol
     require_negligible(num, flat, scale, message)
     return np.where(flat, 0, 1 / np.where(flat, 1, x))
 
 
-def _resolvent(m, shifts, g, vectors, values, right=None, *, n, name):
+def _resolvent(m: Any, shifts: Any, g: Any, vectors: Any, values: Any, right: Any = None, *, n: Any,
+               name: Any) -> Any:
     """``x[..., :, a] = (shifts[a] - M)^{-1} g[..., :, a]`` for a Hermitian ``M`` given by the
     non-zero part of its spectrum (``M`` is 0 on the rest of the space).
 
@@ -358,7 +364,7 @@ def _resolvent(m, shifts, g, vectors, values, right=None, *, n, name):
                                        scale, zero)
 
 
-def _apply_m(t, x, right):
+def _apply_m(t: Any, x: Any, right: Any) -> Any:
     """``dM @ x`` for a tangent ``t`` of ``m`` (Jordan-Wielandt when ``right`` is given)."""
     if right is not None:
         p = t.shape[-2]
@@ -366,7 +372,7 @@ def _apply_m(t, x, right):
     return matmul(t, x)
 
 
-def _resolvent_vjp_m(gx, x, m, shifts, g, *basis, **kw):
+def _resolvent_vjp_m(gx: Any, x: Any, m: Any, shifts: Any, g: Any, *basis: Any, **kw: Any) -> Any:
     y = resolvent(m, shifts, gx, *basis, **kw)
     if len(basis) == 3:
         p = m.shape[-2]
@@ -374,20 +380,21 @@ def _resolvent_vjp_m(gx, x, m, shifts, g, *basis, **kw):
     return matmul(y, mH(x))
 
 
-def _resolvent_vjp_shifts(gx, x, m, shifts, g, *basis, **kw):
+def _resolvent_vjp_shifts(gx: Any, x: Any, m: Any, shifts: Any, g: Any, *basis: Any,
+                          **kw: Any) -> Any:
     y = resolvent(m, shifts, gx, *basis, **kw)
     d = _sum(conj(y) * x if is_complex(x) else y * x, axis=-2)
     return -(real(d) if is_complex(d) else d)
 
 
-def _resolvent_batch(dims, m, shifts, g, *basis, **kw):
+def _resolvent_batch(dims: Any, m: Any, shifts: Any, g: Any, *basis: Any, **kw: Any) -> Any:
     # every argument broadcast over its leading axes; these are its own:
     cores = (2, 1, 2, 2, 1, 2)[:3 + len(basis)]
     args = aligned((m, shifts, g, *basis), dims, cores=cores)
     return resolvent(*args, **kw), 0
 
 
-resolvent = op(
+resolvent: Callable[..., Any] = op(
     _resolvent, name="linalg.resolvent", batch=_resolvent_batch,
     vjp=(_resolvent_vjp_m, _resolvent_vjp_shifts,
          lambda gx, x, m, shifts, g, *basis, **kw: resolvent(m, shifts, gx, *basis, **kw),
@@ -409,26 +416,26 @@ _CUT = ("{name}: the loss depends on the basis chosen inside a degenerate subspa
         "whole block, or pass eps= for a Lorentzian-broadened, finite gradient.")
 
 
-def _hint(x):
+def _hint(x: Any) -> Any:
     """A spectral basis passed to :func:`resolvent`: values without a gradient."""
     return x.detach() if isinstance(x, Tensor) else x
 
 
-def _cols(x, idx):
+def _cols(x: Any, idx: Any) -> Any:
     return x if isinstance(idx, slice) else x[..., idx]
 
 
 # ---- eigh --------------------------------------------------------------------------------
 
 
-def _eigh(a, UPLO="L", eps=None):
+def _eigh(a: Any, UPLO: Any = "L", eps: Any = None) -> Any:
     a = square_matrices("eigh", a)
     w, v = np.linalg.eigh(a, UPLO)
     note_call_site(w)
     return w, v
 
 
-def _eigh_vjp(g, ans, a, UPLO="L", eps=None):
+def _eigh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any:
     gw, gv = g
     w, v = ans
     if gv is None:
@@ -468,7 +475,7 @@ def _eigh_vjp(g, ans, a, UPLO="L", eps=None):
     return ga
 
 
-def _touched(g, scale: float):
+def _touched(g: Any, scale: float) -> Any:
     """Pairs ``(i, j)`` where the cotangent ``g`` of the values is not negligible at i or j."""
     if g is None:
         return False
@@ -476,7 +483,7 @@ def _touched(g, scale: float):
     return hit[..., :, None] | hit[..., None, :]
 
 
-def eigh_coupling_check(flat, coupled, gw, scale) -> None:
+def eigh_coupling_check(flat: Any, coupled: Any, gw: Any, scale: Any) -> None:
     """At equal eigenvalues the term of the Hermitian part of ``V^H gV`` is a 0/0 limit (the
     divided difference of ``f`` in ``V diag(f(w)) V^H``). It is 0 when the loss depends on the
     degenerate eigenvectors only through their span (``gw`` zero there) or not at all."""
@@ -490,7 +497,7 @@ def eigh_coupling_check(flat, coupled, gw, scale) -> None:
                    "make the loss depend on the eigenvectors only through projectors. "))
 
 
-def _eigh_jvp(t, ans, a, UPLO="L", eps=None):
+def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any:
     w, v = ans
     dp = matmul(mH(v), matmul(herm(t), v))
     f = inverse_gaps(row(w) - col(w), degeneracy_tol(w, w.shape[-1]), eps)
@@ -505,7 +512,7 @@ eigh_op = op(_eigh, name="linalg.eigh", nout=2, vjp=located(_eigh_vjp, "linalg.e
 # ---- eig ---------------------------------------------------------------------------------
 
 
-def _eig(a, eps=None):
+def _eig(a: Any, eps: Any = None) -> Any:
     a = square_matrices("eig", a)
     w, v = np.linalg.eig(a)
     ctype = np.result_type(a.dtype, np.complex64)
@@ -514,7 +521,7 @@ def _eig(a, eps=None):
     return w, v.astype(ctype, copy=False)
 
 
-def _eig_vjp(g, ans, a, eps=None):
+def _eig_vjp(g: Any, ans: Any, a: Any, eps: Any = None) -> Any:
     gw, gv = g
     w, v = ans
     vh = mH(v)
@@ -543,7 +550,7 @@ def _eig_vjp(g, ans, a, eps=None):
     return solve(vh, matmul(inner, vh))
 
 
-def _eig_coupling_check(w, tol, gv, gw, scale, a, v) -> None:
+def _eig_coupling_check(w: Any, tol: Any, gv: Any, gw: Any, scale: Any, a: Any, v: Any) -> None:
     """As for ``eigh``: at equal eigenvalues, a loss that depends on the eigenvalues and on
     the eigenvectors of the block (``V diag(f(w)) V^-1``) needs a 0/0 limit the gradients do
     not determine; a loss through the block's span only (a spectral projector) has ``gw``
@@ -566,7 +573,7 @@ def _eig_coupling_check(w, tol, gv, gw, scale, a, v) -> None:
             advice="For V f(w) V^-1 use a matrix function (yaad.linalg.expm, logm, sqrtm). "))
 
 
-def _eig_jvp(t, ans, a, eps=None):
+def _eig_jvp(t: Any, ans: Any, a: Any, eps: Any = None) -> Any:
     w, v = ans
     dp = solve(v, matmul(t, v))
     c = inverse_gaps(row(w) - col(w), degeneracy_tol(w, w.shape[-1]), eps) * dp
@@ -581,13 +588,14 @@ eig_op = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig",
 # ---- svd ---------------------------------------------------------------------------------
 
 
-def _svd(a, full_matrices=True, hermitian=False, eps=None):
+def _svd(a: Any, full_matrices: Any = True, hermitian: Any = False, eps: Any = None) -> Any:
     u, s, vh = np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
     note_call_site(s)
     return u, s, vh
 
 
-def _svd_core_vjp(a, u, s, v, gu, gs, gv, eps, scale):
+def _svd_core_vjp(a: Any, u: Any, s: Any, v: Any, gu: Any, gs: Any, gv: Any, eps: Any,
+                  scale: Any) -> Any:
     """Gradient of the reduced SVD ``a = u diag(s) v^H`` (``u``: m x r, ``v``: n x r);
     ``scale`` is the size of the incoming gradients (for the checks).
 
@@ -654,7 +662,7 @@ def _svd_core_vjp(a, u, s, v, gu, gs, gv, eps, scale):
     return ga
 
 
-def _svd_degenerate_term(s, tol, j, kk, gs, scale):
+def _svd_degenerate_term(s: Any, tol: Any, j: Any, kk: Any, gs: Any, scale: Any) -> Any:
     """The Hermitian term of a pair of equal, non-zero singular values ``s_a = s_b``.
 
     It is the 0/0 limit of ``plus_ab / (2 (s_b - s_a))`` (``plus = skew(J + K)``, ``J =
@@ -687,7 +695,7 @@ def _svd_degenerate_term(s, tol, j, kk, gs, scale):
     top = np.maximum(np.max(sd, axis=-1), np.finfo(sd.dtype).tiny)[..., None, None]
     y = sd[..., :, None] * x
 
-    def holds(residual, where):
+    def holds(residual: Any, where: Any) -> Any:
         return np.all(negligible(residual, scale) | ~where, axis=(-2, -1))
 
     informative = np.any(off & ~negligible(x, scale), axis=(-2, -1))
@@ -710,7 +718,8 @@ def _svd_degenerate_term(s, tol, j, kk, gs, scale):
     return where(use, hx / where(use, row(s) + col(s), 1), 0)
 
 
-def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False, eps=None):
+def _svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any = False,
+             eps: Any = None) -> Any:
     gu, gs, gvh = g
     u, s, vh = ans
     k = s.shape[-1]
@@ -725,7 +734,8 @@ def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False, eps=None):
     return herm(ga) if hermitian else ga
 
 
-def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False, eps=None):
+def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any = False,
+             eps: Any = None) -> Any:
     if hermitian:
         t = herm(t)
     u, s, vh = ans
@@ -768,18 +778,18 @@ svd_op = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd",
 # ---- qr ------------------------------------------------------------------------------------
 
 
-def _qr(a, complete=False):
+def _qr(a: Any, complete: Any = False) -> Any:
     q, r = np.linalg.qr(a, "complete" if complete else "reduced")
     note_call_site(r)
     return q, r
 
 
-def _rsolve(x, r):
+def _rsolve(x: Any, r: Any) -> Any:
     """``x @ inv(r)`` for upper triangular ``r``."""
     return mT(solve_triangular(r, mT(x), 1, False))
 
 
-def _qr_tall_vjp(q, r, gq, gr):
+def _qr_tall_vjp(q: Any, r: Any, gq: Any, gr: Any) -> Any:
     """Gradient of ``a = q r`` for ``q``: m x n with orthonormal columns, ``r``: n x n upper
     triangular with a real diagonal (LAPACK's convention, which fixes the phases)."""
     m = 0
@@ -794,7 +804,7 @@ def _qr_tall_vjp(q, r, gq, gr):
     return mH(solve_triangular(r, mH(b), 0, False))  # b r^{-H}
 
 
-def _qr_vjp(g, ans, a, complete=False):
+def _qr_vjp(g: Any, ans: Any, a: Any, complete: Any = False) -> Any:
     gq, gr = g
     q, r = ans
     m, n = q.shape[-2], r.shape[-1]
@@ -820,7 +830,7 @@ def _qr_vjp(g, ans, a, complete=False):
     return concat_last(_qr_tall_vjp(q, u, gq, gu), gy)
 
 
-def _qr_tall_jvp(q, r, t):
+def _qr_tall_jvp(q: Any, r: Any, t: Any) -> Any:
     x = _rsolve(matmul(mH(q), t), r)
     lower = tril(x, -1)
     c = lower - mH(lower)
@@ -829,7 +839,7 @@ def _qr_tall_jvp(q, r, t):
     return _rsolve(t, r) - matmul(q, x - c), triu(matmul(x - c, r))
 
 
-def _qr_jvp(t, ans, a, complete=False):
+def _qr_jvp(t: Any, ans: Any, a: Any, complete: Any = False) -> Any:
     q, r = ans
     m, n = q.shape[-2], r.shape[-1]
     if m >= n:
@@ -910,7 +920,7 @@ def eigh(a: Any, UPLO: str = "L", *, eps: float | None = None) -> EighResult:
     return EighResult(*eigh_op(a, UPLO, eps=eps))
 
 
-def eigvalsh(a: Any, UPLO: str = "L") -> Any:
+def eigvalsh(a: Any, UPLO: Literal["L", "U", "l", "u"] = "L") -> Any:
     """Eigenvalues of Hermitian matrices, ascending (numpy.linalg.eigvalsh).
 
     Parameters
@@ -1045,18 +1055,19 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 
 
 @per_example()
-def _qr_raw(a: Any) -> tuple:
+def _qr_raw(a: Any) -> tuple[Any, ...]:
     h, tau = np.linalg.qr(data_of(a), "raw")
     return (Tensor(h), Tensor(tau)) if isinstance(a, Tensor) else (h, tau)
 
 
-def _schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+def _schur(a: Any, output: Any = "real", lwork: Any = None, overwrite_a: bool = False,
+           sort: Any = None, check_finite: bool = True) -> Any:
     return sla.schur(a, output=output, lwork=lwork, sort=sort, check_finite=check_finite)
 
 
 @per_example("a")  # (LAPACK's, for one matrix)
 def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = False,
-          sort: Any = None, check_finite: bool = True) -> tuple:
+          sort: Any = None, check_finite: bool = True) -> tuple[Any, ...]:
     """Schur decomposition ``a = z t z^H`` (scipy.linalg.schur), without gradient.
 
     The Schur vectors are unique only up to a phase per column (for real output, up to
@@ -1084,8 +1095,8 @@ def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = F
             "order is LAPACK's, so the gradient exists only for losses invariant under "
             "those choices, and yaad does not implement it. Use yaad.linalg.eigvals or eig "
             "for losses of eigenvalues, or a.detach() if no gradient is wanted.")
-    out = _schur(a.data if isinstance(a, Tensor) else a, output, lwork, overwrite_a, sort,
-                 check_finite)
+    out: tuple[Any, ...] = _schur(a.data if isinstance(a, Tensor) else a, output, lwork,
+                                  overwrite_a, sort, check_finite)
     if isinstance(a, Tensor):
         return tuple(Tensor(o) if isinstance(o, np.ndarray) else o for o in out)
     return out
