@@ -74,7 +74,7 @@ class detect_anomaly:
                       "called and backward checks every gradient, which is slow; use it "
                       "to debug", UserWarning, stacklevel=2)
         self._prev.append(state.anomaly)
-        state.anomaly = self  # type: ignore[assignment]  # the active mode, falsy when off
+        state.anomaly = self
         state.refresh()
         return self
 

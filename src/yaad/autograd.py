@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -131,6 +131,10 @@ class FunctionCtx:
         self._layout: list[Any] = []
         self._values: list[Any] = []
         self._single: bool  # whether forward returned one value (set by forward)
+
+    if TYPE_CHECKING:  # any other attribute may be set and read (ctx.alpha = 2)
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def save_for_backward(self, *values: Any) -> None:
         """Keep values (inputs, outputs or others) for :meth:`Function.backward`."""

@@ -13,7 +13,7 @@ closes over) are found during the forward run and get their gradients too.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .autograd import Function, FunctionCtx
 from .engine import run_backward
@@ -25,7 +25,7 @@ __all__ = ["checkpoint"]
 
 
 
-def checkpoint(f: Callable, *args: Any, **kwargs: Any) -> Any:
+def checkpoint(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call ``f(*args, **kwargs)`` without keeping its activations for backward.
 
     Parameters
@@ -63,7 +63,8 @@ def checkpoint(f: Callable, *args: Any, **kwargs: Any) -> Any:
 class _Segment:
     """One checkpointed call: what backward needs to recompute it."""
 
-    def __init__(self, f: Callable, args: tuple, kwargs: dict) -> None:
+    def __init__(self, f: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
         self.f = f
         self.kwargs = kwargs
         self.slots = [k for k, a in enumerate(args)
@@ -71,14 +72,16 @@ class _Segment:
         # Arguments without gradient are kept as they are; the others come back from the
         # saved arrays in backward.
         self.args = tuple(None if k in self.slots else a for k, a in enumerate(args))
-        self.closures: dict = {}  # id(tensor as f uses it) -> (that tensor, node input)
-        self.hook = None  # the segment hook that was active around this one
+        # id(tensor as f uses it) -> (that tensor, node input)
+        self.closures: dict[int, tuple[Any, Any]] = {}
+        # the segment hook that was active around this one
+        self.hook: Callable[..., Any] | None = None
         self.outputs: Any = None
-        self.meta: list = []
-        self.fresh: list = []  # the copies of the inputs that the forward run uses
+        self.meta: list[Any] = []
+        self.fresh: list[Any] = []  # the copies of the inputs that the forward run uses
         self.start = 0  # nodes recorded from now on belong to the forward run
 
-    def _collect(self, args: tuple, kw: dict) -> tuple:
+    def _collect(self, args: tuple[Any, ...], kw: dict[Any, Any]) -> tuple[Any, ...]:
         # The segment hook during the forward run: a tensor that requires grad and was
         # recorded before the run (or is a leaf other than the inputs' copies) comes
         # from outside the segment.
@@ -93,9 +96,9 @@ class _Segment:
         if node is None:
             return not any(t is c for c in self.fresh)
         node = node[0] if type(node) is tuple else node
-        return node.epoch < self.start
+        return bool(node.epoch < self.start)
 
-    def run(self, args: tuple) -> Any:
+    def run(self, args: tuple[Any, ...]) -> Any:
         call = [_leaf(a.data) if k in self.slots else a for k, a in enumerate(args)]
         self.fresh = [call[k] for k in self.slots]
         _clock[0] += 1  # (a node's epoch is the clock when it was recorded)
@@ -118,7 +121,7 @@ class _Segment:
         finally:
             self.outputs = None
 
-    def backward(self, saved: tuple, grads: tuple) -> tuple:
+    def backward(self, saved: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
         """Recompute ``f`` on the saved inputs and backpropagate ``grads`` through it."""
         create = state.enabled  # the engine records backward only under create_graph
         inputs = list(saved) if create else [_leaf(a) for a in saved]
@@ -129,7 +132,7 @@ class _Segment:
         for (raw, eff), t in zip(self.closures.values(), inputs[len(self.slots):]):
             substitute[id(raw)] = substitute[id(eff)] = t
 
-        def hook(args: tuple, kw: dict) -> tuple:
+        def hook(args: tuple[Any, ...], kw: dict[Any, Any]) -> tuple[Any, ...]:
             args = tuple(substitute.get(id(a), a) if isinstance(a, Tensor) else a
                          for a in args)
             kw = {k: substitute.get(id(v), v) if isinstance(v, Tensor) else v
@@ -147,20 +150,21 @@ class _Segment:
                  if isinstance(o, Tensor) and o.requires_grad and g is not None]
         if not roots:
             return (None,) * len(inputs)
-        return tuple(run_backward([o for o, _ in roots], [g for _, g in roots], create,
-                                  create, inputs, capture=True, allow_unused=True))
+        return tuple(cast("list[Any]",  # a list when capturing
+                          run_backward([o for o, _ in roots], [g for _, g in roots], create,
+                                       create, inputs, capture=True, allow_unused=True)))
 
 
 def _leaf(a: Any) -> Tensor:
     return make_tensor(a, requires_grad=True)
 
 
-def _grad_call(f: Callable, args: list, kwargs: dict) -> Any:
+def _grad_call(f: Callable[..., Any], args: list[Any], kwargs: dict[Any, Any]) -> Any:
     with enable_grad():
         return f(*args, **kwargs)
 
 
-def _with_hook(hook: Callable, segment: _Segment | None, body: Callable) -> Any:
+def _with_hook(hook: Callable[..., Any], segment: _Segment | None, body: Callable[..., Any]) -> Any:
     """Run ``body`` with ``hook`` seeing the arguments of every op (see op._apply_special)."""
     prev = state.segment
     if segment is not None:
@@ -188,7 +192,7 @@ class _Checkpoint(Function):
         return segment.outputs
 
     @staticmethod
-    def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
+    def backward(ctx: FunctionCtx, *grads: Any) -> tuple[Any, ...]:
         return (None, *ctx.segment.backward(ctx.saved_tensors, grads))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -66,7 +66,8 @@ def as_tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tens
             return data
         from .ops.shape import astype
 
-        return astype(data, dtype)
+        converted: Tensor = astype(data, dtype)
+        return converted
     return Tensor(np.asarray(data, dtype=dtype), requires_grad=requires_grad)
 
 
@@ -87,7 +88,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
-def _maker(np_fn, name):
+def _maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Tensor]:
     def make(*args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
         return Tensor(np_fn(*args, **kwargs), requires_grad=requires_grad)
 
@@ -138,7 +139,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     Tensor, or (Tensor, step) with ``retstep``
     """
     if not (isinstance(start, Tensor) or isinstance(stop, Tensor)):
-        out = np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
+        out = np.linspace(start, stop, num, endpoint, retstep, dtype, axis,  # type: ignore[call-overload]
+                          device=device)  # (retstep a bool, not a Literal)
         if retstep:
             return Tensor(out[0], requires_grad=requires_grad), out[1]
         return Tensor(out, requires_grad=requires_grad)
@@ -187,10 +189,11 @@ def _batched_copy(x: Tensor, requires_grad: bool, dtype: Any) -> Tensor:
         raise ValueError("tensor(x, requires_grad=True) inside vmap: a leaf cannot have a "
                          "batch axis; differentiate with yaad.func.grad inside the "
                          "vmapped function instead")
-    return astype(x.detach(), x.dtype if dtype is None else dtype, copy=True)
+    copied: Tensor = astype(x.detach(), x.dtype if dtype is None else dtype, copy=True)
+    return copied
 
 
-def _like_maker(np_fn, name):
+def _like_maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Tensor]:
     def make(a: Any, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
         if batch_axes(a):  # inside vmap: the same for every example, of one example's shape
             data = a._stand_in()
@@ -209,12 +212,13 @@ full_like = _like_maker(np.full_like, "full_like")
 empty_like = _like_maker(np.empty_like, "empty_like")
 
 
-def _sampled(method: str, shape: tuple, seed: Any, dtype: Any, requires_grad: bool,
+def _sampled(method: str, shape: tuple[int, ...], seed: Any, dtype: Any, requires_grad: bool,
              name: str) -> Tensor:
     rng = np.random.default_rng(seed)
 
-    def sample(s: tuple) -> np.ndarray:
-        return getattr(rng, method)(s).astype(dtype, copy=False)
+    def sample(s: tuple[int, ...]) -> np.ndarray:
+        drawn: np.ndarray = getattr(rng, method)(s).astype(dtype, copy=False)
+        return drawn
 
     if seed is not None and not isinstance(seed, (np.random.Generator,
                                                   np.random.BitGenerator)):

@@ -15,10 +15,10 @@ class _State(threading.local):
     # Class attributes are the per-thread defaults.
     enabled = True  # record operations for reverse mode
     special = False  # something beyond plain recording is active (forward mode, tracing)
-    levels: tuple = ()  # active forward-mode levels, innermost last
-    tracer = None  # the recorder of yaad.compile, when one is recording
-    anomaly = False  # yaad.detect_anomaly() is active
-    segment = None  # yaad.checkpoint: called with the arguments of every op
+    levels: tuple[Any, ...] = ()  # active forward-mode levels, innermost last
+    tracer: Any = None  # the recorder of yaad.compile, when one is recording
+    anomaly: Any = False  # the active yaad.detect_anomaly(), or False
+    segment: Any = None  # yaad.checkpoint: called with the arguments of every op
     depth = 0  # backward passes running in this thread (a rule or hook calling backward)
     batching = None  # vmap's dispatch (yaad.batching), while a batch level is active
 
@@ -71,13 +71,14 @@ class set_grad_enabled:
 
     def __call__(self, fn: F) -> F:
         state.enabled = self.prev  # used as a decorator: do not change the mode now
-        return _decorate(fn, self.mode)
+        decorated: F = _decorate(fn, self.mode)
+        return decorated
 
 
 class _GradModeContext:
     mode = True
 
-    def __new__(cls, fn: Callable | None = None) -> Any:
+    def __new__(cls, fn: Callable[..., Any] | None = None) -> Any:
         self = super().__new__(cls)
         if fn is None:
             return self
@@ -91,7 +92,8 @@ class _GradModeContext:
         state.enabled = self.prev
 
     def __call__(self, fn: F) -> F:
-        return _decorate(fn, self.mode)
+        decorated: F = _decorate(fn, self.mode)
+        return decorated
 
 
 class no_grad(_GradModeContext):
@@ -143,19 +145,19 @@ def _decorate(fn: Any, mode: bool) -> Any:
         raise TypeError(f"a grad mode decorates a function, not a {type(fn).__name__}")
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
-        def generator(*args, **kwargs):
+        def generator(*args: Any, **kwargs: Any) -> Any:
             return (yield from _stepped(fn(*args, **kwargs), mode))
 
         return generator
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
-        async def coroutine(*args, **kwargs):
+        async def coroutine(*args: Any, **kwargs: Any) -> Any:
             return await _Awaiting(fn(*args, **kwargs), mode)
 
         return coroutine
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         with _Mode(mode):
             return fn(*args, **kwargs)
 
