@@ -27,12 +27,12 @@ class ArrayOperator:
     def __init__(self, s: Any, name: str) -> None:
         self.name = name
         self.s = s
-        self.shape = s.shape
+        self.shape: tuple[int, ...] = s.shape
         self.dtype = s.dtype
         self.closure = Closure(lambda v: self.s @ v, name)
         self.closure.discover(np.zeros(self.shape[1], self.dtype))
         self.inputs = self.closure.captured
-        self._adjoint_graph = None
+        self._adjoint_graph: tuple[Any, Any] | None = None
 
     def square(self) -> int:
         n, m = self.shape
@@ -74,7 +74,7 @@ class ArrayOperator:
         except (TypeError, NotImplementedError):
             return None
 
-    def vjp(self, v: np.ndarray, ybar: np.ndarray, inputs: tuple) -> list:
+    def vjp(self, v: np.ndarray, ybar: np.ndarray, inputs: tuple[Any, ...]) -> list[Any]:
         """The gradients of ``inputs`` (the captured tensors, as arrays) for
         ``Re <ybar, A(theta) v>``."""
         leaves = [leaf(a) for a in inputs]

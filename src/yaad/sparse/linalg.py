@@ -64,7 +64,8 @@ __all__ = ["LinearOperator", "aslinearoperator", "eigsh", "eigs", "expm_multiply
            "minres", "gmres", "spsolve", "ConvergenceError", "GaugeError"]
 
 
-def LinearOperator(shape: tuple, matvec: Callable, rmatvec: Callable | None = None,  # noqa: N802
+def LinearOperator(shape: tuple[int, ...], matvec: Callable[..., Any],  # noqa: N802
+                   rmatvec: Callable[..., Any] | None = None,
                    dtype: Any = None) -> SparseTensor:
     """A matrix-free operator ``v -> matvec(v)`` written with yaad functions.
 
@@ -125,15 +126,17 @@ def _result_tensors(op: ArrayOperator, *others: Any) -> bool:
     return bool(op.inputs) or any(isinstance(o, Tensor) for o in others)
 
 
-def hermitian_minres(apply: Callable, b: np.ndarray, shift: float, rtol: float,
-                     maxiter: int | None, x0: Any = None, M: Any = None) -> tuple:
+def hermitian_minres(apply: Callable[..., Any], b: np.ndarray, shift: float, rtol: float,
+                     maxiter: int | None, x0: Any = None, M: Any = None) -> tuple[Any, ...]:
     """MINRES for ``(A - shift) x = b``, ``A`` Hermitian (``apply``: x -> A x). SciPy's
     MINRES is for real symmetric matrices; a complex system is solved as the real
     symmetric one of its real and imaginary parts."""
     if b.dtype.kind != "c":
         n = b.size
         a = spla.LinearOperator((n, n), matvec=apply, dtype=b.dtype)
-        return spla.minres(a, b, x0, shift=shift, rtol=rtol, maxiter=maxiter, M=M)
+        result: tuple[Any, ...] = spla.minres(a, b, x0, shift=shift, rtol=rtol,
+                                              maxiter=maxiter, M=M)
+        return result
     if M is not None:
         raise NotImplementedError("minres: a preconditioner with a complex system is not "
                                   "supported")
@@ -163,7 +166,8 @@ class _Eig:
 
 class _Eigsh(_Eig):
 
-    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+    def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
+                 grads: tuple[Any, ...]) -> tuple[Any, ...]:
         first_order_only(self.name)
         w, v = self.xs
         gw, gv = grads
@@ -174,7 +178,7 @@ class _Eigsh(_Eig):
             ybar = ybar + self._vector_part(w, v, gw, gv)
         return tuple(self.op.vjp(v, ybar, inputs))
 
-    def _vector_part(self, w, v, gw, gv) -> np.ndarray:
+    def _vector_part(self, w: Any, v: Any, gw: Any, gv: Any) -> np.ndarray:
         vh = v.conj().T
         j = vh @ gv
         scale = magnitude(gw, gv)
@@ -200,7 +204,8 @@ class _Eigsh(_Eig):
         dt = np.result_type(v.dtype, self.op.dtype)
 
         def project(x: np.ndarray) -> np.ndarray:
-            return x - v @ (vh @ x)
+            result: np.ndarray = x - v @ (vh @ x)
+            return result
 
         for i in range(k):
             r = rest[:, i]
@@ -220,7 +225,8 @@ class _Eigsh(_Eig):
                     f"make the loss depend on eigenvalues only), or the solve needs a "
                     f"larger adjoint_maxiter / looser adjoint_tol.")
             ybar[:, i] -= xi
-        return ybar
+        result: np.ndarray = ybar
+        return result
 
 
 def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: str = "LM",
@@ -272,7 +278,7 @@ def _eig_outputs(problem: _Eig, return_eigenvectors: bool) -> Any:
     return tuple(out) if return_eigenvectors else out[0]
 
 
-def _rayleigh_ritz(op: ArrayOperator, v: np.ndarray) -> tuple:
+def _rayleigh_ritz(op: ArrayOperator, v: np.ndarray) -> tuple[Any, ...]:
     """Orthonormal Ritz pairs of ``A`` in the span of ``v``, ascending. ARPACK has no
     complex Hermitian driver (SciPy runs its general one), whose eigenvectors of a
     degenerate eigenvalue are not orthogonal: one QR and a k x k eigh fix that."""
@@ -283,7 +289,7 @@ def _rayleigh_ritz(op: ArrayOperator, v: np.ndarray) -> tuple:
 
 
 def _arpack(op: ArrayOperator, M: Any, k: int, sigma: Any, which: str, v0: Any, ncv: Any,
-            maxiter: Any, tol: float, hermitian: bool) -> tuple:
+            maxiter: Any, tol: float, hermitian: bool) -> tuple[Any, ...]:
     """Run ARPACK on the operator (shift-invert with a sparse LU or an iterative solve)."""
     if M is not None:
         raise NotImplementedError(f"{op.name}: generalized problems (M=) are not supported")
@@ -300,7 +306,8 @@ def _arpack(op: ArrayOperator, M: Any, k: int, sigma: Any, which: str, v0: Any, 
     else:
         a = op.scipy()
     try:
-        return solver(A=a, **kw)
+        result: tuple[Any, ...] = solver(A=a, **kw)
+        return result
     except spla.ArpackNoConvergence as e:
         raise not_converged(
             f"{op.name} (ARPACK)", _worst_residual(op, e.eigenvalues, e.eigenvectors),
@@ -333,7 +340,8 @@ def _shift_inverse(op: ArrayOperator, sigma: Any, hermitian: bool) -> spla.Linea
                                 np.linalg.norm(shifted @ x - b) / np.linalg.norm(b), 1e-12,
                                 info, "Choose sigma away from an eigenvalue, or give a "
                                 "sparse matrix (exact LU).")
-        return x
+        result: np.ndarray = x
+        return result
 
     return spla.LinearOperator((n, n), matvec=solve, dtype=dt)
 
@@ -343,7 +351,8 @@ def _shift_inverse(op: ArrayOperator, sigma: Any, hermitian: bool) -> spla.Linea
 
 class _Eigs(_Eig):
 
-    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+    def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
+                 grads: tuple[Any, ...]) -> tuple[Any, ...]:
         first_order_only(self.name)
         w, v = self.xs
         gw, gv = grads
@@ -359,7 +368,7 @@ class _Eigs(_Eig):
                 continue
             vi, li = v[:, i], w[i]
 
-            def bordered(x: np.ndarray, vi=vi, li=li) -> np.ndarray:
+            def bordered(x: np.ndarray, vi: Any = vi, li: Any = li) -> np.ndarray:
                 z, mu = x[:n], x[n]
                 return np.concatenate([self.op.rmv(z) - np.conj(li) * z + vi * mu,
                                        [-np.vdot(vi, z)]])
@@ -427,7 +436,7 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
 _STEP_NORM = 4.0  # the 1-norm of A / s in each Taylor step
 
 
-def _taylor_terms(mv: Callable, y: np.ndarray, scale: float) -> list:
+def _taylor_terms(mv: Callable[..., Any], y: np.ndarray, scale: float) -> list[Any]:
     """The terms ``(scale A)^k y / k!`` of ``exp(scale A) y`` until two in a row are
     negligible (below the unit roundoff times the sum so far)."""
     terms = [y]
@@ -463,7 +472,8 @@ class _Expm:
             y = np.sum(_taylor_terms(op.mv, y, self.scale), axis=0)
         self.xs = [y]
 
-    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+    def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
+                 grads: tuple[Any, ...]) -> tuple[Any, ...]:
         first_order_only(self.name)
         op = self.op
         (g,) = grads
@@ -489,7 +499,7 @@ class _Expm:
         return (ybar, *(total if total is not None else ()))
 
 
-def _columns(vs: list) -> np.ndarray:
+def _columns(vs: list[Any]) -> np.ndarray:
     """Vectors (n,) or batches (n, m) side by side as the columns of one (n, M) array."""
     return np.concatenate([v.reshape(v.shape[0], -1) for v in vs], axis=1)
 
@@ -563,13 +573,15 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
 class _Solve:
     """``x = A^-1 b`` and its gradient by one solve with ``A^H``."""
 
-    def __init__(self, name: str, op: ArrayOperator, x: np.ndarray, adjoint: Callable) -> None:
+    def __init__(self, name: str, op: ArrayOperator, x: np.ndarray,
+                 adjoint: Callable[..., Any]) -> None:
         self.name = name
         self.op = op
         self.xs = [x]
         self.adjoint = adjoint  # g -> A^-H g
 
-    def backward(self, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+    def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
+                 grads: tuple[Any, ...]) -> tuple[Any, ...]:
         first_order_only(self.name)
         (g,) = grads
         lam = self.adjoint(np.asarray(g))
@@ -577,8 +589,9 @@ class _Solve:
         return (lam, *params)
 
 
-def _krylov(name: str, solver: Callable, op: ArrayOperator, b: Any, x0: Any, rtol: float,
-            atol: float, maxiter: int | None, M: Any, hermitian: bool, **kw: Any) -> tuple:
+def _krylov(name: str, solver: Callable[..., Any], op: ArrayOperator, b: Any, x0: Any,
+            rtol: float, atol: float, maxiter: int | None, M: Any, hermitian: bool,
+            **kw: Any) -> tuple[Any, ...]:
     n = op.square()
     bb = np.asarray(data_of(b))
     if bb.shape != (n,):
@@ -597,7 +610,8 @@ def _krylov(name: str, solver: Callable, op: ArrayOperator, b: Any, x0: Any, rto
             reached = np.linalg.norm(a @ x - rhs) / np.linalg.norm(rhs)
             raise not_converged(name, reached, rtol, info if info > 0 else maxiter or 0,
                                 "Raise maxiter, loosen rtol, or precondition (M=).")
-        return x
+        result: np.ndarray = x
+        return result
 
     x = solve(op.scipy(bb.dtype), bb, x0)
     if hermitian:
@@ -613,12 +627,12 @@ def _krylov(name: str, solver: Callable, op: ArrayOperator, b: Any, x0: Any, rto
 
 
 def _minres(a: Any, b: np.ndarray, x0: Any, *, rtol: float, atol: float, maxiter: Any,
-            M: Any) -> tuple:
+            M: Any) -> tuple[Any, ...]:
     return hermitian_minres(a.matvec, b, 0.0, rtol, maxiter, x0, M)
 
 
 def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
-       maxiter: int | None = None, M: Any = None) -> tuple:
+       maxiter: int | None = None, M: Any = None) -> tuple[Any, ...]:
     """Solve ``A x = b`` for Hermitian positive definite ``A`` by conjugate gradients
     (``scipy.sparse.linalg.cg``), differentiable.
 
@@ -645,7 +659,7 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
 
 
 def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int | None = None,
-           M: Any = None) -> tuple:
+           M: Any = None) -> tuple[Any, ...]:
     """Solve ``A x = b`` for Hermitian (possibly indefinite) ``A`` by MINRES
     (``scipy.sparse.linalg.minres``), differentiable.
 
@@ -670,7 +684,7 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int |
 
 
 def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
-          restart: int | None = None, maxiter: int | None = None) -> tuple:
+          restart: int | None = None, maxiter: int | None = None) -> tuple[Any, ...]:
     """Solve ``A x = b`` for a general square ``A`` by GMRES (``scipy.sparse.linalg.gmres``),
     differentiable.
 
@@ -725,8 +739,11 @@ def spsolve(A: Any, b: Any) -> Any:
 
     def solve(rhs: np.ndarray, trans: str) -> np.ndarray:
         if rhs.dtype.kind == "c" and a.dtype.kind != "c":  # a real factorisation
-            return lu.solve(rhs.real.copy(), trans) + 1j * lu.solve(rhs.imag.copy(), trans)
-        return lu.solve(rhs.astype(np.result_type(a.dtype, rhs.dtype)), trans)
+            parts: np.ndarray = (lu.solve(rhs.real.copy(), trans)
+                                 + 1j * lu.solve(rhs.imag.copy(), trans))
+            return parts
+        result: np.ndarray = lu.solve(rhs.astype(np.result_type(a.dtype, rhs.dtype)), trans)
+        return result
 
     x = solve(bb, "N")
     problem = _Solve(name, op, x, lambda g: solve(g, "H"))
