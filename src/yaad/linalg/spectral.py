@@ -40,7 +40,7 @@ from __future__ import annotations
 import collections
 import linecache
 import weakref
-from typing import Any, Callable, Literal, NamedTuple
+from typing import Any, Callable, Literal, NamedTuple, overload
 
 import numpy as np
 import scipy.linalg as sla
@@ -972,6 +972,20 @@ def eigvals(a: Any) -> Any:
         w = np.linalg.eigvals(a)
         return w.astype(np.result_type(w.dtype, np.complex64), copy=False)
     return eig_op(a)[0]
+
+
+@overload
+def svd(a: Any, full_matrices: bool = ..., compute_uv: Literal[True] = ...,
+        hermitian: bool = ..., *, eps: float | None = ...) -> SVDResult: ...
+@overload
+def svd(a: Any, full_matrices: bool, compute_uv: Literal[False], hermitian: bool = ..., *,
+        eps: float | None = ...) -> Any: ...
+@overload
+def svd(a: Any, full_matrices: bool = ..., *, compute_uv: Literal[False],
+        hermitian: bool = ..., eps: float | None = ...) -> Any: ...
+@overload
+def svd(a: Any, full_matrices: bool = ..., compute_uv: bool = ..., hermitian: bool = ..., *,
+        eps: float | None = ...) -> Any: ...
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
