@@ -80,7 +80,7 @@ class Tensor(TensorMethods):
     # (``state.tracer``) what Python saw: a guard, or a reason to run eagerly.
 
     @property
-    def data(self) -> Any:
+    def data(self) -> np.ndarray:
         """The value, as a NumPy array (shared, not copied)."""
         if state.tracer is not None:
             state.tracer.read(self, "data")
@@ -275,7 +275,7 @@ class Tensor(TensorMethods):
         """Bytes of the data."""
         return self._data.nbytes
 
-    def numpy(self) -> Any:
+    def numpy(self) -> np.ndarray:
         """The data as a NumPy array (shared, not copied)."""
         if state.tracer is not None:
             state.tracer.read(self, "numpy")
