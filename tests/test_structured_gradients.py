@@ -28,7 +28,7 @@ def test_trace_gradients_match_finite_differences(f, inputs):
 
 
 def test_the_trace_gradient_is_structured_and_the_matmul_rule_uses_it():
-    from yaad.op import Meta
+    from yaad.graph import Meta
     from yaad.ops.products import _matmul_vjp_a, _trace_vjp
 
     g = _trace_vjp(np.float64(2.0), None, Meta((5, 5), np.dtype(np.float64)))

@@ -21,7 +21,8 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from .grad_mode import state
-from .op import Node
+from .graph import Node
+from .op import Op, register_mode, run_modes
 from .tensor import Tensor
 
 __all__ = ["detect_anomaly", "AnomalyError"]
@@ -119,7 +120,7 @@ def user_frames() -> _Frames:
 
 
 def note_forward(out: Any) -> None:
-    """Called by the op mechanism for each operation while the mode is on."""
+    """Note where the user's code called the op that made ``out`` (while the mode is on)."""
     for o in out if isinstance(out, tuple) else (out,):
         edge = o._node if isinstance(o, Tensor) else None
         if edge is not None:
@@ -142,3 +143,14 @@ def forward_site(node: Any) -> str:
         if code:
             lines.append(f"    {code}")
     return "\n".join(lines)
+
+
+def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+    """The mode's interpreter (see ``yaad.op.MODES``): notes where each op was called."""
+    out = run_modes(spec, args, kw, k)
+    if state.anomaly:
+        note_forward(out)
+    return out
+
+
+register_mode("anomaly", _interpret)

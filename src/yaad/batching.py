@@ -34,7 +34,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .grad_mode import new_level, state
-from .op import Op, with_tangent
+from .op import Op, register_mode, run_modes, with_tangent
 from .tensor import Tensor, make_tensor, ndim_of, presenters, shape_of
 
 
@@ -758,3 +758,15 @@ def conform(result: Any, target: Tensor) -> Any:
             "but it has no batch axis to hold that (it was not given to vmap as batched, "
             "or was made inside without one). Write the result to a new tensor instead.")
     return aligned
+
+
+def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+    """vmap's mode (see ``yaad.op.MODES``): a call with a batched argument is batched."""
+    if state.batching is not None:
+        out = state.batching(spec, args, kw)
+        if out is not NotImplemented:
+            return out
+    return run_modes(spec, args, kw, k)
+
+
+register_mode("vmap", _interpret)

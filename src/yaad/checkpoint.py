@@ -18,7 +18,8 @@ from typing import Any, Callable, cast
 from .autograd import Function, FunctionCtx
 from .engine import run_backward
 from .grad_mode import enable_grad, state
-from .op import _clock
+from .graph import clock
+from .op import Op, register_mode, run_modes
 from .tensor import Tensor, make_tensor
 
 __all__ = ["checkpoint"]
@@ -101,8 +102,8 @@ class _Segment:
     def run(self, args: tuple[Any, ...]) -> Any:
         call = [_leaf(a.data) if k in self.slots else a for k, a in enumerate(args)]
         self.fresh = [call[k] for k in self.slots]
-        _clock[0] += 1  # (a node's epoch is the clock when it was recorded)
-        self.start = _clock[0]
+        clock[0] += 1  # (a node's epoch is the clock when it was recorded)
+        self.start = clock[0]
         out = _with_hook(self._collect, self, lambda: _grad_call(self.f, call,
                                                                   self.kwargs))
         self.fresh = []
@@ -165,7 +166,7 @@ def _grad_call(f: Callable[..., Any], args: list[Any], kwargs: dict[Any, Any]) -
 
 
 def _with_hook(hook: Callable[..., Any], segment: _Segment | None, body: Callable[..., Any]) -> Any:
-    """Run ``body`` with ``hook`` seeing the arguments of every op (see op._apply_special)."""
+    """Run ``body`` with ``hook`` seeing the arguments of every op (see :func:`_interpret`)."""
     prev = state.segment
     if segment is not None:
         segment.hook = prev
@@ -197,3 +198,15 @@ class _Checkpoint(Function):
 
 
 _Checkpoint.__name__ = "checkpoint"
+
+
+def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+    """The mode's interpreter (see ``yaad.op.MODES``): the hook of the innermost segment
+    (``state.segment``) sees, and may substitute, the arguments of every op."""
+    segment = state.segment
+    if segment is not None:
+        args, kw = segment(args, kw)
+    return run_modes(spec, args, kw, k)
+
+
+register_mode("checkpoint", _interpret)

@@ -8,6 +8,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .batching import batch_axes, draw
+from .ops.elementwise import floor
+from .ops.shape import astype, broadcast_to, concatenate, expand_dims, getitem, moveaxis
 from .tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
@@ -149,8 +151,6 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
                          "tensor: the result is already differentiated through them")
     if device not in (None, "cpu"):
         raise ValueError(f"linspace: device must be None or 'cpu', got {device!r}")
-    from . import astype, broadcast_to, concatenate, expand_dims, floor, getitem, moveaxis
-
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative.")

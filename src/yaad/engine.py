@@ -23,8 +23,8 @@ from .gradients import (
     root_gradient,
     rule_gradients,
 )
-from .op import Meta, Node, _clock, check_saved, positional_rules
-from .ops.elementwise import _BIG, _fits_into
+from .graph import Meta, Node, check_saved, clock
+from .op import IN_PLACE_SIZE, fits_into, positional_rules
 from .ops.strong_zero import strong_zero
 from .tensor import Tensor, make_tensor
 
@@ -394,7 +394,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         ready = [n for n in ready if n.count == 0]
     results = [None] * len(inputs) if inputs is not None else None
     masked: set = set()
-    clock = _clock[0]
+    now = clock[0]
     leaves_get = leaves.get
     ready_pop = ready.pop
     ready_append = ready.append
@@ -412,7 +412,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         args = node.args
         if args is None:
             raise RuntimeError(_FREED.format(name=node.op.name))
-        if node.epoch < clock:
+        if node.epoch < now:
             check_saved(node)
         spec = node.op
         if (slow or g is None or node.extra is not None or not spec.simple
@@ -439,8 +439,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             if table is not None:
                 gi = rule(ans, *args).conjugate()
                 # gi is often a fresh temporary (cos(x)): multiply into it when large
-                if (type(gi) is ndarray and gi.size >= _BIG and _getrefcount(gi) <= 2
-                        and _fits_into(gi, g)):
+                if (type(gi) is ndarray and gi.size >= IN_PLACE_SIZE and _getrefcount(gi) <= 2
+                        and fits_into(gi, g)):
                     multiply(gi, g, out=gi)
                 else:
                     gi = g * gi

@@ -32,7 +32,8 @@ array([12.])
 from __future__ import annotations
 
 from .autograd import Function, FunctionCtx, once_differentiable
-from .op import Op, mark_modified, op, registry
+from .graph import mark_modified
+from .op import Op, op, registry
 
 __all__ = ["op", "Op", "registry", "Function", "FunctionCtx", "once_differentiable",
            "mark_modified"]

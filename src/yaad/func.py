@@ -21,7 +21,6 @@ complex inputs need ``holomorphic=True`` (then they return ``df/dz``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import weakref
 from typing import Any, Callable, Iterator, Sequence, cast
@@ -30,24 +29,16 @@ import numpy as np
 
 from . import batching
 from .engine import run_backward
-from .grad_mode import enable_grad, new_level, state
-from .op import Node, op, strip_level, tangent_of, with_tangent
+from .forward_mode import forward_level
+from .grad_mode import enable_grad, state
+from .graph import Node
+from .op import alias, strip_level, tangent_of, with_tangent
+from .ops.elementwise import conj
+from .ops.shape import astype, concatenate, moveaxis, reshape
 from .tensor import Tensor, make_tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp",
            "linearize"]
-
-
-
-# ---- an identity op: the alias of an input ---------------------------------------------
-
-alias = op(lambda x: x, name="alias", vjp=lambda g, ans, x: g, linear=True,
-           save_args=False, save_ans=False, elementwise=True)
-alias.__doc__ = """The same value as a new tensor, recorded by an identity op.
-
-A function of the alias can be differentiated with respect to the alias alone: the
-transforms alias their inputs so that a nested transform does not confuse its variable
-with an enclosing one."""
 
 
 # ---- a minimal pytree: nested tuples, lists and dicts --------------------------------
@@ -496,19 +487,6 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
 # ---- forward mode ----------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _forward_level() -> Iterator[int]:
-    """A new forward-mode level, innermost while the block runs."""
-    level = new_level()
-    state.levels = state.levels + (level,)
-    state.refresh()
-    try:
-        yield level
-    finally:
-        state.levels = tuple(lv for lv in state.levels if lv != level)
-        state.refresh()
-
-
 def _tangent_for(t: Any, x: Tensor, k: int, fname: str) -> Any:
     """The tangent ``t`` checked against its primal ``x`` and cast to its dtype."""
     if np.shape(t) != x.shape:
@@ -522,8 +500,6 @@ def _tangent_for(t: Any, x: Tensor, k: int, fname: str) -> Any:
         raise TypeError(f"{fname}: tangent {k} has dtype {dt}")
     if dt != x.dtype:
         if isinstance(t, Tensor):
-            from . import astype
-
             return astype(t, x.dtype)
         return np.asarray(t, dtype=x.dtype)
     return t if isinstance(t, (Tensor, np.ndarray)) else np.asarray(t)  # a Python scalar
@@ -570,7 +546,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
     if p_tree != t_tree:
         raise ValueError("jvp: the tangents must have the same structure as the primals")
     array_mode = _array_mode(p_leaves + t_leaves)
-    with _forward_level() as level:
+    with forward_level() as level:
         duals = []
         for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
             x = _as_float_tensor(p, "jvp", f"primal {k}")
@@ -643,8 +619,6 @@ def _basis(shape: tuple[Any, ...], dtype: np.dtype, scale: complex = 1) -> np.nd
 def _block(rows: Any, lead: tuple[Any, ...], trail: tuple[Any, ...], rows_first: bool) -> Any:
     """Stacked Jacobian rows (``(n,) + trail``) or columns (``(n,) + lead``) as the block
     of shape ``lead + trail``."""
-    from . import moveaxis, reshape
-
     if not rows_first:
         rows = moveaxis(rows, 0, -1) if isinstance(rows, Tensor) else np.moveaxis(rows, 0, -1)
     if isinstance(rows, Tensor):
@@ -735,8 +709,6 @@ def _conj(x: Any) -> Any:
     if _dtype(x).kind != "c":
         return x
     if isinstance(x, Tensor):
-        from . import conj
-
         return conj(x)
     return np.conj(x)
 
@@ -1046,8 +1018,6 @@ def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[
 
 
 def _join_chunks(parts: list[Any], out_axes: Any) -> Any:
-    from . import concatenate
-
     trees = [_tree_flatten(p) for p in parts]
     structure = trees[0][1]
     joined = []

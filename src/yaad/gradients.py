@@ -14,6 +14,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .ops.elementwise import real
+from .ops.reductions import sum as _sum
+from .ops.shape import astype, reshape
 from .tensor import Tensor, make_tensor
 
 
@@ -28,9 +31,6 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
                          f"broadcast to the input's shape {shape} (see docs/errors.md#rule-shape)")
     axes = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
-    from . import reshape
-    from . import sum as _sum
-
     if axes:
         g = _sum(g, axis=axes)
     return reshape(g, shape) if np.shape(g) != shape else g
@@ -42,13 +42,9 @@ def cast_gradient(g: Any, dtype: np.dtype) -> Any:
     if gdt is None:
         return np.asarray(g, dtype=dtype)
     if gdt.kind == "c" and dtype.kind != "c":
-        from . import real
-
         g = real(g)
         if g.dtype == dtype:
             return g
-    from . import astype
-
     return astype(g, dtype)
 
 

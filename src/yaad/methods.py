@@ -29,8 +29,11 @@ from typing import Any
 import numpy as np
 
 from .batching import conform
+from .engine import run_backward
 from .grad_mode import state
-from .op import View, _root, mark_modified, refuse_backward
+from .graph import mark_modified
+from .numpy_dispatch import array_function, array_ufunc
+from .op import View, _root, refuse_backward
 from .ops.elementwise import imag, real
 from .ops.shape import getitem, index_put, index_put_, unwrap_index
 from .tensor import Tensor, make_tensor
@@ -409,6 +412,14 @@ def _copy_from(self: Tensor, src: Any) -> Tensor:
     return self
 
 
+def _numpy_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    return array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _numpy_function(self: Tensor, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    return array_function(func, args, kwargs)
+
+
 def install(ns: Any) -> None:
     """Bind operators and methods of :class:`Tensor` to the functions in ``ns``.
 
@@ -418,6 +429,9 @@ def install(ns: Any) -> None:
         The ``yaad`` namespace.
     """
     T = Tensor
+    T._run_backward = staticmethod(run_backward)
+    T.__array_ufunc__ = _numpy_ufunc
+    T.__array_function__ = _numpy_function
     T.__add__ = T.__radd__ = ns.add
     T.__mul__ = T.__rmul__ = ns.multiply
     T.__sub__ = ns.subtract

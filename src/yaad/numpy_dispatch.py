@@ -16,6 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import creation, fft, linalg, serialization
+from .ops import (
+    composed,
+    convolution,
+    elementwise,
+    nn,
+    products,
+    reductions,
+    shape,
+    special_pairs,
+)
+from .ops.shape import astype, reshape
 from .tensor import Tensor, ndim_of
 
 # Ufunc methods that are reductions or scans with a yaad name.
@@ -77,17 +89,30 @@ def _data(x: Any, meta: bool = False) -> Any:
     return x
 
 
-def _yaad_function(name: str, module: str) -> Any:
-    import yaad
+_functions: dict = {}  # NumPy name -> yaad function, as the package exports them
 
-    ns = yaad
+
+def _numpy_names() -> dict:
+    """The yaad functions by name, as ``yaad`` exports them (see ``yaad/__init__.py``)."""
+    if not _functions:
+        for module in (creation, elementwise, shape, reductions, products, nn, composed):
+            _functions.update((name, getattr(module, name)) for name in module.__all__)
+        _functions.update(
+            abs=elementwise.abs, pow=elementwise.pow, round=elementwise.round,
+            sum=reductions.sum, convolve=convolution.convolve,
+            correlate=convolution.correlate, fresnel=special_pairs.fresnel,
+            sici=special_pairs.sici, vecdot=linalg.vecdot, load=serialization.load,
+            save=serialization.save)
+    return _functions
+
+
+def _yaad_function(name: str, module: str) -> Any:
     if module.startswith("numpy.linalg"):
-        ns = getattr(yaad, "linalg", None)
+        fn = getattr(linalg, name, None)
     elif module.startswith("numpy.fft"):
-        ns = getattr(yaad, "fft", None)
-    if ns is None:
-        return None
-    fn = getattr(ns, name, None)
+        fn = getattr(fft, name, None)
+    else:
+        fn = _numpy_names().get(name)
     return fn if callable(fn) else None
 
 
@@ -133,8 +158,6 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
             raise TypeError(f"{what}: keyword arguments {sorted(kwargs)} are not supported "
                             f"on tensors")
         if dtype is not None:
-            from . import astype
-
             inputs = tuple(astype(x, dtype) if isinstance(x, Tensor) else x for x in inputs)
         if method == "outer":
             inputs = _outer_operands(inputs)
@@ -149,8 +172,6 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
 
 def _outer_operands(inputs: tuple) -> tuple:
     """Reshape the operands of ``ufunc.outer`` so that broadcasting pairs all entries."""
-    from . import reshape
-
     out, trailing = [], sum(_ndim(x) for x in inputs)
     for x in inputs:
         trailing -= _ndim(x)

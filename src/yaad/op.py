@@ -25,79 +25,16 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from .grad_mode import state
+from .graph import Meta, Node, clock
 from .tensor import Tensor, make_tensor
 
 ndarray = np.ndarray
 _new = object.__new__
 
-# Clock of in-place modifications. A node records the clock when it is made; at backward,
-# a saved array whose memory was modified later is an error (see ``mark_modified``).
-_clock = [0]
-_modified: dict[int, list] = {}  # id(root array) -> [version, clock, weakref]
-
 _NO_KW: dict = {}  # the keyword arguments of a call without any (never changed)
 
 # Every op, by name (built-ins and users'); the tests walk it.
 registry: dict[str, Op] = {}
-
-
-class Meta:
-    """Shape and dtype of an input whose value the rules do not need (saves memory)."""
-
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
-        self.shape = shape
-        self.dtype = dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape))
-
-    def __repr__(self) -> str:
-        return f"Meta(shape={self.shape}, dtype={self.dtype})"
-
-
-class Node:
-    """One recorded call of an op: what backward needs to run its rules."""
-
-    # args: the saved inputs (arrays), or a Meta / None for inputs whose values the rules
-    # do not read (None: same shape and dtype as the output). kw: None when empty.
-    # extra: None, or a NodeExtra for the rarely used parts.
-    # visit, count and acc are the engine's bookkeeping during a backward pass (the pass
-    # id, the consumers still to deliver, the gradient so far).
-    __slots__ = ("op", "args", "kw", "ans", "parents", "epoch", "extra", "visit", "count",
-                 "acc", "__weakref__")
-
-    def __repr__(self) -> str:
-        return f"<Node {self.op.name}>"
-
-    @property
-    def name(self) -> str:
-        return self.op.name
-
-
-class NodeExtra:
-    """Hooks, retained gradients and forward-mode duals of a node."""
-
-    __slots__ = ("hooks", "retained", "duals")
-
-    def __init__(self) -> None:
-        self.hooks = None
-        self.retained = None
-        self.duals = None
-
-
-def extra_of(node: Node) -> NodeExtra:
-    """The node's :class:`NodeExtra`, made on first use."""
-    extra = node.extra
-    if extra is None:
-        extra = node.extra = NodeExtra()
-    return extra
 
 
 class Op:
@@ -286,7 +223,7 @@ def _make_function(spec: Op) -> Callable:
                     return _call_plain(spec, args, {})
                 return forward(x, y)
             if st.special:
-                return _apply_special(spec, args, {})
+                return run_modes(spec, args, {})
             if not (xt and yt):
                 _refuse_object_operand(spec, y if xt else x)
             xd = x._data if xt else x
@@ -329,7 +266,7 @@ def _make_function(spec: Op) -> Callable:
                     node.kw = None
                     node.ans = ans if save_ans else None
                     node.parents = (px, py)
-                    node.epoch = _clock[0]
+                    node.epoch = clock[0]
                     node.extra = None
                     node.visit = 0
                     out._node = node
@@ -346,7 +283,7 @@ def _make_function(spec: Op) -> Callable:
         if not isinstance(x, Tensor):
             return forward(x) if type(x) not in _SEQUENCES else _call_plain(spec, args, {})
         if st.special:
-            return _apply_special(spec, args, {})
+            return run_modes(spec, args, {})
         xd = x._data
         try:
             ans = forward(xd)
@@ -367,7 +304,7 @@ def _make_function(spec: Op) -> Callable:
             node.kw = None
             node.ans = ans if save_ans else None
             node.parents = (x._node or x,)
-            node.epoch = _clock[0]
+            node.epoch = clock[0]
             node.extra = None
             node.visit = 0
             out._node = node
@@ -426,6 +363,17 @@ def holds_tensor(x: Any) -> bool:
     return False
 
 
+# How a (nested) list holding tensors becomes one operand, their stack: set by
+# yaad.ops.shape, which declares ``stack`` (an op, above this module).
+_stack_operand: Callable = None  # type: ignore[assignment]
+
+
+def register_stacker(fn: Callable) -> None:
+    """Set the function that turns a list holding tensors into one tensor (their stack)."""
+    global _stack_operand
+    _stack_operand = fn
+
+
 def _call_plain(spec: Op, args: tuple, kw: dict) -> Any:
     """``spec`` on arguments none of which is a tensor: the forward on them, unless a
     differentiable input is a list or tuple holding tensors. That one is stacked first, as
@@ -439,10 +387,8 @@ def _call_plain(spec: Op, args: tuple, kw: dict) -> Any:
     for i, a in enumerate(args):
         if (type(a) in _SEQUENCES and (spec.variadic or (i < len(vjps) and vjps[i]))
                 and holds_tensor(a)):
-            from .ops.shape import _as_operand
-
             stacked = stacked or list(args)
-            stacked[i] = _as_operand(a)
+            stacked[i] = _stack_operand(a)
     if stacked is None:
         return spec.forward(*args, **kw)
     return spec.fn(*stacked, **kw)
@@ -472,7 +418,7 @@ def _kw_arrays(spec: Op, kw: dict) -> dict:
 def apply(spec: Op, args: tuple, kw: dict) -> Any:
     """Run ``spec`` on ``args`` (some of them tensors), recording a node if needed."""
     if state.special:
-        return _apply_special(spec, args, kw)
+        return run_modes(spec, args, kw)
     arrays = tuple([a._data if isinstance(a, Tensor) else
                     _tuple_arrays(a) if type(a) is tuple else a for a in args])
     if kw:
@@ -566,7 +512,7 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
     else:
         node.ans = tuple(Meta(np.shape(a), a.dtype) for a in ans)
     node.parents = parents
-    node.epoch = _clock[0]
+    node.epoch = clock[0]
     node.extra = None
     node.visit = 0
     return node
@@ -682,40 +628,61 @@ def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
     return tuple(outs)
 
 
+# A rule's result ``t * g`` may be written into ``t`` when ``t`` is a temporary nothing else
+# holds (the engine and the elementwise rules do so for large arrays: one temporary fewer).
+IN_PLACE_SIZE = 1 << 16  # elements: below this, reusing a temporary's memory saves nothing
+
+
+def fits_into(t: Any, g: Any) -> bool:
+    """Whether ``t * g`` has ``t``'s shape and dtype (so it can be computed in place)."""
+    gshape = np.shape(g)
+    if len(gshape) > t.ndim or not t.flags.writeable or isinstance(g, Tensor):
+        return False
+    if any(a != 1 and a != b for a, b in zip(gshape[::-1], t.shape[::-1])):
+        return False
+    return np.result_type(t, g) == t.dtype
+
+
 # ---------------------------------------------------------------------------------------
-# Forward mode, tracing and anomaly detection: the slow path, only taken when active.
+# Modes. While one is active (``state.special``), every op call goes through the
+# interpreters that the modes registered, innermost first, in the order of MODES: each is
+# ``interpret(spec, args, kw, k)`` and either handles the call or passes it on with
+# ``run_modes(spec, args, kw, k)``; after the last one, the call is recorded as usual.
+
+MODES = (
+    "vmap",  # yaad.batching: a batched argument goes first
+    "forward",  # yaad.forward_mode: an argument carries a tangent
+    "trace",  # yaad.compiled.tape: yaad.compile is recording
+    "checkpoint",  # yaad.checkpoint: sees (and may substitute) every argument
+    "anomaly",  # yaad.anomaly: notes where each recorded op was called
+)
+_interpreters: list = []  # (position in MODES, interpret), in that order
 
 
-def _apply_special(spec: Op, args: tuple, kw: dict) -> Any:
-    levels = state.levels
-    if levels:
-        if state.batching is not None:  # vmap: a batched argument goes first (batching.py)
-            out = state.batching(spec, args, kw)
-            if out is not NotImplemented:
-                return out
-        top = _top_level(args, kw, levels)
-        if top is not None:
-            return _apply_forward_mode(spec, args, kw, top)
-    tracer = state.tracer
-    if tracer is not None:
-        return tracer.apply(spec, args, kw)
-    segment = state.segment
-    if segment is not None:
-        # yaad.checkpoint: sees (and may substitute) every argument of the segment's ops.
-        args, kw = segment(args, kw)
+def register_mode(name: str, interpret: Callable) -> None:
+    """Add the interpreter of mode ``name`` (one of :data:`MODES`) to the op call."""
+    entry = (MODES.index(name), interpret)
+    _interpreters[:] = sorted([e for e in _interpreters if e[0] != entry[0]] + [entry],
+                              key=lambda e: e[0])
+
+
+def run_modes(spec: Op, args: tuple, kw: dict, k: int = 0) -> Any:
+    """``spec`` on its arguments through the mode interpreters from the ``k``-th on; after
+    the last, the ordinary call (with the modes off while it runs)."""
+    if k < len(_interpreters):
+        return _interpreters[k][1](spec, args, kw, k + 1)
     state.special = False
     try:
-        out = apply(spec, args, kw)
+        return apply(spec, args, kw)
     finally:
         state.refresh()
-    if state.anomaly:
-        from .anomaly import note_forward
-
-        note_forward(out)
-    return out
 
 
-def _top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
+# Forward-mode levels (and vmap's, which share the numbering): a tensor carries its
+# tangents in ``_tangents``, keyed by level.
+
+
+def top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
     """The innermost active forward-mode level carried by an argument, or None.
 
     Tangents of levels that are no longer active (a dual number that escaped its
@@ -756,189 +723,11 @@ def with_tangent(x: Tensor, level: int, tangent: Any) -> Tensor:
     a different object, and operations on it must still reach the leaf's gradient.
     """
     if x._node is None and x.requires_grad and state.enabled:
-        from .func import alias
-
         x = alias(x)
     old = getattr(x, "_tangents", None)
     tans = dict(old) if old else {}
     tans[level] = tangent
     return _copy_tensor(x, tans)
-
-
-def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
-    """Apply ``spec`` to dual numbers: the primal (handling lower levels recursively),
-    then the output's tangent at ``level`` as the sum of the inputs' JVP rules."""
-    if kw:
-        for k, v in kw.items():
-            if tangent_of(v, level) is not None:
-                raise TypeError(f"{spec.name}: keyword argument {k}= carries a forward-mode "
-                                "tangent; keyword arguments are not differentiated. Pass "
-                                "it positionally.")
-        base_kw = {k: strip_level(v, level) for k, v in kw.items()}
-    else:
-        base_kw = kw
-    base_args = tuple([strip_level(a, level) for a in args])
-    out = apply(spec, base_args, base_kw)
-    vjps = spec.vjps
-    tangents = []
-    for i, a in enumerate(args):
-        t = tangent_of(a, level)
-        if t is not None and (spec.variadic or (i < len(vjps) and vjps[i] is not None)):
-            tangents.append((i, t))
-    if not tangents:
-        return out
-    multi = spec.nout != 1
-    if _plain(base_args, out, tangents, multi):
-        # Nothing else differentiates the tangent (no lower level, no reverse recording):
-        # run the rules on the arrays, without the cost of tensors.
-        rule_out = tuple(o._data for o in out) if multi else out._data
-        rule_args = tuple([a._data if isinstance(a, Tensor) else a for a in base_args])
-        rule_kw = {k: v._data if isinstance(v, Tensor) else v for k, v in base_kw.items()}
-        tangents = [(i, t._data if isinstance(t, Tensor) else t) for i, t in tangents]
-    else:
-        rule_out, rule_args, rule_kw = out, base_args, base_kw
-    total = None
-    for i, t in tangents:
-        contrib = _jvp_rule(spec, i, t, rule_out, rule_args, rule_kw)
-        if contrib is None:
-            continue
-        if total is None:
-            total = contrib
-        elif multi:
-            total = tuple(b if a is None else a if b is None else a + b
-                          for a, b in zip(total, contrib))
-        else:
-            total = total + contrib
-    if total is None:
-        return out
-    if not multi:
-        if out.dtype.kind not in "fc":
-            return out
-        out = with_tangent(out, level, _fit_tangent(total, out))
-        node, out_tangents = out._node, out._tangents
-    else:
-        out = tuple(o if tt is None or o.dtype.kind not in "fc"
-                    else with_tangent(o, level, _fit_tangent(tt, o))
-                    for o, tt in zip(out, total))
-        node = next((o._node[0] for o in out if o._node is not None), None)
-        out_tangents = tuple(getattr(o, "_tangents", None) for o in out)
-    if node is not None:
-        # A backward pass through this node while the level is active (hvp, jacfwd of
-        # jacrev) must see the saved values with their tangents: keep the dual inputs.
-        extra_of(node).duals = (args, out_tangents)
-    if not spec.save_args:  # (the views apply() noted are of the stripped copies)
-        note_views(spec, args, kw, out, state.enabled)
-    return out
-
-
-def _plain(base_args: tuple, out: Any, tangents: list, multi: bool) -> bool:
-    """Whether the JVP rules may run on plain arrays: no argument, output or tangent
-    carries a tangent of another level, and nothing is recorded for reverse mode."""
-    rec = state.enabled
-    for o in out if multi else (out,):
-        if getattr(o, "_tangents", None) or (rec and o.requires_grad):
-            return False
-    for a in base_args:
-        if isinstance(a, Tensor) and getattr(a, "_tangents", None):
-            return False
-    for _, t in tangents:
-        if isinstance(t, Tensor) and (getattr(t, "_tangents", None) or
-                                      (rec and t.requires_grad)):
-            return False
-    return True
-
-
-def _fit_tangent(t: Any, out: Tensor) -> Any:
-    """The tangent ``t`` with the shape and dtype of ``out`` (real part for a real output)."""
-    shape = out.shape
-    tdt = getattr(t, "dtype", None)
-    if tdt is None:  # a Python number
-        t = np.asarray(t)
-        tdt = t.dtype
-    if t.shape != shape:
-        from . import broadcast_to
-
-        t = broadcast_to(t, shape)
-    dt = out.dtype
-    if tdt != dt:
-        from .gradients import cast_gradient
-
-        t = cast_gradient(t, dt)
-    return t
-
-
-def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
-    """The tangent of the output of ``spec`` due to the tangent ``t`` of input ``i``."""
-    jvps = spec.jvps
-    if spec.variadic:
-        if jvps:
-            return jvps[0](i, t, out, *args, **kw)
-    elif i < len(jvps) and jvps[i] is not None:
-        return jvps[i](t, out, *args, **kw)
-    lin = spec.linear
-    if lin is True or (lin and i in lin):
-        # Linear in input i with the others held fixed (multiply, matmul, einsum,
-        # reshape): the tangent goes through the op itself in place of input i.
-        new_args = list(args)
-        new_args[i] = t
-        return spec.fn(*new_args, **kw)
-    raise NotImplementedError(
-        f"{spec.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
-        f"hvp) cannot go through it. Declare one with {spec.name}.defjvp(...) (or "
-        f"yaad.op(..., jvp=...)), or use reverse mode (vjp, jacrev). "
-        f"(see docs/errors.md#no-jvp-rule)")
-
-
-def mark_modified(arr: Any) -> None:
-    """Record that the memory of ``arr`` was changed in place (bumps its version).
-
-    An operator whose forward writes into an input array calls this on it, so that a
-    backward that saved the old value raises instead of using the new one.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        The array written to (a view counts as its base).
-    """
-    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
-    _clock[0] += 1
-    key = id(root)
-    entry = _modified.get(key)
-    if entry is not None and entry[2]() is root:
-        entry[0] += 1
-        entry[1] = _clock[0]
-        return
-    ref = weakref.ref(root, lambda _r, key=key: _modified.pop(key, None))
-    _modified[key] = [1, _clock[0], ref]
-
-
-def version_of(arr: Any) -> int:
-    """How many in-place changes the memory of ``arr`` has seen."""
-    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
-    entry = _modified.get(id(root))
-    if entry is not None and entry[2]() is root:
-        return entry[0]
-    return 0
-
-
-def check_saved(node: Node) -> None:
-    """Raise if a value saved by ``node`` was modified in place after it was saved."""
-    saved = list(node.args)
-    ans = node.ans
-    saved.extend(ans if isinstance(ans, tuple) else (ans,))
-    for k, a in enumerate(saved):
-        if not isinstance(a, ndarray):
-            continue
-        root = a.base if isinstance(a.base, ndarray) else a
-        entry = _modified.get(id(root))
-        if entry is not None and entry[2]() is root and entry[1] > node.epoch:
-            what = f"input {k}" if k < len(node.args) else "its output"
-            raise RuntimeError(
-                f"one of the values needed for gradient computation has been modified by an "
-                f"in-place operation: {what} of '{node.op.name}' (an array of shape "
-                f"{a.shape} and dtype {a.dtype}) is now at version {entry[0]}, and was "
-                f"saved before that change. Avoid the in-place operation, or apply it to "
-                f"a .clone() of the tensor. (see docs/errors.md#inplace-saved)")
 
 
 def _refused(g: Any, ans: Any, value: Any, dep: Any, message: str) -> Any:
@@ -962,3 +751,12 @@ Returns
 -------
 Tensor
 """
+
+
+alias = op(lambda x: x, name="alias", vjp=lambda g, ans, x: g, linear=True,
+           save_args=False, save_ans=False, elementwise=True)
+alias.__doc__ = """The same value as a new tensor, recorded by an identity op.
+
+A function of the alias can be differentiated with respect to the alias alone: the
+transforms alias their inputs so that a nested transform does not confuse its variable
+with an enclosing one."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from .grad_mode import state
+from .graph import extra_of, version_of
 
 _new = object.__new__
 
@@ -133,8 +134,6 @@ class Tensor(TensorMethods):
 
     @property
     def _version(self) -> int:
-        from .op import version_of
-
         return version_of(self._data)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -179,8 +178,6 @@ class Tensor(TensorMethods):
             return
         import weakref
 
-        from .op import extra_of
-
         node, index = node if isinstance(node, tuple) else (node, 0)
         extra: Any = extra_of(node)  # (op.NodeExtra is not annotated)
         if extra.retained is None:
@@ -214,8 +211,6 @@ class Tensor(TensorMethods):
                 hooks = self._hooks = []
             hooks.append(fn)
             return _HookHandle(hooks, fn)
-        from .op import extra_of
-
         node, index = node if isinstance(node, tuple) else (node, 0)
         extra: Any = extra_of(node)  # (op.NodeExtra is not annotated)
         if extra.hooks is None:
@@ -241,7 +236,11 @@ class Tensor(TensorMethods):
         inputs : sequence of Tensor, optional
             Accumulate only into these tensors.
         """
-        _engine.run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
+        self._run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
+
+    # The engine's entry point (yaad.engine.run_backward), bound by methods.install: the
+    # engine sits above the tensor.
+    _run_backward: Callable = None  # type: ignore[assignment]
 
     # ---- array attributes ---------------------------------------------------------
 
@@ -389,17 +388,8 @@ class Tensor(TensorMethods):
             return format(self.item(), spec)
         return repr(self)
 
-    # ---- NumPy interoperability ----------------------------------------------------
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from .numpy_dispatch import array_ufunc
-
-        return array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from .numpy_dispatch import array_function
-
-        return array_function(func, args, kwargs)
+    # NumPy interoperability (__array_ufunc__, __array_function__): bound by
+    # methods.install to yaad.numpy_dispatch, which sits above the ops.
 
 
 class _HookHandle:
@@ -466,5 +456,3 @@ def is_tensor(x: Any) -> bool:
     """Return True if ``x`` is a yaad Tensor."""
     return isinstance(x, Tensor)
 
-
-from . import engine as _engine  # noqa: E402  (the engine needs Tensor defined first)

@@ -22,7 +22,9 @@ import numpy as np
 
 from ..grad_mode import state
 from ..gradients import root_gradient, unit
-from ..op import Node, Op, _clock, check_saved
+from ..graph import Node, check_saved
+from ..graph import clock as _clock
+from ..op import Op
 from ..tensor import Tensor, make_tensor
 from . import codegen, fused
 from .codegen import Namespace, item_defs, item_uses

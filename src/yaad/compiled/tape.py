@@ -35,7 +35,8 @@ import numpy as np
 
 from ..engine import run_backward
 from ..grad_mode import state
-from ..op import Op, _clock, registry
+from ..graph import clock as _clock
+from ..op import Op, register_mode, registry, run_modes
 from ..op import apply as _apply
 from ..ops.strong_zero import STRONG_ZERO
 from ..tensor import Tensor, make_tensor
@@ -715,3 +716,14 @@ def plain_outputs(x: Any) -> Any:
     if t is dict:
         return {k: plain_outputs(v) for k, v in x.items()}
     return x
+
+
+def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+    """Compile tracing as a mode (see ``yaad.op.MODES``): the recorder takes every op call."""
+    tracer = state.tracer
+    if tracer is not None:
+        return tracer.apply(spec, args, kw)
+    return run_modes(spec, args, kw, k)
+
+
+register_mode("trace", _interpret)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..op import mark_modified
+from ..graph import mark_modified
 from ..tensor import Tensor
 
 _default = [np.random.default_rng()]

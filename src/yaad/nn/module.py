@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..grad_mode import no_grad
-from ..op import mark_modified
+from ..graph import mark_modified
 from ..tensor import Tensor
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])

@@ -19,8 +19,7 @@ import types
 import numpy as np
 import scipy.special as sp
 
-from ..op import exported, op
-from ..tensor import Tensor
+from ..op import IN_PLACE_SIZE, exported, fits_into, op
 from . import parameter_derivatives as _pd
 
 _LN2 = math.log(2.0)
@@ -435,30 +434,19 @@ subtract = op(np.subtract, name="subtract", save_args=False, save_ans=False, ele
               jvp=(lambda t, ans, x, y: t, lambda t, ans, x, y: -t))
 
 
-_BIG = 1 << 16  # elements: below this, reusing a temporary's memory saves nothing
 
 
 def _scaled_temporary(t, g, sign=1):
     """``sign * t * g``, written into ``t`` when ``t`` is a large array nothing else holds
     (a temporary made by the caller) and the result has its shape and dtype: one large
     temporary fewer (W4's peak memory). Otherwise, and for tensors, out of place."""
-    if (type(t) is np.ndarray and t.size >= _BIG and sys.getrefcount(t) <= 2
-            and _fits_into(t, g)):
+    if (type(t) is np.ndarray and t.size >= IN_PLACE_SIZE and sys.getrefcount(t) <= 2
+            and fits_into(t, g)):
         np.multiply(t, g, out=t)
         if sign == -1:
             np.negative(t, out=t)
         return t
     return -(t * g) if sign == -1 else t * g
-
-
-def _fits_into(t, g) -> bool:
-    """Whether ``t * g`` has ``t``'s shape and dtype (so it can be computed in place)."""
-    gshape = np.shape(g)
-    if len(gshape) > t.ndim or not t.flags.writeable or isinstance(g, Tensor):
-        return False
-    if any(a != 1 and a != b for a, b in zip(gshape[::-1], t.shape[::-1])):
-        return False
-    return np.result_type(t, g) == t.dtype
 
 
 def _conj_of(v):

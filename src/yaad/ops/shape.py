@@ -16,7 +16,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..batching import aligned, batch_axes, flat_examples, front, per_example, size_of
-from ..op import exported, holds_tensor, mark_modified, op
+from ..graph import mark_modified
+from ..op import exported, holds_tensor, op, register_stacker
 from ..tensor import Tensor, dtype_of, ndim_of, shape_of
 
 ndarray = np.ndarray
@@ -50,6 +51,8 @@ def _as_operand(x: Any) -> Any:
         return _stack(*[_as_operand(e) for e in x])
     return np.asarray(x)
 
+
+register_stacker(_as_operand)
 
 
 def _no_out(name: str, out) -> None:

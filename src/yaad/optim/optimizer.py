@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..grad_mode import enable_grad, no_grad
-from ..op import mark_modified
+from ..graph import mark_modified
 from ..tensor import Tensor
 
 

@@ -1,0 +1,176 @@
+"""Forward mode: an op called on a tensor that carries a tangent (inside ``yaad.func.jvp``,
+``jacfwd``, ``hvp``) computes the output's tangent with the op's JVP rules.
+
+A mode (see ``yaad.op.MODES``): its interpreter takes an op call when an argument carries
+the tangent of an active level, runs the op on the primal values (lower levels handled
+by the same dispatch), then sums the JVP rules of the inputs with tangents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+
+from .grad_mode import new_level, state
+from .gradients import cast_gradient
+from .graph import extra_of
+from .op import (
+    Op,
+    apply,
+    note_views,
+    register_mode,
+    run_modes,
+    strip_level,
+    tangent_of,
+    top_level,
+    with_tangent,
+)
+from .ops.shape import broadcast_to
+from .tensor import Tensor
+
+
+@contextlib.contextmanager
+def forward_level() -> Iterator[int]:
+    """A new forward-mode level, innermost while the block runs."""
+    level = new_level()
+    state.levels = state.levels + (level,)
+    state.refresh()
+    try:
+        yield level
+    finally:
+        state.levels = tuple(lv for lv in state.levels if lv != level)
+        state.refresh()
+
+
+def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+    levels = state.levels
+    if levels:
+        top = top_level(args, kw, levels)
+        if top is not None:
+            return _apply_forward_mode(spec, args, kw, top)
+    return run_modes(spec, args, kw, k)
+
+
+def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
+    """Apply ``spec`` to dual numbers: the primal (handling lower levels recursively),
+    then the output's tangent at ``level`` as the sum of the inputs' JVP rules."""
+    if kw:
+        for k, v in kw.items():
+            if tangent_of(v, level) is not None:
+                raise TypeError(f"{spec.name}: keyword argument {k}= carries a forward-mode "
+                                "tangent; keyword arguments are not differentiated. Pass "
+                                "it positionally.")
+        base_kw = {k: strip_level(v, level) for k, v in kw.items()}
+    else:
+        base_kw = kw
+    base_args = tuple([strip_level(a, level) for a in args])
+    out = apply(spec, base_args, base_kw)
+    vjps = spec.vjps
+    tangents = []
+    for i, a in enumerate(args):
+        t = tangent_of(a, level)
+        if t is not None and (spec.variadic or (i < len(vjps) and vjps[i] is not None)):
+            tangents.append((i, t))
+    if not tangents:
+        return out
+    multi = spec.nout != 1
+    if _plain(base_args, out, tangents, multi):
+        # Nothing else differentiates the tangent (no lower level, no reverse recording):
+        # run the rules on the arrays, without the cost of tensors.
+        rule_out = tuple(o._data for o in out) if multi else out._data
+        rule_args = tuple([a._data if isinstance(a, Tensor) else a for a in base_args])
+        rule_kw = {k: v._data if isinstance(v, Tensor) else v for k, v in base_kw.items()}
+        tangents = [(i, t._data if isinstance(t, Tensor) else t) for i, t in tangents]
+    else:
+        rule_out, rule_args, rule_kw = out, base_args, base_kw
+    total = None
+    for i, t in tangents:
+        contrib = _jvp_rule(spec, i, t, rule_out, rule_args, rule_kw)
+        if contrib is None:
+            continue
+        if total is None:
+            total = contrib
+        elif multi:
+            total = tuple(b if a is None else a if b is None else a + b
+                          for a, b in zip(total, contrib))
+        else:
+            total = total + contrib
+    if total is None:
+        return out
+    if not multi:
+        if out.dtype.kind not in "fc":
+            return out
+        out = with_tangent(out, level, _fit_tangent(total, out))
+        node, out_tangents = out._node, out._tangents
+    else:
+        out = tuple(o if tt is None or o.dtype.kind not in "fc"
+                    else with_tangent(o, level, _fit_tangent(tt, o))
+                    for o, tt in zip(out, total))
+        node = next((o._node[0] for o in out if o._node is not None), None)
+        out_tangents = tuple(getattr(o, "_tangents", None) for o in out)
+    if node is not None:
+        # A backward pass through this node while the level is active (hvp, jacfwd of
+        # jacrev) must see the saved values with their tangents: keep the dual inputs.
+        extra_of(node).duals = (args, out_tangents)
+    if not spec.save_args:  # (the views apply() noted are of the stripped copies)
+        note_views(spec, args, kw, out, state.enabled)
+    return out
+
+
+def _plain(base_args: tuple, out: Any, tangents: list, multi: bool) -> bool:
+    """Whether the JVP rules may run on plain arrays: no argument, output or tangent
+    carries a tangent of another level, and nothing is recorded for reverse mode."""
+    rec = state.enabled
+    for o in out if multi else (out,):
+        if getattr(o, "_tangents", None) or (rec and o.requires_grad):
+            return False
+    for a in base_args:
+        if isinstance(a, Tensor) and getattr(a, "_tangents", None):
+            return False
+    for _, t in tangents:
+        if isinstance(t, Tensor) and (getattr(t, "_tangents", None) or
+                                      (rec and t.requires_grad)):
+            return False
+    return True
+
+
+def _fit_tangent(t: Any, out: Tensor) -> Any:
+    """The tangent ``t`` with the shape and dtype of ``out`` (real part for a real output)."""
+    shape = out.shape
+    tdt = getattr(t, "dtype", None)
+    if tdt is None:  # a Python number
+        t = np.asarray(t)
+        tdt = t.dtype
+    if t.shape != shape:
+        t = broadcast_to(t, shape)
+    dt = out.dtype
+    if tdt != dt:
+        t = cast_gradient(t, dt)
+    return t
+
+
+def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
+    """The tangent of the output of ``spec`` due to the tangent ``t`` of input ``i``."""
+    jvps = spec.jvps
+    if spec.variadic:
+        if jvps:
+            return jvps[0](i, t, out, *args, **kw)
+    elif i < len(jvps) and jvps[i] is not None:
+        return jvps[i](t, out, *args, **kw)
+    lin = spec.linear
+    if lin is True or (lin and i in lin):
+        # Linear in input i with the others held fixed (multiply, matmul, einsum,
+        # reshape): the tangent goes through the op itself in place of input i.
+        new_args = list(args)
+        new_args[i] = t
+        return spec.fn(*new_args, **kw)
+    raise NotImplementedError(
+        f"{spec.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
+        f"hvp) cannot go through it. Declare one with {spec.name}.defjvp(...) (or "
+        f"yaad.op(..., jvp=...)), or use reverse mode (vjp, jacrev). "
+        f"(see docs/errors.md#no-jvp-rule)")
+
+
+register_mode("forward", _interpret)

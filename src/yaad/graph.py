@@ -1,0 +1,134 @@
+"""The recorded graph: nodes, and the version counters that guard their saved values.
+
+A :class:`Node` is one recorded call of an op (made by :mod:`yaad.op`, run by
+:mod:`yaad.engine`). In-place changes of an array's memory are counted here
+(:func:`mark_modified`); a node notes the clock when it is made, and backward refuses a
+saved value whose memory changed afterwards (:func:`check_saved`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+ndarray = np.ndarray
+
+# Clock of in-place modifications. A node records the clock when it is made; at backward,
+# a saved array whose memory was modified later is an error (see ``mark_modified``).
+clock = [0]
+_modified: dict[int, list] = {}  # id(root array) -> [version, clock, weakref]
+
+
+class Meta:
+    """Shape and dtype of an input whose value the rules do not need (saves memory)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __repr__(self) -> str:
+        return f"Meta(shape={self.shape}, dtype={self.dtype})"
+
+
+class Node:
+    """One recorded call of an op: what backward needs to run its rules."""
+
+    # op: the Op. args: the saved inputs (arrays), or a Meta / None for inputs whose
+    # values the rules do not read (None: same shape and dtype as the output). kw: None
+    # when empty. ans: the saved output (None when not saved). parents: per input, the
+    # edge its gradient goes along (a Node, a (Node, output index) pair, a leaf Tensor),
+    # or None. epoch: the clock when recorded. extra: None, or a NodeExtra for the rarely
+    # used parts. visit, count and acc are the engine's bookkeeping during a backward
+    # pass (the pass id, the consumers still to deliver, the gradient so far).
+    __slots__ = ("op", "args", "kw", "ans", "parents", "epoch", "extra", "visit", "count",
+                 "acc", "__weakref__")
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op.name}>"
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+
+class NodeExtra:
+    """Hooks, retained gradients and forward-mode duals of a node."""
+
+    __slots__ = ("hooks", "retained", "duals")
+
+    def __init__(self) -> None:
+        self.hooks = None
+        self.retained = None
+        self.duals = None
+
+
+def extra_of(node: Node) -> NodeExtra:
+    """The node's :class:`NodeExtra`, made on first use."""
+    extra = node.extra
+    if extra is None:
+        extra = node.extra = NodeExtra()
+    return extra
+
+
+def mark_modified(arr: Any) -> None:
+    """Record that the memory of ``arr`` was changed in place (bumps its version).
+
+    An operator whose forward writes into an input array calls this on it, so that a
+    backward that saved the old value raises instead of using the new one.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The array written to (a view counts as its base).
+    """
+    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
+    clock[0] += 1
+    key = id(root)
+    entry = _modified.get(key)
+    if entry is not None and entry[2]() is root:
+        entry[0] += 1
+        entry[1] = clock[0]
+        return
+    ref = weakref.ref(root, lambda _r, key=key: _modified.pop(key, None))
+    _modified[key] = [1, clock[0], ref]
+
+
+def version_of(arr: Any) -> int:
+    """How many in-place changes the memory of ``arr`` has seen."""
+    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
+    entry = _modified.get(id(root))
+    if entry is not None and entry[2]() is root:
+        return entry[0]
+    return 0
+
+
+def check_saved(node: Node) -> None:
+    """Raise if a value saved by ``node`` was modified in place after it was saved."""
+    saved = list(node.args)
+    ans = node.ans
+    saved.extend(ans if isinstance(ans, tuple) else (ans,))
+    for k, a in enumerate(saved):
+        if not isinstance(a, ndarray):
+            continue
+        root = a.base if isinstance(a.base, ndarray) else a
+        entry = _modified.get(id(root))
+        if entry is not None and entry[2]() is root and entry[1] > node.epoch:
+            what = f"input {k}" if k < len(node.args) else "its output"
+            raise RuntimeError(
+                f"one of the values needed for gradient computation has been modified by an "
+                f"in-place operation: {what} of '{node.op.name}' (an array of shape "
+                f"{a.shape} and dtype {a.dtype}) is now at version {entry[0]}, and was "
+                f"saved before that change. Avoid the in-place operation, or apply it to "
+                f"a .clone() of the tensor. (see docs/errors.md#inplace-saved)")
