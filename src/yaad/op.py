@@ -499,10 +499,12 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
         variadic = spec.variadic
         kept = []
         for i, a in enumerate(arrays):
-            if hasattr(a, "dtype") and (variadic or (i < len(vjps) and vjps[i] is not None)):
-                kept.append(None if ew and parents[i] is None else _meta(a, ans, ew))
-            else:
-                kept.append(a)
+            if variadic or (i < len(vjps) and vjps[i] is not None):
+                if ew and parents[i] is None:
+                    a = None  # (no rule of an elementwise op needs it)
+                elif hasattr(a, "dtype"):
+                    a = _meta(a, ans, ew)
+            kept.append(a)
         node.args = tuple(kept)
     node.kw = kw or None
     if spec.save_ans:
