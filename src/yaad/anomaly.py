@@ -145,7 +145,7 @@ def forward_site(node: Any) -> str:
     return "\n".join(lines)
 
 
-def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(spec: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
     """The mode's interpreter (see ``yaad.op.MODES``): notes where each op was called."""
     out = run_modes(spec, args, kw, k)
     if state.anomaly:

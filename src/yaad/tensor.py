@@ -238,9 +238,8 @@ class Tensor(TensorMethods):
         """
         self._run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
 
-    # The engine's entry point (yaad.engine.run_backward), bound by methods.install: the
-    # engine sits above the tensor.
-    _run_backward: Callable = None  # type: ignore[assignment]
+    # _run_backward, the engine's entry point (yaad.engine.run_backward), is bound by
+    # methods.install: the engine sits above the tensor.
 
     # ---- array attributes ---------------------------------------------------------
 
