@@ -32,7 +32,7 @@ def test_names_the_op_and_the_line():
     assert "'sqrt'" in msg and "input 0" in msg and "inf" in msg
     assert "test_anomaly.py" in msg and "in sqrt_at_zero" in msg
     assert "y = yaad.sqrt(x)  # the offending line" in msg
-    assert state.anomaly is False and not state.special
+    assert state.anomaly is False and not state.modes_on
 
 
 def test_nan_is_reported_as_nan():

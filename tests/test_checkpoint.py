@@ -131,7 +131,7 @@ def test_plain_call_without_recording_or_in_forward_mode():
                          (np.array([2.0]),))
     np.testing.assert_allclose(t, [2.0])
     assert yaad.checkpoint(yaad.exp, yaad.tensor([0.0])).grad_fn is None
-    assert state.segment is None and not state.special
+    assert state.segment is None and not state.modes_on
 
 
 def test_a_function_that_changes_between_calls_is_caught():

@@ -318,7 +318,7 @@ def test_op_reads_keeps_only_what_the_needed_rules_read():
     s = np.array([3.0, 4.0])
     h = x * 1
     y = scale(h, s)
-    assert isinstance(y.grad_fn.args[0], yaad.Meta) and y.grad_fn.args[1] is s  # not h
+    assert isinstance(y.grad_fn.args[0], yaad.ShapeDtype) and y.grad_fn.args[1] is s  # not h
     h.add_(10)  # so this in-place change cannot spoil the backward
     y.sum().backward()
     np.testing.assert_array_equal(x.grad, s)

@@ -23,7 +23,7 @@ def test_op_without_jvp_raises_naming_it():
     with pytest.raises(NotImplementedError, match="my_cube") as e:
         F.jvp(cube, (x,), (np.ones(2),))
     assert "defjvp" in str(e.value) and "vjp" in str(e.value)
-    assert state.levels == () and not state.special  # the level was closed
+    assert state.levels == () and not state.modes_on  # the level was closed
     # reverse mode is fine, and so is forward mode once a rule is declared
     np.testing.assert_allclose(F.grad(lambda x: yaad.sum(cube(x)))(x), 3 * x * x)
     cube.defjvp(lambda t, ans, x: t * 3 * x * x)
@@ -107,7 +107,7 @@ def test_state_is_restored_after_an_error():
 
     with pytest.raises(KeyError):
         F.jvp(boom, (1.0,), (1.0,))
-    assert state.levels == () and not state.special
+    assert state.levels == () and not state.modes_on
 
 
 def test_jvp_of_an_identity_and_of_a_constant():

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from strategies import CASES, Call, builtin_ops
 
 import yaad
-from yaad.graph import Meta, Node
+from yaad.graph import Node, ShapeDtype
 from yaad.op import _fast_arity, apply, registry
 
 FAST = sorted(name for name, spec in builtin_ops().items() if _fast_arity(spec))
@@ -75,8 +75,8 @@ def _cases_reaching(name: str) -> list[str]:
 def _same_value(a, b, what: str) -> None:
     if a is None or b is None:
         assert a is None and b is None, what
-    elif isinstance(a, Meta) or isinstance(b, Meta):
-        assert isinstance(a, Meta) and isinstance(b, Meta), what
+    elif isinstance(a, ShapeDtype) or isinstance(b, ShapeDtype):
+        assert isinstance(a, ShapeDtype) and isinstance(b, ShapeDtype), what
         assert (a.shape, a.dtype) == (b.shape, b.dtype), what
     elif isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
         assert type(a) is type(b) and a.dtype == b.dtype, what

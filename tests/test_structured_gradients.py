@@ -28,10 +28,10 @@ def test_trace_gradients_match_finite_differences(f, inputs):
 
 
 def test_the_trace_gradient_is_structured_and_the_matmul_rule_uses_it():
-    from yaad.graph import Meta
+    from yaad.graph import ShapeDtype
     from yaad.ops.products import _matmul_vjp_a, _trace_vjp
 
-    g = _trace_vjp(np.float64(2.0), None, Meta((5, 5), np.dtype(np.float64)))
+    g = _trace_vjp(np.float64(2.0), None, ShapeDtype((5, 5), np.dtype(np.float64)))
     assert isinstance(g, ScaledIdentity)
     np.testing.assert_array_equal(np.asarray(g), 2.0 * np.eye(5))
     np.testing.assert_allclose(_matmul_vjp_a(g, None, A, B), 2.0 * B.T)

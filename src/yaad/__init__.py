@@ -12,7 +12,7 @@ from __future__ import annotations
 # The order matters: the tensor and the op mechanism, then the ops, then what uses them.
 from .tensor import Tensor, is_tensor
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .graph import Meta
+from .graph import ShapeDtype
 from .op import Op, op, registry
 from .creation import *
 from .ops.elementwise import *

@@ -179,7 +179,7 @@ class Compiled:
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
         st = state
-        if st.special:  # forward mode, an outer recording, anomaly detection
+        if st.modes_on:  # forward mode, an outer recording, anomaly detection
             return self.fn(*args, **kw)
         if not kw and not self._modules:
             # The common case, specialised: tensor arguments only.

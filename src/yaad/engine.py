@@ -23,7 +23,7 @@ from .gradients import (
     root_gradient,
     rule_gradients,
 )
-from .graph import Meta, Node, check_saved, clock
+from .graph import Node, ShapeDtype, check_saved, clock
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
 from .ops.strong_zero import strong_zero
 from .tensor import Tensor, make_tensor
@@ -73,7 +73,7 @@ def _saved_as_tensors(node: Node) -> tuple[Any, Any]:
         d = duals[0][i] if duals is not None else None
         if isinstance(d, Tensor):
             args.append(d)
-        elif p is None or a is None or isinstance(a, Meta):
+        elif p is None or a is None or isinstance(a, ShapeDtype):
             args.append(a)
         elif isinstance(p, Tensor):
             args.append(p)
@@ -101,7 +101,7 @@ def _active(duals: tuple) -> bool:
 
 def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
     """A node's saved output as a tensor produced by that node (output ``edge``)."""
-    if isinstance(a, Meta):
+    if isinstance(a, ShapeDtype):
         return a
     diff = a.dtype.kind in "fc"
     t = make_tensor(a, edge if diff else None, diff, tangents)
@@ -194,7 +194,7 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
     accumulating into any ``.grad``.
     """
     check = None
-    if state.special:
+    if state.modes_on:
         if state.tracer is not None:  # yaad.compile is recording: record backward too
             return state.tracer.backward(outputs, grad_outputs, retain_graph,
                                          create_graph, inputs, capture, allow_unused)
@@ -415,7 +415,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         if node.epoch < now:
             check_saved(node)
         spec = node.op
-        if (slow or g is None or node.extra is not None or not spec.simple
+        if (slow or g is None or node.extra is not None or not spec.single_output
                 or (masked and node in masked)):
             if run is None:
                 run = _NodeRun(leaves, pid, ready, masked, create_graph, release, check,
@@ -424,14 +424,14 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                 # An input of autograd.grad with others further back: PyTorch takes its
                 # gradient before its hooks then (and after them at a stop, below).
                 g = _capture(node, g, targets[node], inputs, results)
-            run.general(node, g)
+            run.backward_node(node, g)
             continue
         # The common case, specialised: one output, no hooks, first order. A row of the
         # elementwise table gives its derivatives directly (gradient g * conj(d)).
         ans = node.ans
         kw = node.kw
         selects = spec.selects
-        table = spec.derivs if kw is None else None
+        table = spec.numpy_derivatives if kw is None else None
         rules = table or (spec.vjps if not spec.variadic else positional_rules(spec, len(args)))
         for p, rule, ref in zip(node.parents, rules, args):
             if p is None:
@@ -574,7 +574,7 @@ class _NodeRun:
             prev = self.leaves.get(p)
             self.leaves[p] = gi if prev is None else prev + gi
 
-    def general(self, node: Node, g: Any) -> None:
+    def backward_node(self, node: Node, g: Any) -> None:
         extra = node.extra
         spec = node.op
         if extra is not None and (extra.hooks or extra.retained):

@@ -14,7 +14,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _State(threading.local):
     # Class attributes are the per-thread defaults.
     enabled = True  # record operations for reverse mode
-    special = False  # something beyond plain recording is active (forward mode, tracing)
+    modes_on = False  # a mode is active (vmap, forward mode, tracing, checkpoint, anomaly)
     levels: tuple[Any, ...] = ()  # active forward-mode levels, innermost last
     tracer: Any = None  # the recorder of yaad.compile, when one is recording
     anomaly: Any = False  # the active yaad.detect_anomaly(), or False
@@ -23,8 +23,8 @@ class _State(threading.local):
     batching = None  # vmap's dispatch (yaad.batching), while a batch level is active
 
     def refresh(self) -> None:
-        self.special = (bool(self.levels) or self.tracer is not None or self.anomaly
-                        or self.segment is not None)
+        self.modes_on = (bool(self.levels) or self.tracer is not None or self.anomaly
+                         or self.segment is not None)
 
 
 state = _State()

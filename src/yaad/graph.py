@@ -21,7 +21,7 @@ clock = [0]
 _modified: dict[int, list] = {}  # id(root array) -> [version, clock, weakref]
 
 
-class Meta:
+class ShapeDtype:
     """Shape and dtype of an input whose value the rules do not need (saves memory)."""
 
     __slots__ = ("shape", "dtype")
@@ -39,13 +39,13 @@ class Meta:
         return int(np.prod(self.shape))
 
     def __repr__(self) -> str:
-        return f"Meta(shape={self.shape}, dtype={self.dtype})"
+        return f"ShapeDtype(shape={self.shape}, dtype={self.dtype})"
 
 
 class Node:
     """One recorded call of an op: what backward needs to run its rules."""
 
-    # op: the Op. args: the saved inputs (arrays), or a Meta / None for inputs whose
+    # op: the Op. args: the saved inputs (arrays), or a ShapeDtype / None for inputs whose
     # values the rules do not read (None: same shape and dtype as the output). kw: None
     # when empty. ans: the saved output (None when not saved). parents: per input, the
     # edge its gradient goes along (a Node, a (Node, output index) pair, a leaf Tensor),

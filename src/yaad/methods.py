@@ -136,7 +136,7 @@ def _must_record(self: Tensor, others: tuple) -> bool:
     """Whether an in-place change of ``self`` is recorded: something involved requires
     grad while recording, or ``self`` is a view of a tensor that does (even if the view
     itself was made before that tensor required grad)."""
-    if state.special or _recording(self, others):
+    if state.modes_on or _recording(self, others):
         return True
     if not state.enabled or getattr(self, "_base", None) is None:
         return False

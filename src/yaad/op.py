@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from .grad_mode import state
-from .graph import Meta, Node, clock
+from .graph import Node, ShapeDtype, clock
 from .tensor import Tensor, make_tensor
 
 ndarray = np.ndarray
@@ -42,8 +42,8 @@ class Op:
 
     __slots__ = (
         "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
-        "elementwise", "selects", "linear", "fn", "simple", "derivs", "reads", "frees",
-        "batch", "__weakref__",
+        "elementwise", "selects", "linear", "fn", "single_output", "numpy_derivatives",
+        "reads", "frees", "batch", "__weakref__",
     )
 
     def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
@@ -63,11 +63,11 @@ class Op:
         self.selects = selects
         self.linear = linear
         self.fn = None  # the public function, set by op()
-        self.simple = nout == 1  # the engine's specialised backward loop applies
+        self.single_output = nout == 1  # the engine's specialised backward loop applies
         # For a row of the elementwise table: its derivatives bound to NumPy, so that the
         # first-order backward computes g * conj(d) without yaad's dispatch (the vjps,
         # written with yaad functions, serve create_graph and forward mode).
-        self.derivs = None
+        self.numpy_derivatives = None
         self.reads = None  # see op(reads=): a node keeps what its needed rules read
         self.batch = None  # the batching rule for vmap (see op(batch=))
 
@@ -130,7 +130,7 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
         The name used in errors; defaults to ``forward.__name__``.
     save_args, save_ans : bool
         Whether the rules read the input values / the output value. When False the
-        rules get only shapes and dtypes (a :class:`Meta`) or ``None``, and memory is
+        rules get only shapes and dtypes (a :class:`ShapeDtype`) or ``None``, and memory is
         released early.
     nout : int
         Number of outputs (forward returns a tuple when more than one).
@@ -222,7 +222,7 @@ def _make_function(spec: Op) -> Callable:
                 if type(x) in _SEQUENCES or type(y) in _SEQUENCES:
                     return _call_plain(spec, args, {})
                 return forward(x, y)
-            if st.special:
+            if st.modes_on:
                 return run_modes(spec, args, {})
             if not (xt and yt):
                 _refuse_object_operand(spec, y if xt else x)
@@ -248,21 +248,21 @@ def _make_function(spec: Op) -> Callable:
                             r0, r1 = spec.reads[0] if py is None else spec.reads[1]
                             if not r0 and hasattr(xd, "dtype"):  # _meta, inlined
                                 xd = (None if elementwise and xd.shape == ans.shape
-                                      and xd.dtype is ans.dtype else Meta(xd.shape, xd.dtype))
+                                      and xd.dtype is ans.dtype else ShapeDtype(xd.shape, xd.dtype))
                             if not r1 and hasattr(yd, "dtype"):
                                 yd = (None if elementwise and yd.shape == ans.shape
-                                      and yd.dtype is ans.dtype else Meta(yd.shape, yd.dtype))
+                                      and yd.dtype is ans.dtype else ShapeDtype(yd.shape, yd.dtype))
                             node.args = (xd, yd)
                     elif elementwise:
                         # None: the input has the output's shape and dtype.
                         node.args = (
                             None if px is None or (xd.shape == ans.shape and xd.dtype is ans.dtype)
-                            else Meta(xd.shape, xd.dtype),
+                            else ShapeDtype(xd.shape, xd.dtype),
                             None if py is None or (yd.shape == ans.shape and yd.dtype is ans.dtype)
-                            else Meta(yd.shape, yd.dtype))
+                            else ShapeDtype(yd.shape, yd.dtype))
                     else:
-                        node.args = (Meta(xd.shape, xd.dtype) if hasattr(xd, "dtype") else xd,
-                                     Meta(yd.shape, yd.dtype) if hasattr(yd, "dtype") else yd)
+                        node.args = (ShapeDtype(xd.shape, xd.dtype) if hasattr(xd, "dtype") else xd,
+                                     ShapeDtype(yd.shape, yd.dtype) if hasattr(yd, "dtype") else yd)
                     node.kw = None
                     node.ans = ans if save_ans else None
                     node.parents = (px, py)
@@ -282,7 +282,7 @@ def _make_function(spec: Op) -> Callable:
         x = args[0]
         if not isinstance(x, Tensor):
             return forward(x) if type(x) not in _SEQUENCES else _call_plain(spec, args, {})
-        if st.special:
+        if st.modes_on:
             return run_modes(spec, args, {})
         xd = x._data
         try:
@@ -300,7 +300,7 @@ def _make_function(spec: Op) -> Callable:
             elif elementwise and xd.shape == ans.shape and xd.dtype is ans.dtype:
                 node.args = (None,)
             else:
-                node.args = (Meta(xd.shape, xd.dtype),)
+                node.args = (ShapeDtype(xd.shape, xd.dtype),)
             node.kw = None
             node.ans = ans if save_ans else None
             node.parents = (x._node or x,)
@@ -396,10 +396,10 @@ def _call_plain(spec: Op, args: tuple, kw: dict) -> Any:
 
 def _meta(a: Any, ans: Any, elementwise: bool) -> Any:
     """What a non-saving op keeps of an input: None when an elementwise op's output has
-    the input's shape and dtype (nothing to reduce or cast), else a :class:`Meta`."""
+    the input's shape and dtype (nothing to reduce or cast), else a :class:`ShapeDtype`."""
     if elementwise and a.shape == ans.shape and a.dtype is ans.dtype:
         return None
-    return Meta(a.shape, a.dtype)
+    return ShapeDtype(a.shape, a.dtype)
 
 
 def _kw_arrays(spec: Op, kw: dict) -> dict:
@@ -417,7 +417,7 @@ def _kw_arrays(spec: Op, kw: dict) -> dict:
 
 def apply(spec: Op, args: tuple, kw: dict) -> Any:
     """Run ``spec`` on ``args`` (some of them tensors), recording a node if needed."""
-    if state.special:
+    if state.modes_on:
         return run_modes(spec, args, kw)
     arrays = tuple([a._data if isinstance(a, Tensor) else
                     _tuple_arrays(a) if type(a) is tuple else a for a in args])
@@ -512,7 +512,7 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
     elif spec.nout == 1:
         node.ans = None
     else:
-        node.ans = tuple(Meta(np.shape(a), a.dtype) for a in ans)
+        node.ans = tuple(ShapeDtype(np.shape(a), a.dtype) for a in ans)
     node.parents = parents
     node.epoch = clock[0]
     node.extra = None
@@ -646,7 +646,7 @@ def fits_into(t: Any, g: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------------------
-# Modes. While one is active (``state.special``), every op call goes through the
+# Modes. While one is active (``state.modes_on``), every op call goes through the
 # interpreters that the modes registered, innermost first, in the order of MODES: each is
 # ``interpret(spec, args, kw, k)`` and either handles the call or passes it on with
 # ``run_modes(spec, args, kw, k)``; after the last one, the call is recorded as usual.
@@ -673,7 +673,7 @@ def run_modes(spec: Op, args: tuple, kw: dict, k: int = 0) -> Any:
     the last, the ordinary call (with the modes off while it runs)."""
     if k < len(_interpreters):
         return _interpreters[k][1](spec, args, kw, k + 1)
-    state.special = False
+    state.modes_on = False
     try:
         return apply(spec, args, kw)
     finally:

@@ -585,7 +585,7 @@ class Recorder:
         """Run one op eagerly, unrecorded."""
         st = state
         self.suspended += 1
-        st.special = False
+        st.modes_on = False
         try:
             return _apply(spec, args, kw)
         finally:

@@ -112,7 +112,7 @@ def _bind_to_numpy(namespace: dict) -> None:
             fast = types.FunctionType(d.__code__, plain, d.__name__, d.__defaults__,
                                       d.__closure__)
             bound.append(_checked(fast, spec.name) if real_only else fast)
-        spec.derivs = tuple(bound)
+        spec.numpy_derivatives = tuple(bound)
 
 
 def _checked(d, name):
