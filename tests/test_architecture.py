@@ -279,8 +279,8 @@ def test_internal_use_is_detected():
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
     ("graph", "grad_mode graph"),
-    ("tensor", "tensor"),
-    ("op declaration", "op batching"),
+    ("tensor", "tensor views"),
+    ("op declaration", "op levels batching"),
     ("ops", "ops ops.* linalg linalg.* creation fft"),
     ("bookkeeping", "gradients"),
     ("engine", "engine"),

@@ -34,7 +34,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .grad_mode import new_level, state
-from .op import Op, register_mode, run_modes, with_tangent
+from .levels import with_tangent
+from .op import Op, register_mode, run_modes
 from .tensor import Tensor, make_tensor, ndim_of, presenters, shape_of
 
 

@@ -16,19 +16,11 @@ import numpy as np
 from .grad_mode import new_level, state
 from .gradients import cast_gradient
 from .graph import extra_of
-from .op import (
-    Op,
-    apply,
-    note_views,
-    register_mode,
-    run_modes,
-    strip_level,
-    tangent_of,
-    top_level,
-    with_tangent,
-)
+from .levels import strip_level, tangent_of, top_level, with_tangent
+from .op import Op, apply, register_mode, run_modes
 from .ops.shape import broadcast_to
 from .tensor import Tensor
+from .views import note_views
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ from .engine import run_backward
 from .forward_mode import forward_level
 from .grad_mode import enable_grad, state
 from .graph import Node
-from .op import alias, strip_level, tangent_of, with_tangent
+from .levels import alias, strip_level, tangent_of, with_tangent
 from .ops.elementwise import conj
 from .ops.shape import astype, concatenate, moveaxis, reshape
 from .tensor import Tensor, make_tensor

@@ -33,10 +33,11 @@ from .engine import run_backward
 from .grad_mode import state
 from .graph import mark_modified
 from .numpy_dispatch import array_function, array_ufunc
-from .op import View, _root, refuse_backward
+from .op import refuse_backward
 from .ops.elementwise import imag, real
 from .ops.shape import getitem, index_put, index_put_, unwrap_index
 from .tensor import Tensor, make_tensor
+from .views import View, _root
 
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray

@@ -19,14 +19,14 @@ input's dtype (real part for a real input) and skips inputs that need no gradien
 from __future__ import annotations
 
 import functools
-import weakref
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .grad_mode import state
 from .graph import Node, ShapeDtype, clock
 from .tensor import Tensor, make_tensor
+from .views import note_view, note_views
 
 ndarray = np.ndarray
 _new = object.__new__
@@ -202,7 +202,8 @@ def _make_function(spec: Op) -> Callable:
 
     # The one- and two-input paths below are the general ``apply`` specialised by hand:
     # they run for nearly every operation, where each attribute access shows in the
-    # per-op overhead (see benchmarks W3 and W8). Keep them in step with ``apply``.
+    # per-op overhead (see benchmarks W3 and W8). tests/test_node_paths.py checks, for
+    # every op, that they build the node and the gradients ``apply`` does.
     def call(*args, **kw):
         if kw or len(args) != fast:
             for a in args:
@@ -536,89 +537,6 @@ def _keep_read(node: Node, spec: Op, arrays: tuple, parents: tuple, ans: Any) ->
     node.args = tuple(kept)
 
 
-class View(NamedTuple):
-    """How a tensor that shares memory with another (its parent) was made from it: the
-    op, its arguments, the parent's position among them, the output index (None for a
-    single output) and whether recording was on (made by :func:`note_view`).
-
-    In-place changes use it (see ``methods``): a change of the parent gives the view a
-    new history (PyTorch's rebase), and a change of the view is written through the
-    parent."""
-
-    parent: Tensor
-    spec: Op
-    args: tuple
-    kw: dict
-    i: int
-    k: int | None
-    grad_mode: bool
-
-    def __reduce__(self) -> tuple:
-        # A copy (pickle, deepcopy) of a view has memory of its own: it is no view.
-        return (type(None), ())
-
-    def replay(self, parent: Any) -> Any:
-        """The view made again from ``parent`` (a tensor or an array)."""
-        args = list(self.args)
-        args[self.i] = parent
-        out = self.spec.fn(*args, **self.kw)
-        return out if self.k is None else out[self.k]
-
-
-_tuple_new = tuple.__new__
-
-
-class _Views(list):
-    """A tensor's ``_views``: weak references to the views made of it (not copied)."""
-
-    def __reduce__(self) -> tuple:
-        return (_Views, ())
-
-
-def _root(a: Any) -> Any:
-    base = getattr(a, "base", None)
-    return base if isinstance(base, ndarray) else a
-
-
-def note_view(spec: Op, args: tuple, kw: dict, out: Tensor, k: int | None,
-              grad_mode: bool) -> None:
-    """If output ``k`` of ``spec`` (``out``) shares memory with a tensor argument, record
-    it as a view of that tensor (a :class:`View`, and a weak reference in the tensor's
-    ``_views``), so that in-place changes of either side keep both right. (Called for
-    ops that save no input, the only ones that return views; NumPy's ``base`` is the
-    array that owns the memory.)"""
-    root = out._data.base
-    if not isinstance(root, ndarray):
-        return
-    a = args[0]  # (nearly always the one viewed)
-    i = 0
-    if not (isinstance(a, Tensor) and (a._data is root or a._data.base is root)):
-        i = next((j for j, b in enumerate(args) if isinstance(b, Tensor)
-                  and (b._data is root or b._data.base is root)), None)
-        if i is None:
-            return
-        a = args[i]
-    out._base = _tuple_new(View, (a, spec, args, kw, i, k, grad_mode))
-    try:
-        views = a._views
-    except AttributeError:
-        views = a._views = _Views()
-    n = len(views)
-    if n >= 32 and not n & (n - 1):  # now and then, drop the dead ones
-        views[:] = [r for r in views if r() is not None]
-    views.append(weakref.ref(out))
-
-
-def note_views(spec: Op, args: tuple, kw: dict, out: Any, grad_mode: bool) -> None:
-    """:func:`note_view` for each output of a call of ``spec``."""
-    if isinstance(out, tuple):
-        for k, o in enumerate(out):
-            if getattr(o._data, "base", None) is not None:
-                note_view(spec, args, kw, o, k, grad_mode)
-    elif getattr(out._data, "base", None) is not None:
-        note_view(spec, args, kw, out, None, grad_mode)
-
-
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
     if spec.nout == 1:
         diff = node is not None and ans.dtype.kind in "fc"
@@ -680,58 +598,6 @@ def run_modes(spec: Op, args: tuple, kw: dict, k: int = 0) -> Any:
         state.refresh()
 
 
-# Forward-mode levels (and vmap's, which share the numbering): a tensor carries its
-# tangents in ``_tangents``, keyed by level.
-
-
-def top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
-    """The innermost active forward-mode level carried by an argument, or None.
-
-    Tangents of levels that are no longer active (a dual number that escaped its
-    ``jvp``) are ignored."""
-    top = None
-    for a in (*args, *kw.values()) if kw else args:
-        if isinstance(a, Tensor):
-            tans = getattr(a, "_tangents", None)
-            if tans:
-                for lv in tans:
-                    if (top is None or lv > top) and lv in levels:
-                        top = lv
-    return top
-
-
-def _copy_tensor(x: Tensor, tangents: dict | None) -> Tensor:
-    return make_tensor(x._data, x._node, x.requires_grad, tangents)
-
-
-def strip_level(x: Any, level: int) -> Any:
-    """The same value without its tangent at ``level`` (a new tensor sharing data and node)."""
-    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
-    if not tans or level not in tans:
-        return x
-    return _copy_tensor(x, {k: v for k, v in tans.items() if k != level})
-
-
-def tangent_of(x: Any, level: int) -> Any:
-    """The tangent of ``x`` at ``level``, or None."""
-    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
-    return tans.get(level) if tans else None
-
-
-def with_tangent(x: Tensor, level: int, tangent: Any) -> Tensor:
-    """A tensor equal to ``x`` (same data and node) carrying ``tangent`` at ``level``.
-
-    A leaf that requires grad is first aliased by an identity op: the tensor returned is
-    a different object, and operations on it must still reach the leaf's gradient.
-    """
-    if x._node is None and x.requires_grad and state.enabled:
-        x = alias(x)
-    old = getattr(x, "_tangents", None)
-    tans = dict(old) if old else {}
-    tans[level] = tangent
-    return _copy_tensor(x, tans)
-
-
 def _refused(g: Any, ans: Any, value: Any, dep: Any, message: str) -> Any:
     raise RuntimeError(message)
 
@@ -753,12 +619,3 @@ Returns
 -------
 Tensor
 """
-
-
-alias = op(lambda x: x, name="alias", vjp=lambda g, ans, x: g, linear=True,
-           save_args=False, save_ans=False, elementwise=True)
-alias.__doc__ = """The same value as a new tensor, recorded by an identity op.
-
-A function of the alias can be differentiated with respect to the alias alone: the
-transforms alias their inputs so that a nested transform does not confuse its variable
-with an enclosing one."""

@@ -41,7 +41,7 @@ class Tensor(TensorMethods):
     """
 
     # _grad, _hooks, _tangents, _base and _views are left unset until used: creating a
-    # tensor stores three slots only. _base: the op.View this tensor was made by, when it
+    # tensor stores three slots only. _base: the views.View this tensor was made by, when it
     # shares memory with its input; _views: weak references to the tensors made so.
     __slots__ = ("_data", "requires_grad", "_node", "_grad", "_hooks", "_tangents", "_base",
                  "_views", "__weakref__")

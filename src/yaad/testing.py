@@ -397,7 +397,7 @@ def _requiring_grad(a: Any) -> Tensor:
     """``a`` as a tensor that requires grad, keeping its forward-mode tangents."""
     if isinstance(a, Tensor) and a.requires_grad:
         return a
-    from .op import with_tangent
+    from .levels import with_tangent
 
     t = Tensor(a.data if isinstance(a, Tensor) else a, requires_grad=True)
     for level, tangent in (getattr(a, "_tangents", None) or {}).items():
