@@ -22,11 +22,12 @@ from .gradients import (
     fit_gradient,
     root_gradient,
     rule_gradients,
+    saved_as_tensors,
 )
-from .graph import Node, ShapeDtype, check_saved, clock
+from .graph import Node, check_saved, clock
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
 from .ops.strong_zero import strong_zero
-from .tensor import Tensor, make_tensor
+from .tensor import Tensor
 
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
@@ -56,56 +57,6 @@ def _fit(g: Any, ref: Any, node: Node, out_grad: Any = None) -> Any:
     """``fit_gradient`` for the input ``ref`` of ``node``."""
     k = next((i for i, a in enumerate(node.args) if a is ref), "?")
     return fit_gradient(g, ref, node.op.name, k, out_grad, node.args)
-
-
-def _saved_as_tensors(node: Node) -> tuple[Any, Any]:
-    """Saved values as tensors linked into the graph, so that rules applied to them are
-    recorded (create_graph) or carry forward-mode tangents (a backward pass inside
-    ``jvp``: hvp, jacfwd of jacrev). Returns the node's (args, ans)."""
-    extra = node.extra
-    duals = extra.duals if extra is not None else None
-    if duals is not None and not state.enabled and not _active(duals):
-        return node.args, node.ans  # the tangents belong to levels that have ended
-    parents = node.parents
-    args = []
-    for i, a in enumerate(node.args):
-        p = parents[i] if i < len(parents) else None
-        d = duals[0][i] if duals is not None else None
-        if isinstance(d, Tensor):
-            args.append(d)
-        elif p is None or a is None or isinstance(a, ShapeDtype):
-            args.append(a)
-        elif isinstance(p, Tensor):
-            args.append(p)
-        else:
-            args.append(make_tensor(a, p, True))
-    ans = node.ans
-    tangents = duals[1] if duals is not None else None
-    if isinstance(ans, tuple):
-        ans = tuple(_output_tensor(a, (node, k), tangents[k] if tangents else None)
-                    for k, a in enumerate(ans))
-    elif ans is not None:
-        ans = _output_tensor(ans, node, tangents)
-    return args, ans
-
-
-def _active(duals: tuple) -> bool:
-    """Whether any tangent kept for a node belongs to a forward-mode level still active."""
-    levels = state.levels
-    tangents = duals[1]
-    for tans in tangents if isinstance(tangents, tuple) else (tangents,):
-        if tans and any(lv in levels for lv in tans):
-            return True
-    return False
-
-
-def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
-    """A node's saved output as a tensor produced by that node (output ``edge``)."""
-    if isinstance(a, ShapeDtype):
-        return a
-    diff = a.dtype.kind in "fc"
-    t = make_tensor(a, edge if diff else None, diff, tangents)
-    return t
 
 
 def _add(a: Any, b: Any) -> Any:
@@ -585,7 +536,7 @@ class _NodeRun:
         strong = node in self.masked
         if g is not None:
             if self.create_graph or (extra is not None and extra.duals is not None):
-                rule_args, ans = _saved_as_tensors(node)
+                rule_args, ans = saved_as_tensors(node)
             else:
                 rule_args, ans = node.args, node.ans
             grads = rule_gradients(spec, g, ans, rule_args, node.kw or {},

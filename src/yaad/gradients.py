@@ -1,7 +1,8 @@
 """The gradient bookkeeping, written once for the engine and for compiled backward passes.
 
-The root gradient of ``backward()`` and the checks of its outputs and inputs; calling an
-op's VJP rules (through :mod:`yaad.ops.strong_zero`, an op, where a gradient that was
+The root gradient of ``backward()`` and the checks of its outputs and inputs; what a
+rule gets (the saved values, as tensors in the graph under ``create_graph`` or forward
+mode: :func:`saved_as_tensors`); calling an op's VJP rules (through :mod:`yaad.ops.strong_zero`, an op, where a gradient that was
 selected away meets an inf or a NaN in a branch not taken); reducing a rule's result over
 broadcast axes and casting it to the input's dtype (the real part for a real input). No
 rule, built-in or a user's, does any of this itself.
@@ -14,6 +15,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .grad_mode import state
+from .graph import ShapeDtype
 from .ops.elementwise import real
 from .ops.reductions import sum as _sum
 from .ops.shape import astype, reshape
@@ -103,6 +106,56 @@ def rule_gradients(spec: Any, g: Any, ans: Any, args: Sequence, kw: dict,
             gi = call_rule(spec, i, g, ans, args, kw) if w else None
             grads.append(None if gi is None else zero(g, gi))
     return grads
+
+
+def saved_as_tensors(node: Any) -> tuple[Any, Any]:
+    """Saved values as tensors linked into the graph, so that rules applied to them are
+    recorded (create_graph) or carry forward-mode tangents (a backward pass inside
+    ``jvp``: hvp, jacfwd of jacrev). Returns the node's (args, ans)."""
+    extra = node.extra
+    duals = extra.duals if extra is not None else None
+    if duals is not None and not state.enabled and not _active(duals):
+        return node.args, node.ans  # the tangents belong to levels that have ended
+    parents = node.parents
+    args = []
+    for i, a in enumerate(node.args):
+        p = parents[i] if i < len(parents) else None
+        d = duals[0][i] if duals is not None else None
+        if isinstance(d, Tensor):
+            args.append(d)
+        elif p is None or a is None or isinstance(a, ShapeDtype):
+            args.append(a)
+        elif isinstance(p, Tensor):
+            args.append(p)
+        else:
+            args.append(make_tensor(a, p, True))
+    ans = node.ans
+    tangents = duals[1] if duals is not None else None
+    if isinstance(ans, tuple):
+        ans = tuple(_output_tensor(a, (node, k), tangents[k] if tangents else None)
+                    for k, a in enumerate(ans))
+    elif ans is not None:
+        ans = _output_tensor(ans, node, tangents)
+    return args, ans
+
+
+def _active(duals: tuple) -> bool:
+    """Whether any tangent kept for a node belongs to a forward-mode level still active."""
+    levels = state.levels
+    tangents = duals[1]
+    for tans in tangents if isinstance(tangents, tuple) else (tangents,):
+        if tans and any(lv in levels for lv in tans):
+            return True
+    return False
+
+
+def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
+    """A node's saved output as a tensor produced by that node (output ``edge``)."""
+    if isinstance(a, ShapeDtype):
+        return a
+    diff = a.dtype.kind in "fc"
+    t = make_tensor(a, edge if diff else None, diff, tangents)
+    return t
 
 
 def check_output(t: Any, k: int) -> None:
