@@ -145,9 +145,9 @@ def forward_site(node: Any) -> str:
     return "\n".join(lines)
 
 
-def _interpret(spec: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
+def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
     """The mode's interpreter (see ``yaad.op.MODES``): notes where each op was called."""
-    out = run_modes(spec, args, kw, k)
+    out = run_modes(op, args, kw, k)
     if state.anomaly:
         note_forward(out)
     return out

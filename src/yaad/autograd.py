@@ -272,7 +272,7 @@ def _function_op(cls: type[Function]) -> Op:
             ctx._layout.append(len(outs) if _is_array(value) else None)
             if _is_array(value):
                 outs.append(_as_array(value))
-        spec.nout = len(outs)
+        op.nout = len(outs)
         out = outs[0] if len(outs) == 1 else tuple(outs)
         ctx._inputs = arrays
         if cls._save_outputs:
@@ -282,8 +282,8 @@ def _function_op(cls: type[Function]) -> Op:
     def vjp(i: int, g: Any, ans: Any, *args: Any, ctx: FunctionCtx) -> Any:
         cached = ctx._grads
         if cached is None or cached[0] is not g:
-            gs = (g,) if spec.nout == 1 else g
-            outs = (ans,) if spec.nout == 1 else ans
+            gs = (g,) if op.nout == 1 else g
+            outs = (ans,) if op.nout == 1 else ans
             grads: list[Any] = []
             for k in ctx._layout:  # one per output of forward, as in PyTorch
                 if k is None:
@@ -324,10 +324,10 @@ def _function_op(cls: type[Function]) -> Op:
         finally:
             ctx._view = None
 
-    spec = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
-              save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
+    op = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
+            save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
               selects=False, linear=False)
-    return spec
+    return op
 
 
 def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,7 +6,7 @@ under that level, a :class:`BatchAxis`: the position of the batch axis in its da
 tensor presents itself as one example (:class:`BatchedTensor`: ``shape``, ``ndim`` and
 ``len`` leave the batch axes out), so the function under vmap is written for one example.
 
-An op called with a batched argument comes here first (``op._apply_special``): the
+An op called with a batched argument comes here first (``op.run_modes``): the
 innermost batch level among its arguments is taken off them (:func:`strip`: the batch
 axis becomes an ordinary axis, visible to the op), the op's batching rule runs on the
 whole batch, and its result is marked at that level again (:func:`mark`). Rules are
@@ -407,8 +407,8 @@ def _top(args: tuple, kw: dict) -> int | None:
     return top
 
 
-def _dispatch(spec: Op, args: tuple, kw: dict) -> Any:
-    """``spec`` on its arguments when one is batched (else NotImplemented)."""
+def _dispatch(op: Op, args: tuple, kw: dict) -> Any:
+    """``op`` on its arguments when one is batched (else NotImplemented)."""
     level = _top(args, kw)
     if level is None:
         return NotImplemented
@@ -426,13 +426,13 @@ def _dispatch(spec: Op, args: tuple, kw: dict) -> Any:
             if d is not None:
                 kw[k], kw_dims[k] = s, d
     out = NotImplemented
-    rule = rule_of(spec)
+    rule = rule_of(op)
     if rule is not None and not kw_dims:
         out = rule(tuple(dims), *new_args, **kw)
     if out is NotImplemented:
-        _warn_once(spec.name, "has no batching rule for these arguments" if rule else
+        _warn_once(op.name, "has no batching rule for these arguments" if rule else
                    "has no batching rule (see yaad.op(batch=...))")
-        out = _loop(spec.fn, spec.name, new_args, dims, kw, kw_dims, size)
+        out = _loop(op.fn, op.name, new_args, dims, kw, kw_dims, size)
     return _mark_tree(*out, level)
 
 
@@ -551,18 +551,18 @@ def _example(a: Any, d: Any, b: int) -> Any:
 
 # ---- rules -----------------------------------------------------------------------------
 
-def rule_of(spec: Op) -> Callable | None:
-    """The batching rule of ``spec`` as a function ``(dims, *args, **kw)``, or None."""
-    rule = spec.batch
-    if rule is None and spec.elementwise:
+def rule_of(op: Op) -> Callable | None:
+    """The batching rule of ``op`` as a function ``(dims, *args, **kw)``, or None."""
+    rule = op.batch
+    if rule is None and op.elementwise:
         rule = "broadcast"
     if isinstance(rule, str):
         try:
             strategy = STRATEGIES[rule]
         except KeyError:
-            raise ValueError(f"{spec.name}: batch={rule!r} is not a batching strategy; "
+            raise ValueError(f"{op.name}: batch={rule!r} is not a batching strategy; "
                              f"use one of {sorted(STRATEGIES)} or a rule") from None
-        return functools.partial(strategy, spec)
+        return functools.partial(strategy, op)
     return rule
 
 
@@ -628,12 +628,12 @@ def columns(x: Any, d: int) -> tuple[Any, Callable]:
     return reshape(x, (shape[0], math.prod(shape[1:]))), back
 
 
-def _broadcast(spec: Op, dims: tuple, *args: Any, **kw: Any) -> tuple:
+def _broadcast(op: Op, dims: tuple, *args: Any, **kw: Any) -> tuple:
     """The op broadcasts over leading axes (elementwise functions; matrix functions of
     stacks with the same number of core axes in every argument): batch axis in front."""
     if any(type(d) is list for d in dims):
         return NotImplemented
-    return spec.fn(*aligned(args, dims), **kw), (0 if spec.nout == 1 else (0,) * spec.nout)
+    return op.fn(*aligned(args, dims), **kw), (0 if op.nout == 1 else (0,) * op.nout)
 
 
 @functools.cache
@@ -641,23 +641,23 @@ def _signature(forward: Callable) -> inspect.Signature:
     return inspect.signature(forward)
 
 
-def bind(spec: Op, args: tuple, kw: dict) -> inspect.BoundArguments:
-    """The arguments of a call of ``spec`` by name (its forward's signature), defaults in."""
-    ba = _signature(spec.forward).bind(*args, **kw)
+def bind(op: Op, args: tuple, kw: dict) -> inspect.BoundArguments:
+    """The arguments of a call of ``op`` by name (its forward's signature), defaults in."""
+    ba = _signature(op.forward).bind(*args, **kw)
     ba.apply_defaults()
     return ba
 
 
-def _call(spec: Op, ba: inspect.BoundArguments) -> Any:
-    return spec.fn(*ba.args, **ba.kwargs)
+def _call(op: Op, ba: inspect.BoundArguments) -> Any:
+    return op.fn(*ba.args, **ba.kwargs)
 
 
-def _reduce(spec: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
+def _reduce(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
     """A reduction over ``axis`` (None: all axes; an int or a tuple), the first argument
     batched, the others not: the batch axis goes in front and the axes shift by one."""
     if any(d is not None for d in dims[1:]):
         return NotImplemented
-    ba = bind(spec, (front(x, dims[0]), *rest), kw)
+    ba = bind(op, (front(x, dims[0]), *rest), kw)
     nd = ndim_of(x) - 1
     axis = ba.arguments["axis"]
     if axis is None:
@@ -666,10 +666,10 @@ def _reduce(spec: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
         ba.arguments["axis"] = normalize_axis_index(axis, nd) + 1
     else:
         ba.arguments["axis"] = tuple(a + 1 for a in normalize_axis_tuple(axis, nd))
-    return _call(spec, ba), 0
+    return _call(op, ba), 0
 
 
-def _scan(spec: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
+def _scan(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
     """An op along one ``axis``, where None means along the flattened input (cumsum,
     argsort; argmax with ``keepdims``): the batch axis in front, each example flattened
     for None."""
@@ -677,25 +677,25 @@ def _scan(spec: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
         return NotImplemented
     x = front(x, dims[0])
     shape = shape_of(x)
-    ba = bind(spec, (x, *rest), kw)
+    ba = bind(op, (x, *rest), kw)
     axis = ba.arguments["axis"]
     if axis is None:
         ba.arguments[next(iter(ba.arguments))] = flat_examples(x, 0)
         ba.arguments["axis"] = 1
-        out = _call(spec, ba)
+        out = _call(op, ba)
         if ba.arguments.get("keepdims"):
             out = reshape(out, shape[:1] + (1,) * (len(shape) - 1))
         return out, 0
     ba.arguments["axis"] = normalize_axis_index(axis, len(shape) - 1) + 1
-    return _call(spec, ba), 0
+    return _call(op, ba), 0
 
 
-def _per_example(spec: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
+def _per_example(op: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
     """Once per example, by design (the shape of the result follows the values; or there
     is no routine for a batch, as for scipy.linalg.solve_sylvester)."""
-    _warn_once(spec.name, "is declared per example (its result's shape follows the values)")
+    _warn_once(op.name, "is declared per example (its result's shape follows the values)")
     size = next(_size_in(a, d) for a, d in zip(args, dims) if d is not None)
-    return _loop(spec.fn, spec.name, list(args), list(dims), kw, {}, size)
+    return _loop(op.fn, op.name, list(args), list(dims), kw, {}, size)
 
 
 def _size_in(a: Any, d: Any) -> int:
@@ -761,13 +761,13 @@ def conform(result: Any, target: Tensor) -> Any:
     return aligned
 
 
-def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
     """vmap's mode (see ``yaad.op.MODES``): a call with a batched argument is batched."""
     if state.batching is not None:
-        out = state.batching(spec, args, kw)
+        out = state.batching(op, args, kw)
         if out is not NotImplemented:
             return out
-    return run_modes(spec, args, kw, k)
+    return run_modes(op, args, kw, k)
 
 
 register_mode("vmap", _interpret)

@@ -200,13 +200,13 @@ class _Checkpoint(Function):
 _Checkpoint.__name__ = "checkpoint"
 
 
-def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
     """The mode's interpreter (see ``yaad.op.MODES``): the hook of the innermost segment
     (``state.segment``) sees, and may substitute, the arguments of every op."""
     segment = state.segment
     if segment is not None:
         args, kw = segment(args, kw)
-    return run_modes(spec, args, kw, k)
+    return run_modes(op, args, kw, k)
 
 
 register_mode("checkpoint", _interpret)

@@ -365,8 +365,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             raise RuntimeError(_FREED.format(name=node.op.name))
         if node.epoch < now:
             check_saved(node)
-        spec = node.op
-        if (slow or g is None or node.extra is not None or not spec.single_output
+        op = node.op
+        if (slow or g is None or node.extra is not None or not op.single_output
                 or (masked and node in masked)):
             if run is None:
                 run = _NodeRun(leaves, pid, ready, masked, create_graph, release, check,
@@ -381,9 +381,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         # elementwise table gives its derivatives directly (gradient g * conj(d)).
         ans = node.ans
         kw = node.kw
-        selects = spec.selects
-        table = spec.numpy_derivatives if kw is None else None
-        rules = table or (spec.vjps if not spec.variadic else positional_rules(spec, len(args)))
+        selects = op.selects
+        table = op.numpy_derivatives if kw is None else None
+        rules = table or (op.vjps if not op.variadic else positional_rules(op, len(args)))
         for p, rule, ref in zip(node.parents, rules, args):
             if p is None:
                 continue
@@ -428,7 +428,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             elif gi is not None:
                 prev = leaves_get(p)
                 leaves[p] = gi if prev is None else prev + gi
-        if release and spec.frees:
+        if release and op.frees:
             node.args = node.ans = node.kw = None
 
     # 3. Stops (inputs of autograd.grad where the pass ends): hooks, then capture.
@@ -527,10 +527,10 @@ class _NodeRun:
 
     def backward_node(self, node: Node, g: Any) -> None:
         extra = node.extra
-        spec = node.op
+        op = node.op
         if extra is not None and (extra.hooks or extra.retained):
             g = _node_hooks(node, g)
-        if g is not None and spec.nout != 1:
+        if g is not None and op.nout != 1:
             g = None if all(x is None for x in g) else tuple(g)
         grads = [None] * len(node.parents)
         strong = node in self.masked
@@ -539,16 +539,16 @@ class _NodeRun:
                 rule_args, ans = saved_as_tensors(node)
             else:
                 rule_args, ans = node.args, node.ans
-            grads = rule_gradients(spec, g, ans, rule_args, node.kw or {},
+            grads = rule_gradients(op, g, ans, rule_args, node.kw or {},
                                    [p is not None for p in node.parents],
-                                   strong_zero if strong and spec.elementwise else None)
+                                   strong_zero if strong and op.elementwise else None)
             if self.check is not None:
                 for i, gi in enumerate(grads):
                     if gi is not None:
                         self.check.check_gradient(node, i, gi)
         args = node.args
         # Exact zeros keep their positions through elementwise ops only.
-        mask = (strong and spec.elementwise) or spec.selects
+        mask = (strong and op.elementwise) or op.selects
         for i, p in enumerate(node.parents):
             if p is None:
                 continue
@@ -556,7 +556,7 @@ class _NodeRun:
             if gi is not None and args[i] is not None:
                 gi = _fit(gi, args[i], node, g)
             self.deliver(p, gi, mask)
-        if self.release and spec.frees:
+        if self.release and op.frees:
             node.args = node.ans = node.kw = None
             if extra is not None:
                 extra.duals = None

@@ -36,38 +36,38 @@ def forward_level() -> Iterator[int]:
         state.refresh()
 
 
-def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
     levels = state.levels
     if levels:
         top = top_level(args, kw, levels)
         if top is not None:
-            return _apply_forward_mode(spec, args, kw, top)
-    return run_modes(spec, args, kw, k)
+            return _apply_forward_mode(op, args, kw, top)
+    return run_modes(op, args, kw, k)
 
 
-def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
-    """Apply ``spec`` to dual numbers: the primal (handling lower levels recursively),
+def _apply_forward_mode(op: Op, args: tuple, kw: dict, level: int) -> Any:
+    """Apply ``op`` to dual numbers: the primal (handling lower levels recursively),
     then the output's tangent at ``level`` as the sum of the inputs' JVP rules."""
     if kw:
         for k, v in kw.items():
             if tangent_of(v, level) is not None:
-                raise TypeError(f"{spec.name}: keyword argument {k}= carries a forward-mode "
+                raise TypeError(f"{op.name}: keyword argument {k}= carries a forward-mode "
                                 "tangent; keyword arguments are not differentiated. Pass "
                                 "it positionally.")
         base_kw = {k: strip_level(v, level) for k, v in kw.items()}
     else:
         base_kw = kw
     base_args = tuple([strip_level(a, level) for a in args])
-    out = apply(spec, base_args, base_kw)
-    vjps = spec.vjps
+    out = apply(op, base_args, base_kw)
+    vjps = op.vjps
     tangents = []
     for i, a in enumerate(args):
         t = tangent_of(a, level)
-        if t is not None and (spec.variadic or (i < len(vjps) and vjps[i] is not None)):
+        if t is not None and (op.variadic or (i < len(vjps) and vjps[i] is not None)):
             tangents.append((i, t))
     if not tangents:
         return out
-    multi = spec.nout != 1
+    multi = op.nout != 1
     if _plain(base_args, out, tangents, multi):
         # Nothing else differentiates the tangent (no lower level, no reverse recording):
         # run the rules on the arrays, without the cost of tensors.
@@ -79,7 +79,7 @@ def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
         rule_out, rule_args, rule_kw = out, base_args, base_kw
     total = None
     for i, t in tangents:
-        contrib = _jvp_rule(spec, i, t, rule_out, rule_args, rule_kw)
+        contrib = _jvp_rule(op, i, t, rule_out, rule_args, rule_kw)
         if contrib is None:
             continue
         if total is None:
@@ -106,8 +106,8 @@ def _apply_forward_mode(spec: Op, args: tuple, kw: dict, level: int) -> Any:
         # A backward pass through this node while the level is active (hvp, jacfwd of
         # jacrev) must see the saved values with their tangents: keep the dual inputs.
         extra_of(node).duals = (args, out_tangents)
-    if not spec.save_args:  # (the views apply() noted are of the stripped copies)
-        note_views(spec, args, kw, out, state.enabled)
+    if not op.save_args:  # (the views apply() noted are of the stripped copies)
+        note_views(op, args, kw, out, state.enabled)
     return out
 
 
@@ -143,24 +143,24 @@ def _fit_tangent(t: Any, out: Tensor) -> Any:
     return t
 
 
-def _jvp_rule(spec: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
-    """The tangent of the output of ``spec`` due to the tangent ``t`` of input ``i``."""
-    jvps = spec.jvps
-    if spec.variadic:
+def _jvp_rule(op: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
+    """The tangent of the output of ``op`` due to the tangent ``t`` of input ``i``."""
+    jvps = op.jvps
+    if op.variadic:
         if jvps:
             return jvps[0](i, t, out, *args, **kw)
     elif i < len(jvps) and jvps[i] is not None:
         return jvps[i](t, out, *args, **kw)
-    lin = spec.linear
+    lin = op.linear
     if lin is True or (lin and i in lin):
         # Linear in input i with the others held fixed (multiply, matmul, einsum,
         # reshape): the tangent goes through the op itself in place of input i.
         new_args = list(args)
         new_args[i] = t
-        return spec.fn(*new_args, **kw)
+        return op.fn(*new_args, **kw)
     raise NotImplementedError(
-        f"{spec.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
-        f"hvp) cannot go through it. Declare one with {spec.name}.defjvp(...) (or "
+        f"{op.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
+        f"hvp) cannot go through it. Declare one with {op.name}.defjvp(...) (or "
         f"yaad.op(..., jvp=...)), or use reverse mode (vjp, jacrev). "
         f"(see docs/errors.md#no-jvp-rule)")
 

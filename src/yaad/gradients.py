@@ -2,10 +2,11 @@
 
 The root gradient of ``backward()`` and the checks of its outputs and inputs; what a
 rule gets (the saved values, as tensors in the graph under ``create_graph`` or forward
-mode: :func:`saved_as_tensors`); calling an op's VJP rules (through :mod:`yaad.ops.strong_zero`, an op, where a gradient that was
-selected away meets an inf or a NaN in a branch not taken); reducing a rule's result over
-broadcast axes and casting it to the input's dtype (the real part for a real input). No
-rule, built-in or a user's, does any of this itself.
+mode: :func:`saved_as_tensors`); calling an op's VJP rules (through
+:mod:`yaad.ops.strong_zero`, an op, where a gradient that was selected away meets an
+inf or a NaN in a branch not taken); reducing a rule's result over broadcast axes and
+casting it to the input's dtype (the real part for a real input). No rule, built-in or
+a user's, does any of this itself.
 """
 
 from __future__ import annotations
@@ -84,26 +85,26 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
     return g
 
 
-def call_rule(spec: Any, i: int, g: Any, ans: Any, args: Sequence, kw: dict) -> Any:
-    """The result of ``spec``'s VJP rule for its input ``i`` (a variadic op has one rule,
+def call_rule(op: Any, i: int, g: Any, ans: Any, args: Sequence, kw: dict) -> Any:
+    """The result of ``op``'s VJP rule for its input ``i`` (a variadic op has one rule,
     told the input's position)."""
-    if spec.variadic:
-        return spec.vjps[0](i, g, ans, *args, **kw)
-    return spec.vjps[i](g, ans, *args, **kw)
+    if op.variadic:
+        return op.vjps[0](i, g, ans, *args, **kw)
+    return op.vjps[i](g, ans, *args, **kw)
 
 
-def rule_gradients(spec: Any, g: Any, ans: Any, args: Sequence, kw: dict,
+def rule_gradients(op: Any, g: Any, ans: Any, args: Sequence, kw: dict,
                    wanted: Sequence[bool], zero: Callable | None = None) -> list:
-    """The results of ``spec``'s VJP rules for the inputs marked in ``wanted`` (None for
+    """The results of ``op``'s VJP rules for the inputs marked in ``wanted`` (None for
     the others); for an elementwise op whose gradient was selected away in places, each
     through ``zero`` (:func:`yaad.ops.strong_zero.strong_zero`)."""
     if zero is None:
-        return [call_rule(spec, i, g, ans, args, kw) if w else None
+        return [call_rule(op, i, g, ans, args, kw) if w else None
                 for i, w in enumerate(wanted)]
     grads: list = []
     with np.errstate(all="ignore"):
         for i, w in enumerate(wanted):
-            gi = call_rule(spec, i, g, ans, args, kw) if w else None
+            gi = call_rule(op, i, g, ans, args, kw) if w else None
             grads.append(None if gi is None else zero(g, gi))
     return grads
 

@@ -187,8 +187,8 @@ def _views_holding(t: Tensor, base: ndarray) -> int:
 
 
 def _saves_input(fn: Any) -> bool:
-    spec = getattr(fn, "op", None)
-    return True if spec is None else spec.save_args
+    op = getattr(fn, "op", None)
+    return True if op is None else op.save_args
 
 
 def apply_inplace(self: Tensor, fn: Any, name: str, others: tuple, after: tuple = ()) -> Tensor:
@@ -256,7 +256,7 @@ def _through_base(self: Tensor, view: View, fn: Any, name: str, others: tuple,
     result = fn(src, *[src if o is self else o for o in others], *after)
     if idx is None:  # the real or imaginary part of a complex base: rebuild it all
         base = view.parent
-        result = (result + 1j * imag(base) if view.spec is real.op
+        result = (result + 1j * imag(base) if view.op is real.op
                   else real(base) + 1j * result)
         idx = Ellipsis
     _setitem(view.parent, idx, result, name)
@@ -268,14 +268,14 @@ def _where_in_base(self: Tensor, view: View, name: str) -> Any:
     ``base[idx]`` equal to the view): the view's own for basic indexing, else found by
     making the view of an array of positions; None for the real or imaginary part of a
     complex base."""
-    if view.spec is getitem.op and _is_basic(view.args[1]):
+    if view.op is getitem.op and _is_basic(view.args[1]):
         return view.args[1]
     data = self._data
     base = view.parent._data
     if not data.flags.writeable:
-        raise ValueError(f"{name}: this view is read-only (as NumPy makes {view.spec.name} "
+        raise ValueError(f"{name}: this view is read-only (as NumPy makes {view.op.name} "
                          f"views); change a .copy() of it, or the base it views.")
-    if (view.spec is real.op or view.spec is imag.op) and base.dtype.kind == "c":
+    if (view.op is real.op or view.op is imag.op) and base.dtype.kind == "c":
         return None
     positions = None
     if data.dtype == base.dtype:
@@ -285,7 +285,7 @@ def _where_in_base(self: Tensor, view: View, name: str) -> Any:
             positions = None
     if getattr(positions, "shape", None) != data.shape:
         raise RuntimeError(
-            f"{name}: this tensor is a '{view.spec.name}' view of another (of dtype "
+            f"{name}: this tensor is a '{view.op.name}' view of another (of dtype "
             f"{base.dtype}), which cannot be changed in place while recording. Change "
             f"the base, or a .copy() of the view.")
     return np.unravel_index(positions, base.shape)

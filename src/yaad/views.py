@@ -28,7 +28,7 @@ class View(NamedTuple):
     parent."""
 
     parent: Tensor
-    spec: Any  # the Op
+    op: Any  # the Op
     args: tuple
     kw: dict
     i: int
@@ -43,7 +43,7 @@ class View(NamedTuple):
         """The view made again from ``parent`` (a tensor or an array)."""
         args = list(self.args)
         args[self.i] = parent
-        out = self.spec.fn(*args, **self.kw)
+        out = self.op.fn(*args, **self.kw)
         return out if self.k is None else out[self.k]
 
 
@@ -62,9 +62,9 @@ def _root(a: Any) -> Any:
     return base if isinstance(base, ndarray) else a
 
 
-def note_view(spec: Any, args: tuple, kw: dict, out: Tensor, k: int | None,
+def note_view(op: Any, args: tuple, kw: dict, out: Tensor, k: int | None,
               grad_mode: bool) -> None:
-    """If output ``k`` of ``spec`` (``out``) shares memory with a tensor argument, record
+    """If output ``k`` of ``op`` (``out``) shares memory with a tensor argument, record
     it as a view of that tensor (a :class:`View`, and a weak reference in the tensor's
     ``_views``), so that in-place changes of either side keep both right. (Called for
     ops that save no input, the only ones that return views; NumPy's ``base`` is the
@@ -80,7 +80,7 @@ def note_view(spec: Any, args: tuple, kw: dict, out: Tensor, k: int | None,
         if i is None:
             return
         a = args[i]
-    out._base = _tuple_new(View, (a, spec, args, kw, i, k, grad_mode))
+    out._base = _tuple_new(View, (a, op, args, kw, i, k, grad_mode))
     try:
         views = a._views
     except AttributeError:
@@ -91,11 +91,11 @@ def note_view(spec: Any, args: tuple, kw: dict, out: Tensor, k: int | None,
     views.append(weakref.ref(out))
 
 
-def note_views(spec: Any, args: tuple, kw: dict, out: Any, grad_mode: bool) -> None:
-    """:func:`note_view` for each output of a call of ``spec``."""
+def note_views(op: Any, args: tuple, kw: dict, out: Any, grad_mode: bool) -> None:
+    """:func:`note_view` for each output of a call of ``op``."""
     if isinstance(out, tuple):
         for k, o in enumerate(out):
             if getattr(o._data, "base", None) is not None:
-                note_view(spec, args, kw, o, k, grad_mode)
+                note_view(op, args, kw, o, k, grad_mode)
     elif getattr(out._data, "base", None) is not None:
-        note_view(spec, args, kw, out, None, grad_mode)
+        note_view(op, args, kw, out, None, grad_mode)
