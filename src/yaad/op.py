@@ -14,6 +14,9 @@ In ordinary backward, rules see NumPy arrays; under ``create_graph=True`` or for
 they see tensors. Rules written with yaad functions therefore give higher derivatives for
 free. The engine, not the rule, reduces a gradient over broadcast axes, casts it to the
 input's dtype (real part for a real input) and skips inputs that need no gradient.
+
+(Here an :class:`Op` is called ``spec``, as ``op`` is the function that declares one;
+elsewhere it is ``op``, as in ``node.op``.)
 """
 
 from __future__ import annotations
