@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 ndarray = np.ndarray
+_new = object.__new__
 
 # Clock of in-place modifications. A node records the clock when it is made; at backward,
 # a saved array whose memory was modified later is an error (see ``mark_modified``).
@@ -61,6 +62,21 @@ class Node:
     @property
     def name(self) -> str:
         return self.op.name
+
+
+def new_node(op: Any, args: tuple, kw: dict | None, ans: Any, parents: tuple) -> Node:
+    """A node recorded now: the one constructor (op.py's one- and two-input paths inline
+    it, for speed; tests/test_node_paths.py checks that they build the same node)."""
+    node = _new(Node)
+    node.op = op
+    node.args = args
+    node.kw = kw
+    node.ans = ans
+    node.parents = parents
+    node.epoch = clock[0]
+    node.extra = None
+    node.visit = 0
+    return node
 
 
 class NodeExtra:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .grad_mode import state
-from .graph import Node, ShapeDtype, clock
+from .graph import Node, ShapeDtype, clock, new_node
 from .tensor import Tensor, make_tensor
 from .views import note_view, note_views
 
@@ -488,13 +488,13 @@ def _named(e: Exception, name: str) -> Exception:
 
 
 def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node:
-    node = _new(Node)
-    node.op = spec
+    """The node of a call of ``spec``: what its rules read of the inputs (``save_args``,
+    ``reads``) and of the output (``save_ans``)."""
     if spec.save_args:
         if spec.reads is not None and any(p is None for p in parents):
-            _keep_read(node, spec, arrays, parents, ans)
+            args = _kept_read(spec, arrays, parents, ans)
         else:
-            node.args = arrays
+            args = arrays
     else:
         # Keep only shapes and dtypes of the differentiable inputs; other arguments
         # (axes, indices) stay as they are.
@@ -509,24 +509,19 @@ def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node
                 elif hasattr(a, "dtype"):
                     a = _meta(a, ans, ew)
             kept.append(a)
-        node.args = tuple(kept)
-    node.kw = kw or None
+        args = tuple(kept)
     if spec.save_ans:
-        node.ans = ans
+        saved = ans
     elif spec.nout == 1:
-        node.ans = None
+        saved = None
     else:
-        node.ans = tuple(ShapeDtype(np.shape(a), a.dtype) for a in ans)
-    node.parents = parents
-    node.epoch = clock[0]
-    node.extra = None
-    node.visit = 0
-    return node
+        saved = tuple(ShapeDtype(np.shape(a), a.dtype) for a in ans)
+    return new_node(spec, args, kw or None, saved, parents)
 
 
-def _keep_read(node: Node, spec: Op, arrays: tuple, parents: tuple, ans: Any) -> None:
-    """Set ``node.args`` to the arguments that the rules of the inputs requiring grad
-    read (see ``Op.reads``); the others keep only their shape and dtype."""
+def _kept_read(spec: Op, arrays: tuple, parents: tuple, ans: Any) -> tuple:
+    """The arguments that the rules of the inputs requiring grad read (see ``Op.reads``);
+    the others keep only their shape and dtype."""
     reads = spec.reads
     ew = spec.elementwise
     kept = []
@@ -537,7 +532,7 @@ def _keep_read(node: Node, spec: Op, arrays: tuple, parents: tuple, ans: Any) ->
             kept.append(_meta(a, ans, ew))
         else:
             kept.append(a)
-    node.args = tuple(kept)
+    return tuple(kept)
 
 
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..grad_mode import state
 from ..gradients import root_gradient, unit
-from ..graph import Node, check_saved
+from ..graph import Node, check_saved, new_node
 from ..graph import clock as _clock
 from ..op import Op
 from ..tensor import Tensor, make_tensor
@@ -160,7 +160,7 @@ class End:
     def finish_lines(self, ns: Namespace) -> list[str]:
         """Statements building the outputs from the slot values ``slots`` and the call's
         arguments ``inputs``."""
-        ns.env.update(_new=_new, Node=Node, CT=CompiledTensor, T=Tensor, _clock=_clock,
+        ns.env.update(_new=_new, _node=new_node, CT=CompiledTensor, T=Tensor, _clock=_clock,
                       _accumulate=_accumulate, _plain=_plain_tensor, _scalar=_scalar)
         lines = []
         names: dict[int, str] = {}
@@ -174,15 +174,9 @@ class End:
             ans = (f"slots[{self.node_outs[0]}]" if self.nout == 1 else
                    "(" + "".join(f"slots[{o}], " for o in self.node_outs) + ")")
             lines += [
-                "    node = _new(Node)",
-                f"    node.op = {op}",
-                "    node.args = (" + "".join(f"slots[{s}], " for s in self.parents) + ")",
-                f"    node.kw = {{'_c': [{ns.name(self, 'end')}, slots, None, None, _clock[0]]}}",
-                f"    node.ans = {ans}",
-                "    node.parents = (" + "".join(e + ", " for e in edges) + ")",
-                "    node.epoch = _clock[0]",
-                "    node.extra = None",
-                "    node.visit = 0",
+                f"    node = _node({op}, (" + "".join(f"slots[{s}], " for s in self.parents)
+                + f"), {{'_c': [{ns.name(self, 'end')}, slots, None, None, _clock[0]]}}, {ans}, ("
+                + "".join(e + ", " for e in edges) + "))",
             ]
             for k, o in enumerate(self.node_outs):
                 edge = "node" if self.nout == 1 else f"(node, {k})"
