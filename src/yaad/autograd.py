@@ -326,7 +326,7 @@ def _function_op(cls: type[Function]) -> Op:
 
     op = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
             save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
-              selects=False, linear=False)
+            selects=False, linear=False)
     return op
 
 
