@@ -144,7 +144,7 @@ def _reaches_variable(tensors: Sequence[Any], own: set[Any]) -> bool:
             if _spent_leaves.get(id(edge)) is not edge:
                 return True  # a leaf of an enclosing computation
             continue
-        stack.extend(p for p in edge.parents if p is not None)  # type: ignore[attr-defined]
+        stack.extend(p for p in edge.parents if p is not None)
     return False
 
 

@@ -19,7 +19,7 @@ _new = object.__new__
 # Clock of in-place modifications. A node records the clock when it is made; at backward,
 # a saved array whose memory was modified later is an error (see ``mark_modified``).
 clock = [0]
-_modified: dict[int, list] = {}  # id(root array) -> [version, clock, weakref]
+_modified: dict[int, list[Any]] = {}  # id(root array) -> [version, clock, weakref]
 
 
 class ShapeDtype:
@@ -27,7 +27,7 @@ class ShapeDtype:
 
     __slots__ = ("shape", "dtype")
 
-    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
         self.shape = shape
         self.dtype = dtype
 
@@ -55,16 +55,27 @@ class Node:
     # pass (the pass id, the consumers still to deliver, the gradient so far).
     __slots__ = ("op", "args", "kw", "ans", "parents", "epoch", "extra", "visit", "count",
                  "acc", "__weakref__")
+    op: Any  # the Op
+    args: Any
+    kw: dict[str, Any] | None
+    ans: Any
+    parents: tuple[Any, ...]
+    epoch: int
+    extra: NodeExtra | None
+    visit: int
+    count: int
+    acc: Any
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name}>"
 
     @property
     def name(self) -> str:
-        return self.op.name
+        return str(self.op.name)
 
 
-def new_node(op: Any, args: tuple, kw: dict | None, ans: Any, parents: tuple) -> Node:
+def new_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,
+             parents: tuple[Any, ...]) -> Node:
     """A node recorded now: the one constructor (op.py's one- and two-input paths inline
     it, for speed; tests/test_node_paths.py checks that they build the same node)."""
     node = _new(Node)
@@ -85,9 +96,9 @@ class NodeExtra:
     __slots__ = ("hooks", "retained", "duals")
 
     def __init__(self) -> None:
-        self.hooks = None
-        self.retained = None
-        self.duals = None
+        self.hooks: dict[int, list[Any]] | None = None
+        self.retained: dict[int, Any] | None = None
+        self.duals: Any = None
 
 
 def extra_of(node: Node) -> NodeExtra:
@@ -117,8 +128,10 @@ def mark_modified(arr: Any) -> None:
         entry[0] += 1
         entry[1] = clock[0]
         return
-    ref = weakref.ref(root, lambda _r, key=key: _modified.pop(key, None))
-    _modified[key] = [1, clock[0], ref]
+    def forget(_ref: Any, key: int = key) -> None:
+        _modified.pop(key, None)
+
+    _modified[key] = [1, clock[0], weakref.ref(root, forget)]
 
 
 def version_of(arr: Any) -> int:
@@ -126,7 +139,7 @@ def version_of(arr: Any) -> int:
     root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
     entry = _modified.get(id(root))
     if entry is not None and entry[2]() is root:
-        return entry[0]
+        return int(entry[0])
     return 0
 
 
