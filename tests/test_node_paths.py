@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import CASES, Call, builtin_ops
+from support.strategies import CASES, Call, builtin_ops
 
 import yaad
 from yaad.graph import Node, ShapeDtype
