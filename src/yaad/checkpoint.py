@@ -200,7 +200,7 @@ class _Checkpoint(Function):
 _Checkpoint.__name__ = "checkpoint"
 
 
-def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
     """The mode's interpreter (see ``yaad.op.MODES``): the hook of the innermost segment
     (``state.segment``) sees, and may substitute, the arguments of every op."""
     segment = state.segment
