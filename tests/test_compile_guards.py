@@ -576,8 +576,8 @@ SRC = pathlib.Path(yaad.__file__).parent
 # they read _data. Everything else (ops, rules, nn, optim, linalg) reads values through
 # the public points, which a recording sees.
 PRIVATE_OK = {"tensor.py", "op.py", "levels.py", "views.py", "forward_mode.py", "engine.py",
-              "gradients.py", "methods.py", "func.py", "batching.py", "numpy_dispatch.py",
-              "compile.py", "compiled"}
+              "gradients.py", "methods.py", "func.py", "batching.py", "batch_mode.py",
+              "numpy_dispatch.py", "compile.py", "compiled"}
 
 
 def test_only_the_machinery_reads_the_private_value():

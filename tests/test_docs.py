@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from griffe_yaad import public_names  # noqa: E402
 
 # Modules reachable from a documented namespace that are implementation, not API.
-INTERNAL = {"yaad.batching", "yaad.checkpoint", "yaad.compile", "yaad.compiled",
+INTERNAL = {"yaad.batch_mode", "yaad.batching", "yaad.checkpoint", "yaad.compile", "yaad.compiled",
             "yaad.creation", "yaad.demo", "yaad.engine", "yaad.grad_mode", "yaad.gradients",
             "yaad.implicit", "yaad.methods", "yaad.linalg.helpers", "yaad.linalg.matrix_functions",
             "yaad.linalg.norms", "yaad.linalg.products", "yaad.linalg.rank",

@@ -132,7 +132,7 @@ STRICT_INTERNAL = {"yaad.linalg.helpers", "yaad.sparse.array_operator"}
 # Where the reference pages' functions come from when mypy does not check it: the op
 # library (functions made by yaad.op, and yaad.ops) and the machinery of vmap and
 # implicit functions.
-UNCHECKED_HOMES = {"yaad.op", "yaad.batching", "yaad.implicit"}
+UNCHECKED_HOMES = {"yaad.op", "yaad.batching", "yaad.batch_mode", "yaad.implicit"}
 # mypy --strict, flag by flag (strict itself applies to every module or none).
 STRICT_FLAGS = {"disallow_any_generics", "disallow_subclassing_any", "disallow_untyped_calls",
                 "disallow_untyped_defs", "disallow_incomplete_defs", "check_untyped_defs",

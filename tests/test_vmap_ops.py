@@ -25,7 +25,7 @@ from support.strategies import CASES, Call, Case, available, builtin_ops, covere
 
 import yaad
 from yaad import batching
-from yaad.batching import rule_of
+from yaad.batch_mode import rule_of
 from yaad.func import BatchingWarning, jvp, vjp, vmap
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",

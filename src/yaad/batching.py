@@ -1,4 +1,4 @@
-"""Batching: the mode behind ``yaad.func.vmap`` (an interpreter of the mode stack).
+"""Batching: the batched values of ``yaad.func.vmap``, below the ops.
 
 A vmap opens a *batch level* (numbered with forward mode's levels, see ``grad_mode``). A
 tensor batched at a level holds every example in its data and keeps, in its ``_tangents``
@@ -6,23 +6,17 @@ under that level, a :class:`BatchAxis`: the position of the batch axis in its da
 tensor presents itself as one example (:class:`BatchedTensor`: ``shape``, ``ndim`` and
 ``len`` leave the batch axes out), so the function under vmap is written for one example.
 
-An op called with a batched argument comes here first (``op.run_modes``): the
-innermost batch level among its arguments is taken off them (:func:`strip`: the batch
-axis becomes an ordinary axis, visible to the op), the op's batching rule runs on the
-whole batch, and its result is marked at that level again (:func:`mark`). Rules are
-written with yaad's ops, so lower batch levels, forward mode and recording for reverse
-mode apply to what they do. Batching goes before forward mode: a forward-mode tangent
-is carried into the same layout as its value (a batch axis in the same place), which
-keeps the saved values of a recorded node and their tangents consistent.
-
-Rules (``yaad.op(batch=...)``, ``f.defbatch``): ``rule(dims, *args, **kw) -> (out,
-out_dim)``, or one of the strategies below by name. A rule may return NotImplemented;
-an op without a rule runs once per example (:func:`_loop`), with a warning.
+This module holds what the ops need to declare how vmap runs them, and imports no op:
+the batched values, the active levels, :func:`mark`, :func:`draw`, :func:`per_example`
+and the small helpers of the rules that read shapes (:func:`size_of`,
+:func:`example_shape`). The helpers that move the batch axis with shape ops (``front``,
+``aligned``, ``columns``, ``flat_examples``) are in ``ops/shape.py``; vmap's interpreter
+(its mode: the dispatch of an op call to its batching rule, the loop over the examples,
+the strategies) is ``batch_mode.py``, above the ops.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import math
@@ -31,35 +25,10 @@ import warnings
 from typing import Any, Callable, Iterator
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from .grad_mode import new_level, state
+from .grad_mode import state
 from .levels import with_tangent
-from .op import Op, register_mode, run_modes
-from .tensor import Tensor, make_tensor, ndim_of, presenters, shape_of
-
-
-def _shape_ops():
-    # (imported when first used: the ops modules import this one for its helpers)
-    from .ops import shape
-
-    return shape
-
-
-def moveaxis(x, source, destination):
-    return _shape_ops().moveaxis(x, source, destination)
-
-
-def reshape(x, shape):
-    return _shape_ops().reshape(x, shape)
-
-
-def broadcast_to(x, shape):
-    return _shape_ops().broadcast_to(x, shape)
-
-
-def expand_dims(x, axis):
-    return _shape_ops().expand_dims(x, axis)
+from .tensor import Tensor, make_tensor, presenters, shape_of
 
 
 class BatchingWarning(UserWarning):
@@ -227,33 +196,6 @@ _randomness: dict[int, str] = {}  # batch level -> what a random draw does (see 
 RANDOMNESS = ("error", "same", "different")
 
 
-@contextlib.contextmanager
-def batch_level(size: int, own: bool = False, randomness: str = "error") -> Iterator[int]:
-    """A new batch level of ``size`` examples, innermost while the block runs.
-
-    ``own``: the level batches a transform's own unit vectors (jacfwd's tangents), which
-    reach no function value: a function differentiated inside it needs no copy of its
-    inputs per example (see :func:`expand`), and draws its random numbers once.
-    ``randomness``: see :func:`draw`."""
-    level = new_level()
-    _sizes[level] = size
-    _randomness[level] = "same" if own else randomness
-    if own:
-        _own.add(level)
-    prev = state.batching
-    state.levels = state.levels + (level,)
-    state.batching = _dispatch
-    state.refresh()
-    try:
-        yield level
-    finally:
-        state.levels = tuple(lv for lv in state.levels if lv != level)
-        state.batching = prev
-        state.refresh()
-        del _sizes[level], _randomness[level]
-        _own.discard(level)
-
-
 def active_levels() -> list:
     """The batch levels active in this thread, outermost first."""
     return [lv for lv in state.levels if lv in _sizes]
@@ -326,50 +268,6 @@ def _replace(x: Tensor, tangents: dict) -> Tensor:
     return make_tensor(x._data, x._node, x.requires_grad, tangents)
 
 
-def strip(x: Any, level: int, size: int, q: int | None = None) -> tuple[Any, int]:
-    """``x`` without the batch level ``level``: its batch axis made an ordinary axis at
-    position ``q`` (default: where it is; 0 when ``x`` is not batched there, which
-    broadcasts it), its forward-mode tangents carried into the same layout. Returns the
-    tensor (an array for an array) and the position of the axis."""
-    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
-    marker = tans.get(level) if tans else None
-    if type(marker) is BatchAxis:
-        p = _visible(x, level)
-        out = _replace(x, _carried(tans, level, size, p))
-        if q is not None and q != p:
-            out = moveaxis(out, p, q)
-        return out, p if q is None else q
-    q = 0 if q is None else q
-    shape = tuple(shape_of(x))
-    shape = shape[:q] + (size,) + shape[q:]
-    if tans and any(involves(v, level) for v in tans.values() if type(v) is not BatchAxis):
-        # the value is the same for every example, a tangent is not: broadcast the value
-        base = _replace(x, {lv: v for lv, v in tans.items()
-                            if type(v) is BatchAxis or not involves(v, level)})
-        out = broadcast_to(expand_dims(base, q), shape)
-        carried = dict(out._tangents) if getattr(out, "_tangents", None) else {}
-        for lv, v in tans.items():
-            if type(v) is not BatchAxis and involves(v, level):
-                carried[lv] = strip(v, level, size, q)[0]
-        return _replace(out, carried), q
-    return broadcast_to(expand_dims(x, q), shape), q
-
-
-def _carried(tans: dict, level: int, size: int, p: int) -> dict:
-    """The entries of ``tans`` without ``level``; forward-mode tangents (of active
-    levels) with the batch axis at ``p``, as their value's."""
-    levels = state.levels
-    out = {}
-    for lv, v in tans.items():
-        if lv == level:
-            continue
-        if type(v) is BatchAxis:
-            out[lv] = v
-        elif lv in levels:
-            out[lv] = strip(v, level, size, p)[0]
-    return out
-
-
 def mark(x: Any, level: int, q: int) -> Tensor:
     """``x`` batched at ``level`` along its axis ``q`` (counted among the axes not hidden
     by other levels); its forward-mode tangents are marked the same way."""
@@ -384,7 +282,7 @@ def mark(x: Any, level: int, q: int) -> Tensor:
     return out
 
 
-# ---- dispatch --------------------------------------------------------------------------
+# ---- the innermost batch level of a call ---------------------------------------------------
 
 def _top(args: tuple, kw: dict) -> int | None:
     """The innermost batch level carried by an argument's value (tuples and lists of
@@ -407,48 +305,6 @@ def _top(args: tuple, kw: dict) -> int | None:
     return top
 
 
-def _dispatch(op: Op, args: tuple, kw: dict) -> Any:
-    """``op`` on its arguments when one is batched (else NotImplemented)."""
-    level = _top(args, kw)
-    if level is None:
-        return NotImplemented
-    size = _sizes[level]
-    new_args, dims = [], []
-    for a in args:
-        s, d = _strip_arg(a, level, size)
-        new_args.append(s)
-        dims.append(d)
-    kw_dims = {}
-    if kw:
-        kw = dict(kw)
-        for k, v in kw.items():
-            s, d = _strip_arg(v, level, size)
-            if d is not None:
-                kw[k], kw_dims[k] = s, d
-    out = NotImplemented
-    rule = rule_of(op)
-    if rule is not None and not kw_dims:
-        out = rule(tuple(dims), *new_args, **kw)
-    if out is NotImplemented:
-        _warn_once(op.name, "has no batching rule for these arguments" if rule else
-                   "has no batching rule (see yaad.op(batch=...))")
-        out = _loop(op.fn, op.name, new_args, dims, kw, kw_dims, size)
-    return _mark_tree(*out, level)
-
-
-def _strip_arg(a: Any, level: int, size: int) -> tuple[Any, Any]:
-    """An argument without ``level`` and its batch axis (None: not batched; a list of
-    them for a tuple or list holding batched tensors)."""
-    if isinstance(a, Tensor):
-        return strip(a, level, size) if involves(a, level) else (a, None)
-    if type(a) in (tuple, list) and a and _top(a, {}) is not None:
-        parts = [_strip_arg(e, level, size) for e in a]
-        if all(d is None for _, d in parts):
-            return a, None
-        return type(a)(s for s, _ in parts), [d for _, d in parts]
-    return a, None
-
-
 _warned: set = set()
 
 
@@ -462,49 +318,6 @@ def _warn_once(name: str, why: str) -> None:
     warnings.warn(f"vmap: '{name}' {why}: it runs once per example (a Python loop, "
                   f"slower than one call on the batch). See docs/transforms.md#vmap.",
                   BatchingWarning, stacklevel=depth)
-
-
-def _loop(fn: Callable, name: str, args: list, dims: list, kw: dict, kw_dims: dict,
-          size: int) -> tuple:
-    """``fn`` once per example, the results stacked (batch axis 0)."""
-    if size == 0:
-        raise ValueError(f"vmap: '{name}' runs once per example, and an empty batch gives "
-                         f"no example to learn its result's shape from")
-    results = []
-    for b in range(size):
-        a_b = [_example(a, d, b) for a, d in zip(args, dims)]
-        kw_b = {k: _example(v, kw_dims.get(k), b) for k, v in kw.items()}
-        results.append(fn(*a_b, **kw_b))
-    return _stacked(results, name), _zeros_like_tree(results[0])
-
-
-def _stacked(results: list, name: str) -> Any:
-    first = results[0]
-    if isinstance(first, (tuple, list)):
-        parts = [_stacked([r[k] for r in results], name) for k in range(len(first))]
-        return first._make(parts) if hasattr(first, "_make") else type(first)(parts)
-    shapes = [shape_of(r) for r in results]
-    for b, shape in enumerate(shapes):
-        if shape != shapes[0]:
-            raise ValueError(
-                f"vmap: '{name}' gives results of different shapes for different examples "
-                f"({shapes[0]} for example 0, {shape} for example {b}), which one batched "
-                f"tensor cannot hold. Call it outside vmap, or use a form of fixed shape "
-                f"(a mask with yaad.where instead of indices or a boolean index).")
-    return _shape_ops().stack(results)
-
-
-def _zeros_like_tree(out: Any) -> Any:
-    if isinstance(out, (tuple, list)):
-        return tuple(_zeros_like_tree(o) for o in out)
-    return 0
-
-
-def _mark_tree(out: Any, dims: Any, level: int) -> Any:
-    if isinstance(out, (tuple, list)):
-        parts = [_mark_tree(o, d, level) for o, d in zip(out, dims)]
-        return out._make(parts) if hasattr(out, "_make") else type(out)(parts)
-    return out if dims is None else mark(out, level, dims)
 
 
 def per_example(*names: str) -> Callable:
@@ -525,15 +338,7 @@ def per_example(*names: str) -> Callable:
             if level is None:
                 return fn(*args, **kw)
             _warn_once(fn.__name__, "reads values in Python")
-            size = _sizes[level]
-            new_args, dims = zip(*[_strip_arg(a, level, size) for a in args]) if args else ((), ())
-            kw_dims = {}
-            kw = dict(kw)
-            for k, v in kw.items():
-                kw[k], kw_dims[k] = _strip_arg(v, level, size)
-            out, out_dims = _loop(fn, fn.__name__, list(new_args), list(dims), kw, kw_dims,
-                                  size)
-            return _mark_tree(out, out_dims, level)
+            return _run_per_example(fn, level, args, kw)
 
         wrapper.batch = "per_example"  # (as an op's batch=: how vmap runs it)
         return wrapper
@@ -541,30 +346,19 @@ def per_example(*names: str) -> Callable:
     return decorate
 
 
-def _example(a: Any, d: Any, b: int) -> Any:
-    if d is None:
-        return a
-    if isinstance(d, list):
-        return type(a)(_example(e, de, b) for e, de in zip(a, d))
-    return _shape_ops().getitem(a, (slice(None),) * d + (b,))
+# vmap's loop over the examples, ``run(fn, level, args, kw)``: the interpreter registers it
+# (yaad.batch_mode, above the ops: the loop stacks its results with a shape op). A batch
+# level is opened only there, so it is registered whenever per_example needs it.
+_run_per_example: Callable = None  # type: ignore[assignment]
 
 
-# ---- rules -----------------------------------------------------------------------------
+def register_per_example(run: Callable) -> None:
+    """Set the loop that runs a :func:`per_example` function once per example."""
+    global _run_per_example
+    _run_per_example = run
 
-def rule_of(op: Op) -> Callable | None:
-    """The batching rule of ``op`` as a function ``(dims, *args, **kw)``, or None."""
-    rule = op.batch
-    if rule is None and op.elementwise:
-        rule = "broadcast"
-    if isinstance(rule, str):
-        try:
-            strategy = STRATEGIES[rule]
-        except KeyError:
-            raise ValueError(f"{op.name}: batch={rule!r} is not a batching strategy; "
-                             f"use one of {sorted(STRATEGIES)} or a rule") from None
-        return functools.partial(strategy, op)
-    return rule
 
+# ---- helpers of the rules ------------------------------------------------------------------
 
 def size_of(args: tuple, dims: tuple) -> int:
     """The batch size, from the first batched argument."""
@@ -574,200 +368,7 @@ def size_of(args: tuple, dims: tuple) -> int:
     raise ValueError("batching: no batched argument")
 
 
-def front(x: Any, d: int | None) -> Any:
-    """``x`` with its batch axis ``d`` moved to the front (unchanged when ``d`` is None)."""
-    return x if d is None or d == 0 else moveaxis(x, d, 0)
-
-
 def example_shape(x: Any, d: int | None) -> tuple:
     """The shape of one example of ``x`` (batch axis ``d``, None: not batched)."""
     shape = shape_of(x)
     return shape if d is None else shape[:d] + shape[d + 1:]
-
-
-def flat_examples(x: Any, d: int) -> Any:
-    """``x`` as a matrix with one flattened example per row (batch axis ``d``)."""
-    x = front(x, d)
-    shape = shape_of(x)
-    return reshape(x, (shape[0], math.prod(shape[1:])))
-
-
-def aligned(args: tuple, dims: tuple, ndim: int | None = None,
-            cores: tuple | None = None) -> list:
-    """The batched arguments with the batch axis in front and length-one axes after it,
-    so that they broadcast against each other and against the arguments without batch
-    axis over their leading axes (as NumPy's gufuncs do): ``cores[i]`` axes at the end of
-    argument ``i`` are its own (default none); the others are padded to the most any
-    argument has, or to ``ndim`` axes per example."""
-    cores = cores or (0,) * len(args)
-    lead = [ndim_of(a) - (d is not None) - c for a, d, c in zip(args, dims, cores)
-            if isinstance(a, (Tensor, np.ndarray, np.generic))]
-    top = max(lead, default=0) if ndim is None else ndim
-    out = []
-    for a, d, c in zip(args, dims, cores):
-        if d is not None:
-            a = front(a, d)
-            shape = shape_of(a)
-            k = len(shape) - 1 - c
-            if k < top:
-                a = reshape(a, shape[:1] + (1,) * (top - k) + shape[1:])
-        out.append(a)
-    return out
-
-
-def columns(x: Any, d: int) -> tuple[Any, Callable]:
-    """Batched ``x`` (each example a vector or a stack of columns, ``(n, ...)``) as one
-    matrix of shape ``(n, -1)`` holding every example's columns, and the function that
-    lays a result ``(m, -1)`` of it out as a batch again: ``back(y) -> (y, out_dim)``."""
-    x = moveaxis(x, d, -1)
-    shape = shape_of(x)
-
-    def back(y: Any) -> tuple:
-        return reshape(y, shape_of(y)[:1] + shape[1:]), len(shape) - 1
-
-    return reshape(x, (shape[0], math.prod(shape[1:]))), back
-
-
-def _broadcast(op: Op, dims: tuple, *args: Any, **kw: Any) -> tuple:
-    """The op broadcasts over leading axes (elementwise functions; matrix functions of
-    stacks with the same number of core axes in every argument): batch axis in front."""
-    if any(type(d) is list for d in dims):
-        return NotImplemented
-    return op.fn(*aligned(args, dims), **kw), (0 if op.nout == 1 else (0,) * op.nout)
-
-
-@functools.cache
-def _signature(forward: Callable) -> inspect.Signature:
-    return inspect.signature(forward)
-
-
-def bind(op: Op, args: tuple, kw: dict) -> inspect.BoundArguments:
-    """The arguments of a call of ``op`` by name (its forward's signature), defaults in."""
-    ba = _signature(op.forward).bind(*args, **kw)
-    ba.apply_defaults()
-    return ba
-
-
-def _call(op: Op, ba: inspect.BoundArguments) -> Any:
-    return op.fn(*ba.args, **ba.kwargs)
-
-
-def _reduce(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
-    """A reduction over ``axis`` (None: all axes; an int or a tuple), the first argument
-    batched, the others not: the batch axis goes in front and the axes shift by one."""
-    if any(d is not None for d in dims[1:]):
-        return NotImplemented
-    ba = bind(op, (front(x, dims[0]), *rest), kw)
-    nd = ndim_of(x) - 1
-    axis = ba.arguments["axis"]
-    if axis is None:
-        ba.arguments["axis"] = tuple(range(1, nd + 1))
-    elif isinstance(axis, (int, np.integer)):
-        ba.arguments["axis"] = normalize_axis_index(axis, nd) + 1
-    else:
-        ba.arguments["axis"] = tuple(a + 1 for a in normalize_axis_tuple(axis, nd))
-    return _call(op, ba), 0
-
-
-def _scan(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
-    """An op along one ``axis``, where None means along the flattened input (cumsum,
-    argsort; argmax with ``keepdims``): the batch axis in front, each example flattened
-    for None."""
-    if any(d is not None for d in dims[1:]):
-        return NotImplemented
-    x = front(x, dims[0])
-    shape = shape_of(x)
-    ba = bind(op, (x, *rest), kw)
-    axis = ba.arguments["axis"]
-    if axis is None:
-        ba.arguments[next(iter(ba.arguments))] = flat_examples(x, 0)
-        ba.arguments["axis"] = 1
-        out = _call(op, ba)
-        if ba.arguments.get("keepdims"):
-            out = reshape(out, shape[:1] + (1,) * (len(shape) - 1))
-        return out, 0
-    ba.arguments["axis"] = normalize_axis_index(axis, len(shape) - 1) + 1
-    return _call(op, ba), 0
-
-
-def _per_example(op: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
-    """Once per example, by design (the shape of the result follows the values; or there
-    is no routine for a batch, as for scipy.linalg.solve_sylvester)."""
-    _warn_once(op.name, "is declared per example (its result's shape follows the values)")
-    size = next(_size_in(a, d) for a, d in zip(args, dims) if d is not None)
-    return _loop(op.fn, op.name, list(args), list(dims), kw, {}, size)
-
-
-def _size_in(a: Any, d: Any) -> int:
-    if type(d) is list:
-        return next(_size_in(e, de) for e, de in zip(a, d) if de is not None)
-    return shape_of(a)[d]
-
-
-STRATEGIES: dict[str, Callable] = {"broadcast": _broadcast, "reduce": _reduce,
-                                   "scan": _scan, "per_example": _per_example}
-
-
-# ---- reverse mode inside vmap (yaad.func's vjp, grad, jacrev) -----------------------------
-
-def expand(x: Tensor) -> Tensor:
-    """``x`` batched at every active batch level (broadcast where it is not).
-
-    The recorded graph of a function evaluated inside vmap holds the whole batch; an input
-    made batched this way gets its gradient per example instead of summed over them."""
-    for level in active_levels():
-        if level not in batch_axes(x) and level not in _own:
-            x = mark(strip(x, level, _sizes[level], 0)[0], level, 0)
-    return x
-
-
-def root(out: Tensor, cotangent: Any) -> tuple[Tensor, Any]:
-    """An output of a recorded function and its cotangent, ready for the backward pass:
-    the output's batch axes (axes of the recorded arrays) made ordinary ones, and the
-    cotangent laid out the same way (broadcast where it is not batched)."""
-    axes = batch_axes(out)
-    if not axes:
-        return out, cotangent
-    cur = out
-    for level in sorted(axes, reverse=True):
-        if level not in _sizes:
-            raise _escaped("a vjp function was given the output of")
-        q = _visible(cur, level)
-        cotangent = strip(cotangent, level, _sizes[level], q)[0]
-        cur = _replace(cur, {lv: v for lv, v in cur._tangents.items()
-                             if lv != level and type(v) is BatchAxis})
-    return make_tensor(out._data, out._node, out.requires_grad), cotangent
-
-
-def like(g: Any, x: Any) -> Any:
-    """The gradient ``g`` of the recorded arrays of ``x`` with the batch axes of ``x``."""
-    axes = batch_axes(x)
-    for level, p in sorted(axes.items(), key=lambda item: -item[1]):
-        g = mark(g, level, p)
-    return g
-
-
-def conform(result: Any, target: Tensor) -> Any:
-    """``result`` laid out as ``target`` (the same batch axes in the same places), to be
-    written into it in place."""
-    if not batch_axes(result) and not batch_axes(target):
-        return result
-    aligned = like(root(target, result)[1], target)
-    if set(batch_axes(aligned)) != set(batch_axes(target)):
-        raise ValueError(
-            "vmap: an in-place change would make a tensor differ from example to example, "
-            "but it has no batch axis to hold that (it was not given to vmap as batched, "
-            "or was made inside without one). Write the result to a new tensor instead.")
-    return aligned
-
-
-def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
-    """vmap's mode (see ``yaad.op.MODES``): a call with a batched argument is batched."""
-    if state.batching is not None:
-        out = state.batching(op, args, kw)
-        if out is not NotImplemented:
-            return out
-    return run_modes(op, args, kw, k)
-
-
-register_mode("vmap", _interpret)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 
-from . import batching
+from . import batch_mode, batching
 from .engine import run_backward
 from .forward_mode import forward_level
 from .grad_mode import enable_grad, state
@@ -248,14 +248,14 @@ class _Reverse:
         if t.requires_grad and outer:
             a = alias(t)
             self.cut.append(a._node)
-            return batching.expand(a)
+            return batch_mode.expand(a)
         leaf = make_tensor(t._data, requires_grad=True)
         self.fresh.append(leaf)
         for level, tangent in _active_tangents(t).items():
             leaf = with_tangent(leaf, level, tangent)
         # Inside vmap, an input is given every batch axis (a copy per example), so that
         # its gradient is one per example, not their sum.
-        return batching.expand(leaf)
+        return batch_mode.expand(leaf)
 
     def _external(self) -> bool:
         """Whether the outputs depend on a tensor requiring grad other than the inputs."""
@@ -301,7 +301,7 @@ class _Reverse:
         outs, cots = [], []
         for o, c in zip(self.out_leaves, cot_leaves):
             if isinstance(o, Tensor) and o.requires_grad:
-                o, c = batching.root(o, c)
+                o, c = batch_mode.root(o, c)
                 outs.append(o)
                 cots.append(c)
         grads: list[Any] = [None] * len(self.inputs)
@@ -318,7 +318,7 @@ class _Reverse:
             finally:
                 for n, p in zip(self.cut, saved):
                     n.parents = p
-        return [_zeros(x) if g is None else batching.like(g, x)
+        return [_zeros(x) if g is None else batch_mode.like(g, x)
                 for g, x in zip(grads, self.inputs)]
 
     def export(self, x: Any, keep_graph: bool | None = None) -> Any:
@@ -937,7 +937,7 @@ def vmap(func: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *,
 def _vmap(func: Callable[..., Any], in_axes: Any, out_axes: Any, chunk_size: int | None,
           own: bool, randomness: str = "same") -> Callable[..., Any]:
     """:func:`vmap`; ``own``: the batch is a transform's own unit vectors (see
-    ``batching.batch_level``)."""
+    ``batch_mode.batch_level``)."""
     if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
                                    or chunk_size < 1):
         raise ValueError(f"vmap: chunk_size must be a positive int or None, got {chunk_size!r}")
@@ -995,7 +995,7 @@ def _batch_size(leaves: list[Any], axes: list[Any]) -> tuple[int, list[Any]]:
 
 def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[Any],
              out_axes: Any, size: int, array_mode: bool, own: bool, randomness: str) -> Any:
-    with batching.batch_level(size, own, randomness) as level:
+    with batch_mode.batch_level(size, own, randomness) as level:
         inputs = [x if a is None else batching.mark(
             x if isinstance(x, Tensor) else make_tensor(np.asarray(x)), level, a)
             for x, a in zip(leaves, axes)]
@@ -1013,7 +1013,7 @@ def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[
             if not -nd <= a < nd:
                 raise ValueError(f"vmap: out_axes gives axis {a} for output {k}, which has "
                                  f"{nd} axes with the batch axis")
-            results.append(batching.strip(o, level, size, a % nd)[0])
+            results.append(batch_mode.strip(o, level, size, a % nd)[0])
     return _tree_unflatten(o_tree, [_export(r, array_mode) for r in results])
 
 

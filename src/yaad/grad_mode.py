@@ -20,7 +20,7 @@ class _State(threading.local):
     anomaly: Any = False  # the active yaad.detect_anomaly(), or False
     segment: Any = None  # yaad.checkpoint: called with the arguments of every op
     depth = 0  # backward passes running in this thread (a rule or hook calling backward)
-    batching = None  # vmap's dispatch (yaad.batching), while a batch level is active
+    batching = None  # vmap's dispatch (yaad.batch_mode), while a batch level is active
 
     def refresh(self) -> None:
         self.modes_on = (bool(self.levels) or self.tracer is not None or self.anomaly

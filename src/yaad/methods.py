@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .batching import conform
+from .batch_mode import conform
 from .engine import run_backward
 from .grad_mode import state
 from .graph import mark_modified

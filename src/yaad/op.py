@@ -568,7 +568,7 @@ def fits_into(t: Any, g: Any) -> bool:
 # ``run_modes(spec, args, kw, k)``; after the last one, the call is recorded as usual.
 
 MODES = (
-    "vmap",  # yaad.batching: a batched argument goes first
+    "vmap",  # yaad.batch_mode: a batched argument goes first
     "forward",  # yaad.forward_mode: an argument carries a tangent
     "trace",  # yaad.compiled.tape: yaad.compile is recording
     "checkpoint",  # yaad.checkpoint: sees (and may substitute) every argument

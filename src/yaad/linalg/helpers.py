@@ -13,15 +13,17 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from ..batching import aligned, columns, front
 from ..ops.elementwise import conj, real
 from ..ops.products import matmul
 from ..ops.shape import (
     _values,
+    aligned,
+    columns,
     concatenate,
     diag_embed,
     diagonal,
     expand_dims,
+    front,
     squeeze,
     swapaxes,
     tril,

@@ -9,7 +9,6 @@ from typing import Any, Callable
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..batching import aligned
 from ..op import op
 from ..ops.elementwise import conj
 from ..ops.products import matmul as _matmul
@@ -17,8 +16,8 @@ from ..ops.products import outer as _outer
 from ..ops.products import tensordot as _tensordot
 from ..ops.products import trace as _trace
 from ..ops.reductions import sum as _sum
+from ..ops.shape import aligned, expand_dims, reshape, squeeze
 from ..ops.shape import diagonal as _diagonal
-from ..ops.shape import expand_dims, reshape, squeeze
 from ..ops.shape import matrix_transpose as _matrix_transpose
 from ..tensor import dtype_of, ndim_of, shape_of
 from .helpers import as_array, is_complex, public

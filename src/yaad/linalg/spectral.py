@@ -46,13 +46,13 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..anomaly import user_frames
-from ..batching import aligned, per_example
+from ..batching import per_example
 from ..grad_mode import is_grad_enabled
 from ..op import op
 from ..ops.elementwise import conj, imag, real, where
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
-from ..ops.shape import tril, triu
+from ..ops.shape import aligned, tril, triu
 from ..tensor import Tensor
 from .helpers import (
     col,

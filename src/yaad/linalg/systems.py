@@ -25,12 +25,11 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 
-from ..batching import columns
 from ..op import op
 from ..ops.elementwise import conj
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
-from ..ops.shape import getitem, moveaxis, pad, reshape, squeeze, stack, tril
+from ..ops.shape import columns, getitem, moveaxis, pad, reshape, squeeze, stack, tril
 from ..tensor import Tensor, ndim_of, shape_of
 from .helpers import (
     as_array,

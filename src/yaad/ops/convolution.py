@@ -25,12 +25,12 @@ import numpy as np
 import scipy.signal as ssig
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..batching import example_shape, front
+from ..batching import example_shape
 from ..op import op
 from ..tensor import dtype_of, shape_of
 from .elementwise import conj
 from .products import einsum
-from .shape import expand_dims, flip, getitem, pad
+from .shape import expand_dims, flip, front, getitem, pad
 
 _MODES = ("full", "valid", "same")
 

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..batching import aligned, example_shape, front, size_of
+from ..batching import example_shape, size_of
 from ..op import exported, op
 from .elementwise import conj, exp, imag, real, sign, where
 from .reductions import expand_reduced
 from .reductions import sum as _sum
-from .shape import broadcast_to
+from .shape import aligned, broadcast_to, front
 
 
 def _c(x):

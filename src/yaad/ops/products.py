@@ -23,11 +23,21 @@ import numpy as np
 import opt_einsum
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..batching import aligned, columns, flat_examples, front
 from ..op import exported, op
 from ..tensor import dtype_of, ndim_of, shape_of
 from .elementwise import conj, multiply
-from .shape import broadcast_to, expand_dims, moveaxis, reshape, squeeze, transpose
+from .shape import (
+    aligned,
+    broadcast_to,
+    columns,
+    expand_dims,
+    flat_examples,
+    front,
+    moveaxis,
+    reshape,
+    squeeze,
+    transpose,
+)
 
 
 def _c(x):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..batching import aligned, batch_axes, flat_examples, front, per_example, size_of
+from ..batching import batch_axes, per_example, size_of
 from ..graph import mark_modified
 from ..op import exported, holds_tensor, op, register_stacker
 from ..tensor import Tensor, dtype_of, ndim_of, shape_of
@@ -60,6 +60,58 @@ def _no_out(name: str, out) -> None:
         raise TypeError(f"{name}: out= is not supported (results are new tensors); use the "
                         f"returned value")
 
+
+# ---- helpers of the batching rules (the batch axis moved with shape ops) --------------
+
+def front(x: Any, d: int | None) -> Any:
+    """``x`` with its batch axis ``d`` moved to the front (unchanged when ``d`` is None)."""
+    return x if d is None or d == 0 else moveaxis(x, d, 0)
+
+
+def flat_examples(x: Any, d: int) -> Any:
+    """``x`` as a matrix with one flattened example per row (batch axis ``d``)."""
+    x = front(x, d)
+    shape = shape_of(x)
+    return reshape(x, (shape[0], math.prod(shape[1:])))
+
+
+def aligned(args: tuple, dims: tuple, ndim: int | None = None,
+            cores: tuple | None = None) -> list:
+    """The batched arguments with the batch axis in front and length-one axes after it,
+    so that they broadcast against each other and against the arguments without batch
+    axis over their leading axes (as NumPy's gufuncs do): ``cores[i]`` axes at the end of
+    argument ``i`` are its own (default none); the others are padded to the most any
+    argument has, or to ``ndim`` axes per example."""
+    cores = cores or (0,) * len(args)
+    lead = [ndim_of(a) - (d is not None) - c for a, d, c in zip(args, dims, cores)
+            if isinstance(a, (Tensor, np.ndarray, np.generic))]
+    top = max(lead, default=0) if ndim is None else ndim
+    out = []
+    for a, d, c in zip(args, dims, cores):
+        if d is not None:
+            a = front(a, d)
+            shape = shape_of(a)
+            k = len(shape) - 1 - c
+            if k < top:
+                a = reshape(a, shape[:1] + (1,) * (top - k) + shape[1:])
+        out.append(a)
+    return out
+
+
+def columns(x: Any, d: int) -> tuple[Any, Callable]:
+    """Batched ``x`` (each example a vector or a stack of columns, ``(n, ...)``) as one
+    matrix of shape ``(n, -1)`` holding every example's columns, and the function that
+    lays a result ``(m, -1)`` of it out as a batch again: ``back(y) -> (y, out_dim)``."""
+    x = moveaxis(x, d, -1)
+    shape = shape_of(x)
+
+    def back(y: Any) -> tuple:
+        return reshape(y, shape_of(y)[:1] + shape[1:]), len(shape) - 1
+
+    return reshape(x, (shape[0], math.prod(shape[1:]))), back
+
+
+# ---- the ops ---------------------------------------------------------------------------
 
 def _linear(forward, name: str, vjp, jvp=None, batch=None) -> Any:
     """An op linear in its first input whose rules read only shapes (the common case here)."""
@@ -1471,4 +1523,6 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
     return getitem(arr, fancy)
 
 
-__all__ = exported(globals())
+# (the helpers of the batching rules are for the ops modules, not yaad's namespace)
+__all__ = [name for name in exported(globals())
+           if name not in ("front", "flat_examples", "aligned", "columns")]

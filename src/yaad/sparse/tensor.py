@@ -25,12 +25,20 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
-from ..batching import columns, front
 from ..op import op
 from ..ops.elementwise import conj, multiply, reciprocal
 from ..ops.products import operand_handlers
 from ..ops.reductions import sum as _sum
-from ..ops.shape import broadcast_to, getitem, reshape, scatter_add, take, transpose
+from ..ops.shape import (
+    broadcast_to,
+    columns,
+    front,
+    getitem,
+    reshape,
+    scatter_add,
+    take,
+    transpose,
+)
 from ..tensor import Tensor
 from .array_operator import ArrayOperator
 

@@ -1,0 +1,402 @@
+"""Batching mode: the interpreter behind ``yaad.func.vmap`` (a mode of the op call).
+
+The batched values, the levels and what the ops declare are in ``batching.py`` (below the
+ops); this module runs them. An op called with a batched argument comes here first
+(``op.run_modes``): the innermost batch level among its arguments is taken off them
+(:func:`strip`: the batch axis becomes an ordinary axis, visible to the op), the op's
+batching rule runs on the whole batch, and its result is marked at that level again
+(``batching.mark``). Rules are written with yaad's ops, so lower batch levels, forward
+mode and recording for reverse mode apply to what they do. Batching goes before forward
+mode: a forward-mode tangent is carried into the same layout as its value (a batch axis
+in the same place), which keeps the saved values of a recorded node and their tangents
+consistent.
+
+Rules (``yaad.op(batch=...)``, ``f.defbatch``): ``rule(dims, *args, **kw) -> (out,
+out_dim)``, or one of the strategies below by name. A rule may return NotImplemented;
+an op without a rule runs once per example (:func:`_loop`), with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from typing import Any, Callable, Iterator
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from .batching import (
+    BatchAxis,
+    _escaped,
+    _own,
+    _randomness,
+    _replace,
+    _sizes,
+    _top,
+    _visible,
+    _warn_once,
+    active_levels,
+    batch_axes,
+    involves,
+    mark,
+    register_per_example,
+)
+from .grad_mode import new_level, state
+from .op import Op, register_mode, run_modes
+from .ops.shape import (
+    aligned,
+    broadcast_to,
+    expand_dims,
+    flat_examples,
+    front,
+    getitem,
+    moveaxis,
+    reshape,
+    stack,
+)
+from .tensor import Tensor, make_tensor, ndim_of, shape_of
+
+# ---- levels ----------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def batch_level(size: int, own: bool = False, randomness: str = "error") -> Iterator[int]:
+    """A new batch level of ``size`` examples, innermost while the block runs.
+
+    ``own``: the level batches a transform's own unit vectors (jacfwd's tangents), which
+    reach no function value: a function differentiated inside it needs no copy of its
+    inputs per example (see :func:`expand`), and draws its random numbers once.
+    ``randomness``: see :func:`draw`."""
+    level = new_level()
+    _sizes[level] = size
+    _randomness[level] = "same" if own else randomness
+    if own:
+        _own.add(level)
+    prev = state.batching
+    state.levels = state.levels + (level,)
+    state.batching = _dispatch
+    state.refresh()
+    try:
+        yield level
+    finally:
+        state.levels = tuple(lv for lv in state.levels if lv != level)
+        state.batching = prev
+        state.refresh()
+        del _sizes[level], _randomness[level]
+        _own.discard(level)
+
+
+# ---- the layout of a batched tensor ------------------------------------------------------
+
+def strip(x: Any, level: int, size: int, q: int | None = None) -> tuple[Any, int]:
+    """``x`` without the batch level ``level``: its batch axis made an ordinary axis at
+    position ``q`` (default: where it is; 0 when ``x`` is not batched there, which
+    broadcasts it), its forward-mode tangents carried into the same layout. Returns the
+    tensor (an array for an array) and the position of the axis."""
+    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
+    marker = tans.get(level) if tans else None
+    if type(marker) is BatchAxis:
+        p = _visible(x, level)
+        out = _replace(x, _carried(tans, level, size, p))
+        if q is not None and q != p:
+            out = moveaxis(out, p, q)
+        return out, p if q is None else q
+    q = 0 if q is None else q
+    shape = tuple(shape_of(x))
+    shape = shape[:q] + (size,) + shape[q:]
+    if tans and any(involves(v, level) for v in tans.values() if type(v) is not BatchAxis):
+        # the value is the same for every example, a tangent is not: broadcast the value
+        base = _replace(x, {lv: v for lv, v in tans.items()
+                            if type(v) is BatchAxis or not involves(v, level)})
+        out = broadcast_to(expand_dims(base, q), shape)
+        carried = dict(out._tangents) if getattr(out, "_tangents", None) else {}
+        for lv, v in tans.items():
+            if type(v) is not BatchAxis and involves(v, level):
+                carried[lv] = strip(v, level, size, q)[0]
+        return _replace(out, carried), q
+    return broadcast_to(expand_dims(x, q), shape), q
+
+
+def _carried(tans: dict, level: int, size: int, p: int) -> dict:
+    """The entries of ``tans`` without ``level``; forward-mode tangents (of active
+    levels) with the batch axis at ``p``, as their value's."""
+    levels = state.levels
+    out = {}
+    for lv, v in tans.items():
+        if lv == level:
+            continue
+        if type(v) is BatchAxis:
+            out[lv] = v
+        elif lv in levels:
+            out[lv] = strip(v, level, size, p)[0]
+    return out
+
+
+# ---- dispatch --------------------------------------------------------------------------
+
+def _dispatch(op: Op, args: tuple, kw: dict) -> Any:
+    """``op`` on its arguments when one is batched (else NotImplemented)."""
+    level = _top(args, kw)
+    if level is None:
+        return NotImplemented
+    size = _sizes[level]
+    new_args, dims = [], []
+    for a in args:
+        s, d = _strip_arg(a, level, size)
+        new_args.append(s)
+        dims.append(d)
+    kw_dims = {}
+    if kw:
+        kw = dict(kw)
+        for k, v in kw.items():
+            s, d = _strip_arg(v, level, size)
+            if d is not None:
+                kw[k], kw_dims[k] = s, d
+    out = NotImplemented
+    rule = rule_of(op)
+    if rule is not None and not kw_dims:
+        out = rule(tuple(dims), *new_args, **kw)
+    if out is NotImplemented:
+        _warn_once(op.name, "has no batching rule for these arguments" if rule else
+                   "has no batching rule (see yaad.op(batch=...))")
+        out = _loop(op.fn, op.name, new_args, dims, kw, kw_dims, size)
+    return _mark_tree(*out, level)
+
+
+def _strip_arg(a: Any, level: int, size: int) -> tuple[Any, Any]:
+    """An argument without ``level`` and its batch axis (None: not batched; a list of
+    them for a tuple or list holding batched tensors)."""
+    if isinstance(a, Tensor):
+        return strip(a, level, size) if involves(a, level) else (a, None)
+    if type(a) in (tuple, list) and a and _top(a, {}) is not None:
+        parts = [_strip_arg(e, level, size) for e in a]
+        if all(d is None for _, d in parts):
+            return a, None
+        return type(a)(s for s, _ in parts), [d for _, d in parts]
+    return a, None
+
+
+def _loop(fn: Callable, name: str, args: list, dims: list, kw: dict, kw_dims: dict,
+          size: int) -> tuple:
+    """``fn`` once per example, the results stacked (batch axis 0)."""
+    if size == 0:
+        raise ValueError(f"vmap: '{name}' runs once per example, and an empty batch gives "
+                         f"no example to learn its result's shape from")
+    results = []
+    for b in range(size):
+        a_b = [_example(a, d, b) for a, d in zip(args, dims)]
+        kw_b = {k: _example(v, kw_dims.get(k), b) for k, v in kw.items()}
+        results.append(fn(*a_b, **kw_b))
+    return _stacked(results, name), _zeros_like_tree(results[0])
+
+
+def _stacked(results: list, name: str) -> Any:
+    first = results[0]
+    if isinstance(first, (tuple, list)):
+        parts = [_stacked([r[k] for r in results], name) for k in range(len(first))]
+        return first._make(parts) if hasattr(first, "_make") else type(first)(parts)
+    shapes = [shape_of(r) for r in results]
+    for b, shape in enumerate(shapes):
+        if shape != shapes[0]:
+            raise ValueError(
+                f"vmap: '{name}' gives results of different shapes for different examples "
+                f"({shapes[0]} for example 0, {shape} for example {b}), which one batched "
+                f"tensor cannot hold. Call it outside vmap, or use a form of fixed shape "
+                f"(a mask with yaad.where instead of indices or a boolean index).")
+    return stack(results)
+
+
+def _zeros_like_tree(out: Any) -> Any:
+    if isinstance(out, (tuple, list)):
+        return tuple(_zeros_like_tree(o) for o in out)
+    return 0
+
+
+def _example(a: Any, d: Any, b: int) -> Any:
+    if d is None:
+        return a
+    if isinstance(d, list):
+        return type(a)(_example(e, de, b) for e, de in zip(a, d))
+    return getitem(a, (slice(None),) * d + (b,))
+
+
+def _mark_tree(out: Any, dims: Any, level: int) -> Any:
+    if isinstance(out, (tuple, list)):
+        parts = [_mark_tree(o, d, level) for o, d in zip(out, dims)]
+        return out._make(parts) if hasattr(out, "_make") else type(out)(parts)
+    return out if dims is None else mark(out, level, dims)
+
+
+def _run_per_example(fn: Callable, level: int, args: tuple, kw: dict) -> Any:
+    """A :func:`~yaad.batching.per_example` function once per example of ``level``."""
+    size = _sizes[level]
+    new_args, dims = zip(*[_strip_arg(a, level, size) for a in args]) if args else ((), ())
+    kw_dims = {}
+    kw = dict(kw)
+    for k, v in kw.items():
+        kw[k], kw_dims[k] = _strip_arg(v, level, size)
+    out, out_dims = _loop(fn, fn.__name__, list(new_args), list(dims), kw, kw_dims, size)
+    return _mark_tree(out, out_dims, level)
+
+
+# ---- rules -----------------------------------------------------------------------------
+
+def rule_of(op: Op) -> Callable | None:
+    """The batching rule of ``op`` as a function ``(dims, *args, **kw)``, or None."""
+    rule = op.batch
+    if rule is None and op.elementwise:
+        rule = "broadcast"
+    if isinstance(rule, str):
+        try:
+            strategy = STRATEGIES[rule]
+        except KeyError:
+            raise ValueError(f"{op.name}: batch={rule!r} is not a batching strategy; "
+                             f"use one of {sorted(STRATEGIES)} or a rule") from None
+        return functools.partial(strategy, op)
+    return rule
+
+
+def _broadcast(op: Op, dims: tuple, *args: Any, **kw: Any) -> tuple:
+    """The op broadcasts over leading axes (elementwise functions; matrix functions of
+    stacks with the same number of core axes in every argument): batch axis in front."""
+    if any(type(d) is list for d in dims):
+        return NotImplemented
+    return op.fn(*aligned(args, dims), **kw), (0 if op.nout == 1 else (0,) * op.nout)
+
+
+@functools.cache
+def _signature(forward: Callable) -> inspect.Signature:
+    return inspect.signature(forward)
+
+
+def bind(op: Op, args: tuple, kw: dict) -> inspect.BoundArguments:
+    """The arguments of a call of ``op`` by name (its forward's signature), defaults in."""
+    ba = _signature(op.forward).bind(*args, **kw)
+    ba.apply_defaults()
+    return ba
+
+
+def _call(op: Op, ba: inspect.BoundArguments) -> Any:
+    return op.fn(*ba.args, **ba.kwargs)
+
+
+def _reduce(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
+    """A reduction over ``axis`` (None: all axes; an int or a tuple), the first argument
+    batched, the others not: the batch axis goes in front and the axes shift by one."""
+    if any(d is not None for d in dims[1:]):
+        return NotImplemented
+    ba = bind(op, (front(x, dims[0]), *rest), kw)
+    nd = ndim_of(x) - 1
+    axis = ba.arguments["axis"]
+    if axis is None:
+        ba.arguments["axis"] = tuple(range(1, nd + 1))
+    elif isinstance(axis, (int, np.integer)):
+        ba.arguments["axis"] = normalize_axis_index(axis, nd) + 1
+    else:
+        ba.arguments["axis"] = tuple(a + 1 for a in normalize_axis_tuple(axis, nd))
+    return _call(op, ba), 0
+
+
+def _scan(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
+    """An op along one ``axis``, where None means along the flattened input (cumsum,
+    argsort; argmax with ``keepdims``): the batch axis in front, each example flattened
+    for None."""
+    if any(d is not None for d in dims[1:]):
+        return NotImplemented
+    x = front(x, dims[0])
+    shape = shape_of(x)
+    ba = bind(op, (x, *rest), kw)
+    axis = ba.arguments["axis"]
+    if axis is None:
+        ba.arguments[next(iter(ba.arguments))] = flat_examples(x, 0)
+        ba.arguments["axis"] = 1
+        out = _call(op, ba)
+        if ba.arguments.get("keepdims"):
+            out = reshape(out, shape[:1] + (1,) * (len(shape) - 1))
+        return out, 0
+    ba.arguments["axis"] = normalize_axis_index(axis, len(shape) - 1) + 1
+    return _call(op, ba), 0
+
+
+def _per_example(op: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
+    """Once per example, by design (the shape of the result follows the values; or there
+    is no routine for a batch, as for scipy.linalg.solve_sylvester)."""
+    _warn_once(op.name, "is declared per example (its result's shape follows the values)")
+    size = next(_size_in(a, d) for a, d in zip(args, dims) if d is not None)
+    return _loop(op.fn, op.name, list(args), list(dims), kw, {}, size)
+
+
+def _size_in(a: Any, d: Any) -> int:
+    if type(d) is list:
+        return next(_size_in(e, de) for e, de in zip(a, d) if de is not None)
+    return shape_of(a)[d]
+
+
+STRATEGIES: dict[str, Callable] = {"broadcast": _broadcast, "reduce": _reduce,
+                                   "scan": _scan, "per_example": _per_example}
+
+
+# ---- reverse mode inside vmap (yaad.func's vjp, grad, jacrev) -----------------------------
+
+def expand(x: Tensor) -> Tensor:
+    """``x`` batched at every active batch level (broadcast where it is not).
+
+    The recorded graph of a function evaluated inside vmap holds the whole batch; an input
+    made batched this way gets its gradient per example instead of summed over them."""
+    for level in active_levels():
+        if level not in batch_axes(x) and level not in _own:
+            x = mark(strip(x, level, _sizes[level], 0)[0], level, 0)
+    return x
+
+
+def root(out: Tensor, cotangent: Any) -> tuple[Tensor, Any]:
+    """An output of a recorded function and its cotangent, ready for the backward pass:
+    the output's batch axes (axes of the recorded arrays) made ordinary ones, and the
+    cotangent laid out the same way (broadcast where it is not batched)."""
+    axes = batch_axes(out)
+    if not axes:
+        return out, cotangent
+    cur = out
+    for level in sorted(axes, reverse=True):
+        if level not in _sizes:
+            raise _escaped("a vjp function was given the output of")
+        q = _visible(cur, level)
+        cotangent = strip(cotangent, level, _sizes[level], q)[0]
+        cur = _replace(cur, {lv: v for lv, v in cur._tangents.items()
+                             if lv != level and type(v) is BatchAxis})
+    return make_tensor(out._data, out._node, out.requires_grad), cotangent
+
+
+def like(g: Any, x: Any) -> Any:
+    """The gradient ``g`` of the recorded arrays of ``x`` with the batch axes of ``x``."""
+    axes = batch_axes(x)
+    for level, p in sorted(axes.items(), key=lambda item: -item[1]):
+        g = mark(g, level, p)
+    return g
+
+
+def conform(result: Any, target: Tensor) -> Any:
+    """``result`` laid out as ``target`` (the same batch axes in the same places), to be
+    written into it in place."""
+    if not batch_axes(result) and not batch_axes(target):
+        return result
+    aligned = like(root(target, result)[1], target)
+    if set(batch_axes(aligned)) != set(batch_axes(target)):
+        raise ValueError(
+            "vmap: an in-place change would make a tensor differ from example to example, "
+            "but it has no batch axis to hold that (it was not given to vmap as batched, "
+            "or was made inside without one). Write the result to a new tensor instead.")
+    return aligned
+
+
+def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
+    """vmap's mode (see ``yaad.op.MODES``): a call with a batched argument is batched."""
+    if state.batching is not None:
+        out = state.batching(op, args, kw)
+        if out is not NotImplemented:
+            return out
+    return run_modes(op, args, kw, k)
+
+
+register_mode("vmap", _interpret)
+register_per_example(_run_per_example)
