@@ -28,19 +28,19 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .batching import (
     BatchAxis,
-    _escaped,
-    _own,
-    _randomness,
-    _replace,
-    _sizes,
-    _top,
-    _visible,
-    _warn_once,
     active_levels,
     batch_axes,
+    batch_sizes,
+    escaped_error,
+    innermost_level,
     involves,
     mark,
+    own_levels,
+    randomness_of,
     register_per_example,
+    visible_axis,
+    warn_once,
+    with_tangents,
 )
 from .grad_mode import new_level, state
 from .op import Op, register_mode, run_modes
@@ -68,10 +68,10 @@ def batch_level(size: int, own: bool = False, randomness: str = "error") -> Iter
     inputs per example (see :func:`expand`), and draws its random numbers once.
     ``randomness``: see :func:`draw`."""
     level = new_level()
-    _sizes[level] = size
-    _randomness[level] = "same" if own else randomness
+    batch_sizes[level] = size
+    randomness_of[level] = "same" if own else randomness
     if own:
-        _own.add(level)
+        own_levels.add(level)
     prev = state.batching
     state.levels = state.levels + (level,)
     state.batching = _dispatch
@@ -82,8 +82,8 @@ def batch_level(size: int, own: bool = False, randomness: str = "error") -> Iter
         state.levels = tuple(lv for lv in state.levels if lv != level)
         state.batching = prev
         state.refresh()
-        del _sizes[level], _randomness[level]
-        _own.discard(level)
+        del batch_sizes[level], randomness_of[level]
+        own_levels.discard(level)
 
 
 # ---- the layout of a batched tensor ------------------------------------------------------
@@ -96,8 +96,8 @@ def strip(x: Any, level: int, size: int, q: int | None = None) -> tuple[Any, int
     tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
     marker = tans.get(level) if tans else None
     if type(marker) is BatchAxis:
-        p = _visible(x, level)
-        out = _replace(x, _carried(tans, level, size, p))
+        p = visible_axis(x, level)
+        out = with_tangents(x, _carried(tans, level, size, p))
         if q is not None and q != p:
             out = moveaxis(out, p, q)
         return out, p if q is None else q
@@ -106,14 +106,14 @@ def strip(x: Any, level: int, size: int, q: int | None = None) -> tuple[Any, int
     shape = shape[:q] + (size,) + shape[q:]
     if tans and any(involves(v, level) for v in tans.values() if type(v) is not BatchAxis):
         # the value is the same for every example, a tangent is not: broadcast the value
-        base = _replace(x, {lv: v for lv, v in tans.items()
+        base = with_tangents(x, {lv: v for lv, v in tans.items()
                             if type(v) is BatchAxis or not involves(v, level)})
         out = broadcast_to(expand_dims(base, q), shape)
         carried = dict(out._tangents) if getattr(out, "_tangents", None) else {}
         for lv, v in tans.items():
             if type(v) is not BatchAxis and involves(v, level):
                 carried[lv] = strip(v, level, size, q)[0]
-        return _replace(out, carried), q
+        return with_tangents(out, carried), q
     return broadcast_to(expand_dims(x, q), shape), q
 
 
@@ -136,10 +136,10 @@ def _carried(tans: dict, level: int, size: int, p: int) -> dict:
 
 def _dispatch(op: Op, args: tuple, kw: dict) -> Any:
     """``op`` on its arguments when one is batched (else NotImplemented)."""
-    level = _top(args, kw)
+    level = innermost_level(args, kw)
     if level is None:
         return NotImplemented
-    size = _sizes[level]
+    size = batch_sizes[level]
     new_args, dims = [], []
     for a in args:
         s, d = _strip_arg(a, level, size)
@@ -157,7 +157,7 @@ def _dispatch(op: Op, args: tuple, kw: dict) -> Any:
     if rule is not None and not kw_dims:
         out = rule(tuple(dims), *new_args, **kw)
     if out is NotImplemented:
-        _warn_once(op.name, "has no batching rule for these arguments" if rule else
+        warn_once(op.name, "has no batching rule for these arguments" if rule else
                    "has no batching rule (see yaad.op(batch=...))")
         out = _loop(op.fn, op.name, new_args, dims, kw, kw_dims, size)
     return _mark_tree(*out, level)
@@ -168,7 +168,7 @@ def _strip_arg(a: Any, level: int, size: int) -> tuple[Any, Any]:
     them for a tuple or list holding batched tensors)."""
     if isinstance(a, Tensor):
         return strip(a, level, size) if involves(a, level) else (a, None)
-    if type(a) in (tuple, list) and a and _top(a, {}) is not None:
+    if type(a) in (tuple, list) and a and innermost_level(a, {}) is not None:
         parts = [_strip_arg(e, level, size) for e in a]
         if all(d is None for _, d in parts):
             return a, None
@@ -229,7 +229,7 @@ def _mark_tree(out: Any, dims: Any, level: int) -> Any:
 
 def _run_per_example(fn: Callable, level: int, args: tuple, kw: dict) -> Any:
     """A :func:`~yaad.batching.per_example` function once per example of ``level``."""
-    size = _sizes[level]
+    size = batch_sizes[level]
     new_args, dims = zip(*[_strip_arg(a, level, size) for a in args]) if args else ((), ())
     kw_dims = {}
     kw = dict(kw)
@@ -321,7 +321,7 @@ def _scan(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
 def _per_example(op: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
     """Once per example, by design (the shape of the result follows the values; or there
     is no routine for a batch, as for scipy.linalg.solve_sylvester)."""
-    _warn_once(op.name, "is declared per example (its result's shape follows the values)")
+    warn_once(op.name, "is declared per example (its result's shape follows the values)")
     size = next(_size_in(a, d) for a, d in zip(args, dims) if d is not None)
     return _loop(op.fn, op.name, list(args), list(dims), kw, {}, size)
 
@@ -344,8 +344,8 @@ def expand(x: Tensor) -> Tensor:
     The recorded graph of a function evaluated inside vmap holds the whole batch; an input
     made batched this way gets its gradient per example instead of summed over them."""
     for level in active_levels():
-        if level not in batch_axes(x) and level not in _own:
-            x = mark(strip(x, level, _sizes[level], 0)[0], level, 0)
+        if level not in batch_axes(x) and level not in own_levels:
+            x = mark(strip(x, level, batch_sizes[level], 0)[0], level, 0)
     return x
 
 
@@ -358,11 +358,11 @@ def root(out: Tensor, cotangent: Any) -> tuple[Tensor, Any]:
         return out, cotangent
     cur = out
     for level in sorted(axes, reverse=True):
-        if level not in _sizes:
-            raise _escaped("a vjp function was given the output of")
-        q = _visible(cur, level)
-        cotangent = strip(cotangent, level, _sizes[level], q)[0]
-        cur = _replace(cur, {lv: v for lv, v in cur._tangents.items()
+        if level not in batch_sizes:
+            raise escaped_error("a vjp function was given the output of")
+        q = visible_axis(cur, level)
+        cotangent = strip(cotangent, level, batch_sizes[level], q)[0]
+        cur = with_tangents(cur, {lv: v for lv, v in cur._tangents.items()
                              if lv != level and type(v) is BatchAxis})
     return make_tensor(out._data, out._node, out.requires_grad), cotangent
 

@@ -53,7 +53,8 @@ def _hidden(x: Tensor) -> list:
     return [v.axis for v in x._tangents.values() if type(v) is BatchAxis]
 
 
-def _escaped(what: str) -> RuntimeError:
+def escaped_error(what: str) -> RuntimeError:
+    """The error for a batched tensor used after its vmap returned."""
     return RuntimeError(
         f"{what} a tensor batched by a vmap that has returned (it was stored outside the "
         f"function, or returned inside a container vmap does not look into). Return it "
@@ -77,8 +78,8 @@ class BatchedTensor(Tensor):
     def _data(self) -> Any:
         """The whole batch (for yaad's machinery, while the vmap runs)."""
         for lv, v in self._tangents.items():
-            if type(v) is BatchAxis and lv not in _sizes:
-                raise _escaped("this is")
+            if type(v) is BatchAxis and lv not in batch_sizes:
+                raise escaped_error("this is")
         return _data_slot.__get__(self)
 
     @_data.setter
@@ -190,15 +191,15 @@ presenters[BatchAxis] = BatchedTensor
 
 # ---- levels ----------------------------------------------------------------------------
 
-_sizes: dict[int, int] = {}  # batch level -> batch size, while the level is active
-_own: set = set()  # levels of a transform's own batch (jacrev's cotangents, jacfwd's tangents)
-_randomness: dict[int, str] = {}  # batch level -> what a random draw does (see draw)
+batch_sizes: dict[int, int] = {}  # batch level -> batch size, while the level is active
+own_levels: set = set()  # levels of a transform's own batch (jacrev's cotangents, jacfwd's)
+randomness_of: dict[int, str] = {}  # batch level -> what a random draw does (see draw)
 RANDOMNESS = ("error", "same", "different")
 
 
 def active_levels() -> list:
     """The batch levels active in this thread, outermost first."""
-    return [lv for lv in state.levels if lv in _sizes]
+    return [lv for lv in state.levels if lv in batch_sizes]
 
 
 def draw(sample: Callable[[tuple], Any], shape: tuple, what: str) -> Any:
@@ -207,18 +208,18 @@ def draw(sample: Callable[[tuple], Any], shape: tuple, what: str) -> Any:
     examples would draw different numbers for each, one batched call cannot know which);
     ``"same"`` draws once for every example; ``"different"`` draws a batch of them (a
     tensor batched at that level). Outside vmap: ``sample(shape)``."""
-    if not _sizes:
+    if not batch_sizes:
         return sample(shape)
     levels = active_levels()
-    refused = [lv for lv in levels if _randomness[lv] == "error"]
+    refused = [lv for lv in levels if randomness_of[lv] == "error"]
     if refused:
         raise RuntimeError(
             f"{what} inside vmap draws random numbers, and vmap was not told whether each "
             f"example gets its own: pass vmap(..., randomness='different') (one draw per "
             f"example, as a loop would) or randomness='same' (one draw for all), or draw "
             f"outside and pass the numbers in. (see docs/errors.md#vmap-random)")
-    own = [lv for lv in levels if _randomness[lv] == "different"]
-    out = sample(tuple(_sizes[lv] for lv in own) + tuple(shape))
+    own = [lv for lv in levels if randomness_of[lv] == "different"]
+    out = sample(tuple(batch_sizes[lv] for lv in own) + tuple(shape))
     for lv in own:
         out = mark(out, lv, 0)
     return out
@@ -244,7 +245,7 @@ def involves(x: Any, level: int) -> bool:
     return any(type(v) is not BatchAxis and involves(v, level) for v in tans.values())
 
 
-def _visible(x: Tensor, level: int) -> int:
+def visible_axis(x: Tensor, level: int) -> int:
     """The position of the batch axis of ``level`` among the axes of ``x`` not hidden by
     another batch level."""
     p = x._tangents[level].axis
@@ -264,7 +265,8 @@ def _absolute(x: Any, q: int) -> int:
     raise AssertionError(f"batching: axis {q} out of range")
 
 
-def _replace(x: Tensor, tangents: dict) -> Tensor:
+def with_tangents(x: Tensor, tangents: dict) -> Tensor:
+    """``x`` (the same data and node) carrying ``tangents`` instead of its own."""
     return make_tensor(x._data, x._node, x.requires_grad, tangents)
 
 
@@ -284,7 +286,7 @@ def mark(x: Any, level: int, q: int) -> Tensor:
 
 # ---- the innermost batch level of a call ---------------------------------------------------
 
-def _top(args: tuple, kw: dict) -> int | None:
+def innermost_level(args: tuple, kw: dict) -> int | None:
     """The innermost batch level carried by an argument's value (tuples and lists of
     arguments, such as an index, are looked into)."""
     top = None
@@ -294,12 +296,12 @@ def _top(args: tuple, kw: dict) -> int | None:
             if tans:
                 for lv, v in tans.items():
                     if type(v) is BatchAxis:
-                        if lv not in _sizes:
-                            raise _escaped("an op was given")
+                        if lv not in batch_sizes:
+                            raise escaped_error("an op was given")
                         if top is None or lv > top:
                             top = lv
         elif type(a) in (tuple, list) and a:
-            lv = _top(a, {})
+            lv = innermost_level(a, {})
             if lv is not None and (top is None or lv > top):
                 top = lv
     return top
@@ -308,7 +310,8 @@ def _top(args: tuple, kw: dict) -> int | None:
 _warned: set = set()
 
 
-def _warn_once(name: str, why: str) -> None:
+def warn_once(name: str, why: str) -> None:
+    """A :class:`BatchingWarning` that ``name`` runs once per example (once per name)."""
     if name in _warned:
         return
     _warned.add(name)
@@ -334,10 +337,10 @@ def per_example(*names: str) -> Callable:
                 return fn(*args, **kw)
             bound = signature.bind(*args, **kw).arguments
             read = [bound[n] for n in names if n in bound] if names else list(bound.values())
-            level = _top(tuple(read), {})
+            level = innermost_level(tuple(read), {})
             if level is None:
                 return fn(*args, **kw)
-            _warn_once(fn.__name__, "reads values in Python")
+            warn_once(fn.__name__, "reads values in Python")
             return _run_per_example(fn, level, args, kw)
 
         wrapper.batch = "per_example"  # (as an op's batch=: how vmap runs it)
