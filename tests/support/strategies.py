@@ -1909,9 +1909,18 @@ def _draw_median(data, shape):
 
 case("median", np.median, _one(shapes(min_side=1), _draw_median, unique=True), dtypes=REAL,
      ok=_distinct(), exact=False)
+
+
+def _leading_coefficients_not_near_zero(call):
+    """polymul drops leading zeros (numpy.poly1d), so its output's length depends on them:
+    finite differences across that change of shape mean nothing."""
+    return all(abs(np.ravel(a)[0]) > 0.01 for a in call.args)
+
+
 for _name in ("polyadd", "polysub", "polymul"):
     case(_name, getattr(np, _name), lambda data, dtype: Call(tuple(data.draw(values(
-        dtype, (data.draw(st.integers(1, 4)),))) for _ in range(2))))
+        dtype, (data.draw(st.integers(1, 4)),))) for _ in range(2))),
+         ok=_leading_coefficients_not_near_zero if _name == "polymul" else None)
 case("polyder", np.polyder, lambda data, dtype: Call((data.draw(values(dtype, (
     data.draw(st.integers(1, 5)),))), data.draw(st.integers(0, 3)))))
 case("polyint", np.polyint, lambda data, dtype: Call((data.draw(values(dtype, (

@@ -25,7 +25,6 @@ from .convolution import convolve
 from .elementwise import clip, conj, imag, isfinite, isnan, isneginf, isposinf, mod, real, sqrt
 from .elementwise import where as _where
 from .products import dot
-from .reductions import all as all_
 from .reductions import argsort, average, cumprod, cumsum, mean, nonzero, partition, searchsorted
 from .reductions import sum as sum_
 from .shape import (
@@ -157,8 +156,12 @@ def _spacing(distances: Any, n: int) -> Any:
     if dtype_of(d).kind in "iub":
         d = astype(d, np.float64)
     dx = diff(d)
-    # (inside vmap: uniform for every example)
-    return dx[0] if np.all(_values(all_(dx == dx[0]))) else dx
+    if isinstance(d, Tensor):
+        # NumPy's shortcut for equal spacings is a decision on the coordinates' values:
+        # its formula depends on dx[0] only, so a tensor's gradient would lose the other
+        # coordinates (the values agree to rounding).
+        return dx
+    return dx[0] if np.all(dx == dx[0]) else dx
 
 
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
