@@ -1717,11 +1717,15 @@ def _draw_interp(data, dtype):
 
 
 def _interp_ok(call):
+    """x away from the knots, and (with a period) no two knots at the same phase: there
+    the sort of the knots ties and the derivative in a knot is one-sided."""
     x, xp = call.args[0], call.args[1]
     if "period" in call.kwargs:
         p = call.kwargs["period"]
-        x, xp = np.mod(x, p), np.concatenate([np.mod(xp, p) - p, np.mod(xp, p),
-                                              np.mod(xp, p) + p])
+        phases = np.sort(np.mod(xp, p))
+        if np.any(np.diff(np.concatenate([phases, phases[:1] + p])) <= 0.02):
+            return False
+        x, xp = np.mod(x, p), np.concatenate([phases - p, phases, phases + p])
     return bool(np.all(np.abs(np.subtract.outer(np.ravel(x), xp)) > 0.02))
 
 
