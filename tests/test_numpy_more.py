@@ -145,6 +145,29 @@ def test_gradient_in_the_coordinates_against_torch(edge, coordinates):
                      (yaad.tensor(x, requires_grad=True),))
 
 
+@pytest.mark.parametrize("edge", [1, 2])
+def test_gradient_in_the_coordinates_under_transforms(edge):
+    # The equal-spacing decision again, through jacrev (equal spacing) and vmap (one
+    # example equally spaced, one not), and with a complex f and a scalar spacing tensor.
+    f = rng.standard_normal((5, 3))
+    x = np.arange(5.0)
+    jac = yaad.func.jacrev(lambda c: yaad.gradient(f, c, axis=0, edge_order=edge).sum(1))(
+        yaad.tensor(x))
+    tjac = torch.autograd.functional.jacobian(lambda c: torch.gradient(
+        torch.tensor(f), spacing=(c,), dim=0, edge_order=edge)[0].sum(1), torch.tensor(x))
+    np.testing.assert_allclose(np.asarray(jac), tjac.numpy(), rtol=1e-12, atol=1e-14)
+    coords = np.stack([x, x ** 1.5])
+    batched = yaad.func.vmap(lambda c: yaad.gradient(f, c, axis=0, edge_order=edge))(
+        yaad.tensor(coords))
+    for k in range(2):
+        np.testing.assert_allclose(np.asarray(batched)[k],
+                                   np.gradient(f, coords[k], axis=0, edge_order=edge),
+                                   rtol=1e-12, atol=1e-14)
+    fc = f + 1j * rng.standard_normal((5, 3))
+    assert gradcheck(lambda h, g: yaad.gradient(g, h, axis=0, edge_order=edge),
+                     (yaad.tensor(0.7, requires_grad=True), yaad.tensor(fc, requires_grad=True)))
+
+
 def test_solve_banded_gradient_equals_the_dense_solve():
     n, lower, upper = 6, 2, 1
     ab = rng.standard_normal((lower + upper + 1, n)) + 1j * rng.standard_normal((4, n))
