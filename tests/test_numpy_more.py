@@ -76,6 +76,10 @@ AGAINST_JAX = {
                (rng.standard_normal((4, 3)),)),
     "cov": (lambda a: yaad.cov(a, aweights=np.arange(1.0, 6.0)),
             lambda a: jnp.cov(a, aweights=jnp.arange(1.0, 6.0)), (_cplx(3, 5),)),
+    "cov in aweights": (lambda a, w: yaad.cov(a, fweights=[1, 3, 1, 2, 1], aweights=w),
+                        lambda a, w: jnp.cov(a, fweights=jnp.array([1, 3, 1, 2, 1]),
+                                             aweights=w),
+                        (_cplx(3, 5), rng.uniform(0.5, 2.0, 5))),
     "corrcoef": (yaad.corrcoef, jnp.corrcoef, (rng.standard_normal((3, 5)),)),
     "trapezoid": (yaad.trapezoid, jnp.trapezoid, (_cplx(3, 4), np.cumsum(np.ones(4)) ** 1.5)),
     "vander": (lambda x: yaad.vander(x, 4), lambda x: jnp.vander(x, 4), (_cplx(3),)),
@@ -101,6 +105,42 @@ def test_gradients_equal_jax(name):
                                    atol=1e-12, err_msg=name)
     for a, b in zip(ours, _jax_grads(jf, args, w)):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("kw", [{}, {"ddof": 0}, {"ddof": 2}, {"bias": True},
+                                {"fweights": [2, 1, 1, 3, 1, 1]}], ids=repr)
+def test_cov_gradient_in_aweights_against_torch(dtype, kw):
+    m = rng.standard_normal((3, 6)).astype(dtype)
+    if dtype == np.complex128:
+        m = m + 1j * rng.standard_normal((3, 6))
+    aw = rng.uniform(0.5, 2.0, 6)
+    g = rng.standard_normal((3, 3))
+    ddof = kw.get("ddof", 0 if kw.get("bias") else 1)
+    fw = kw.get("fweights")
+    M, A = yaad.tensor(m, requires_grad=True), yaad.tensor(aw, requires_grad=True)
+    out = yaad.cov(M, aweights=A, **kw)
+    yaad.real(yaad.sum(out * g)).backward()
+    Mt, At = torch.tensor(m, requires_grad=True), torch.tensor(aw, requires_grad=True)
+    ref = torch.cov(Mt, correction=ddof, aweights=At,
+                    fweights=None if fw is None else torch.tensor(fw))
+    torch.real(torch.sum(ref * torch.tensor(g))).backward()
+    np.testing.assert_allclose(out.data, ref.detach().numpy(), rtol=1e-12, atol=1e-14)
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(A.grad, At.grad.numpy(), rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(M.grad, Mt.grad.numpy(), rtol=1e-10, atol=1e-13)
+    assert A.grad.dtype == np.float64 and A.grad.shape == (6,)
+    assert gradgradcheck(lambda w: yaad.cov(m.real, aweights=w, **kw), (A.detach(),))
+
+
+def test_cov_weight_errors_name_the_weights():
+    m = rng.standard_normal((2, 4))
+    with pytest.raises(ValueError, match="aweights cannot be negative"):
+        yaad.cov(m, aweights=yaad.tensor([1.0, -1.0, 1.0, 1.0], requires_grad=True))
+    with pytest.raises(RuntimeError, match=r"one weight per observation \(4\)"):
+        yaad.cov(m, aweights=np.ones(3))
+    with pytest.raises(TypeError, match="fweights must be integer"):
+        yaad.cov(m, fweights=[1, 1.5, 1, 1])
 
 
 def test_gradient_with_coordinates_and_nan_to_num_against_torch():

@@ -53,7 +53,7 @@ FALLBACK = {
     "polar": "SciPy's values, which come from one matrix at a time (yaad.linalg.polar)",
     "schur": "LAPACK's Schur form of one matrix; NumPy and SciPy have no stacked form",
     "polymul": "NumPy trims each polynomial's leading zeros: the length follows the values",
-    "cov": "with batched fweights or aweights, which are read as data",
+    "cov": "with batched fweights or aweights, whose values numpy.cov's checks read",
 }
 
 

@@ -1940,7 +1940,8 @@ def _draw_cov(data, dtype):
     return Call((m,), kw)
 
 
-case("cov", np.cov, _draw_cov, exact=False, note="the weights are data (not differentiated)")
+case("cov", np.cov, _draw_cov, exact=False,
+     note="the aweights' gradient is checked against torch in tests/test_numpy_more.py")
 
 
 def _draw_corrcoef(data, dtype):

@@ -805,12 +805,12 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     return p
 
 
-@per_example("fweights", "aweights")  # (the weights are read as data)
+@per_example("fweights", "aweights")  # (their values are checked in Python)
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: Any = None, aweights: Any = None, *,
         dtype: Any = None) -> Any:
     """The covariance matrix of variables observed together (numpy.cov), differentiable
-    in the observations (the weights are read as data).
+    in the observations and in ``aweights`` (as ``torch.cov``).
 
     Parameters
     ----------
@@ -820,8 +820,10 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         More variables.
     rowvar, bias : bool
     ddof : int, optional
-    fweights, aweights : 1-D array_like, optional
-        Frequency and importance weights of the observations.
+    fweights : 1-D array_like, optional
+        Integer frequencies of the observations (read as data: no gradient).
+    aweights : 1-D array_like or Tensor, optional
+        Importance weights of the observations (differentiable).
     dtype : dtype, optional
 
     Returns
@@ -851,35 +853,41 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         x = concatenate([x, y], axis=0)
     if ddof is None:
         ddof = 0 if bias else 1
-    w = None
-    for weights, name in ((fweights, "fweights"), (aweights, "aweights")):
-        if weights is None:
-            continue
-        wv = np.asarray(_data(weights), dtype=float)
-        if wv.ndim > 1 or wv.shape[0] != x.shape[1]:
-            raise RuntimeError(f"cov: {name} must be 1-D with one weight per observation")
-        if np.any(wv < 0):
-            raise ValueError(f"cov: {name} cannot be negative")
-        if name == "fweights" and not np.all(wv == np.around(wv)):
-            raise TypeError("cov: fweights must be integer")
-        w = wv if w is None else w * wv
+    f = None if fweights is None else _checked_weights(fweights, "fweights", x.shape[1])
+    a = None if aweights is None else _checked_weights(aweights, "aweights", x.shape[1])
+    if a is not None:
+        a = astype(_operand(aweights), np.float64)  # NumPy's dtype; recorded for tensors
+    w = a if f is None else (f if a is None else f * a)
     avg = average(x, axis=1, weights=w)
-    w_sum = None if w is None else w.sum(dtype=np.result_type(dtype, w.dtype))  # (NumPy's)
+    w_sum = None if w is None else sum_(w)
     if w is None:
         fact = x.shape[1] - ddof
     elif ddof == 0:
         fact = w_sum
-    elif aweights is None:
+    elif a is None:
         fact = w_sum - ddof
     else:
-        fact = w_sum - ddof * np.sum(w * np.asarray(_data(aweights), float)) / w_sum
-    if fact <= 0:
+        fact = w_sum - ddof * sum_(w * a) / w_sum
+    if _data(fact) <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
     x = x - reshape(avg, (-1, 1))
     xt = matrix_transpose(x if w is None else x * w)
-    c = dot(x, conj(xt)) * np.true_divide(1, fact)
+    c = dot(x, conj(xt)) * (1 / fact if isinstance(fact, Tensor) else np.true_divide(1, fact))
     return squeeze(c)
+
+
+def _checked_weights(weights: Any, name: str, n: int) -> np.ndarray:
+    """numpy.cov's checks of a weight vector, on its values; returns them as float."""
+    values = np.asarray(_data(weights), dtype=float)
+    if values.ndim != 1 or values.shape[0] != n:
+        raise RuntimeError(f"cov: {name} must be 1-D with one weight per observation "
+                           f"({n}); got shape {values.shape}")
+    if np.any(values < 0):
+        raise ValueError(f"cov: {name} cannot be negative")
+    if name == "fweights" and not np.all(values == np.around(values)):
+        raise TypeError("cov: fweights must be integer")
+    return values
 
 
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Any:
