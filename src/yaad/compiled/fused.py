@@ -442,17 +442,19 @@ def _kernel_source(params: list, elem_params: list, elem_outs: list, accs: list,
     return "\n".join(src) + "\n"
 
 
-def fuse(items: list, params: list, results: list, value: list) -> Callable | None:
+def fuse(items: list, params: list, results: list, value: list,
+         consts: int | None = None) -> Callable | None:
     """A fused function for ``items`` (None: not elementwise, or numba missing).
 
     ``params``: the slots the program reads from outside, in the order the returned
     function takes them; ``results``: the slots it returns (None entries allowed);
-    ``value``: every slot's recorded value (shapes, dtypes, and the check).
+    ``value``: every slot's recorded value (shapes, dtypes, and the check); ``consts``:
+    the slots from which on a value read but not made is a constant (None: any).
     """
     if not available():
         return None
     try:
-        return _fuse(items, params, results, value)
+        return _fuse(items, params, results, value, consts)
     except Exception:  # not elementwise, or numba could not compile it: stay Python
         return None
 
@@ -470,7 +472,8 @@ def worthwhile(items: list, value: list) -> bool:
     return n >= 48 or big >= 100_000
 
 
-def _fuse(items: list, params: list, results: list, value: list) -> Callable:
+def _fuse(items: list, params: list, results: list, value: list,
+          consts: int | None) -> Callable:
     value = list(value)
     shapes = [np.shape(v) for v in value]
     want = [r for r in results if r is not None]
@@ -496,6 +499,8 @@ def _fuse(items: list, params: list, results: list, value: list) -> Callable:
     for st in sts:  # values made while deriving the backward (an identity, ones)
         for r in st.refs:
             if r not in defined:
+                if consts is not None and r < consts:
+                    raise _Reject  # a value of the program, not a constant
                 extra[r] = (lambda v: lambda: v)(value[r])
                 defined.add(r)
     every = list(params) + sorted(set(extra) - set(params))

@@ -26,7 +26,7 @@ from ..graph import Node, check_saved, new_node
 from ..graph import clock as _clock
 from ..op import Op
 from ..tensor import Tensor, make_tensor
-from . import codegen, fused
+from . import codegen, fused, native
 from .codegen import Namespace, item_defs, item_uses
 from .reverse import reachable, reverse
 from .rewrite import simplify
@@ -369,15 +369,13 @@ class End:
         fwd = _unguarded(self.items, "meta", "shape")
         program = _live_items(fwd + _unguarded(self.bkept, "shape"),
                               {s for s in self.results if s is not None})
-        if not fused.worthwhile(program, value):
-            return
         defs: set = set()
         uses: set = set()
         for it in program:
             uses |= item_uses(it) - defs
             defs.update(item_defs(it))
         inputs = sorted(s for s in uses if s < ninputs)
-        run = fused.fuse(program, inputs + self.seed_slots, self.results, value)
+        run = kernel(program, inputs + self.seed_slots, self.results, value, self.nslots)
         if run is None:
             return
         self.fused_bwd = (run, inputs)
@@ -488,6 +486,21 @@ class _Saved:
         self.ans = None
         self.extra = None
         self.epoch = epoch
+
+
+def kernel(items: list, params: list, results: list, value: list, consts: int) -> Any:
+    """One compiled function for a program: the fused backend's (elementwise), else the
+    native backend's (small linear algebra, kept only if faster than NumPy), else None.
+    Both take ``params`` and return ``results`` (see ``fused.fuse``); a slot from
+    ``consts`` on that the program reads but does not make is a constant made while
+    deriving the backward (a seed of ones, an identity), any other one rejects it."""
+    if fused.worthwhile(items, value):
+        run = fused.fuse(items, params, results, value, consts)
+        if run is not None:
+            return run
+    if native.worthwhile(items, value):
+        return native.build(items, params, results, value, consts)
+    return None
 
 
 def _unguarded(items: list, *kinds: str) -> list:
@@ -887,8 +900,7 @@ class Tree:
         # (A fused program is elementwise ops and sums, whose shapes follow from the
         # inputs': its shape guards hold.)
         items = _unguarded(items, "shape")
-        if (not fused.available() or not fused.worthwhile(items, value)
-                or any(type(it) is Guard for it in items)):
+        if not fused.available() or any(type(it) is Guard for it in items):
             return None
         outs = sorted(outs - uses)
         uses = sorted(uses)
@@ -896,12 +908,15 @@ class Tree:
         if grads and end.one is not None:
             # One pass computes the loss and its gradients for the seed 1 (what
             # .backward() asks for): the forward and backward share their work.
-            program = _live_items(items + end.bkept, set(outs) | set(grads))
-            run = fused.fuse(program, uses, outs + grads, value)
+            # (the forward as recorded: the simplified one may have merged away a value
+            # that the backward reads)
+            fwd = _unguarded(end.items, "shape")
+            program = _live_items(fwd + end.bkept, set(outs) | set(grads))
+            run = kernel(program, uses, outs + grads, value, end.nslots)
             if run is not None:
                 end._set_backward(self.nslots)
                 return run, outs, grads, uses
-        run = fused.fuse(items, uses, outs, value)
+        run = kernel(items, uses, outs, value, len(value))
         return None if run is None else (run, outs, [], uses)
 
     def _driver(self, ns: Namespace) -> Any:

@@ -1,0 +1,658 @@
+"""The native backend: a recorded program on small arrays as one numba function.
+
+Where the fused backend (``fused.py``) covers elementwise programs, this one covers
+programs of small arrays that contract, reshape, transpose, index with constants, reduce,
+broadcast and exponentiate matrices: a quantum circuit's gates and its adjoint pass, a
+product of small ``expm``. Every value of the program is held flat (a 1-D C-contiguous
+array, or a scalar for a 0-d value), so the generated function uses few numba types:
+
+- elementwise ops are NumPy ufuncs on the flat arrays, their operands first brought to the
+  result's shape by a gather (a precomputed index array) when they broadcast;
+- ops that only move elements (``reshape``, ``transpose``, ``swapaxes``, ``broadcast_to``,
+  ``expand_dims``, ``squeeze``, ``diagonal``, indexing with a constant index) are one
+  gather, its index computed once by running the op itself on ``arange``: nothing to
+  write per op, and no copy at all for a reshape;
+- reductions over axes are a segmented sum; a contraction of one or two operands
+  (``einsum``, ``matmul``, ``vdot``, ``tensordot``) is a loop over precomputed index
+  triples (for the small arrays this backend is chosen for), or a BLAS product for a
+  plain matrix product;
+- ``linalg.expm`` is scaling and squaring with Pade approximants (Higham 2005, the
+  algorithm ``scipy.linalg.expm`` implements), ``linalg.block_upper`` (of its
+  derivative) a gather.
+
+The index arrays of a program are pooled into one integer array, its array constants into
+one array per dtype, passed to the function as arguments. A program with anything else
+(another op, a dtype other than float64 and complex128, a value-dependent index) is not
+generated: the caller keeps the NumPy replay. A generated function is kept only if it
+reproduces the values the recording computed (to rounding) and if it runs faster than the
+NumPy replay of the same program, timed on the recorded values. Without numba (it is
+optional) nothing changes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .tape import Alias, Const, Entry, Guard, Load, Slot
+
+FORCE = [False]  # tests: keep a generated function even if it is not faster
+MIN_ENTRIES = 24  # shorter programs: the NumPy replay is about as fast
+MAX_SIZE = 4096  # elements: larger arrays are not "small" (NumPy's own loops win)
+MAX_TERMS = 1 << 16  # index triples of one contraction
+
+
+
+class _Reject(Exception):
+    """The program has something this backend does not generate."""
+
+
+# ---- index arrays -------------------------------------------------------------------------
+
+def _gather_to(shape_in: tuple, shape_out: tuple) -> np.ndarray:
+    """Flat indices broadcasting an array of ``shape_in`` to ``shape_out``."""
+    n = int(np.prod(shape_in))
+    return np.broadcast_to(np.arange(n).reshape(shape_in), shape_out).ravel()
+
+
+def _triples(subs: str, shapes: list, out_shape: tuple) -> tuple:
+    """(out index, operand indices...) of every term of an einsum over explicit
+    subscripts; size-1 axes broadcast."""
+    if "..." in subs or "->" not in subs:
+        raise _Reject
+    lhs, out = subs.split("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise _Reject
+    dims: dict = {}
+    for term, shape in zip(terms, shapes):
+        if len(term) != len(shape):
+            raise _Reject
+        for c, d in zip(term, shape):
+            if dims.get(c, 1) not in (1, d) and d != 1:
+                raise _Reject
+            dims[c] = max(dims.get(c, 1), d)
+    letters = list(dims)
+    total = int(np.prod([dims[c] for c in letters]))
+    if total > MAX_TERMS or tuple(dims[c] for c in out) != tuple(out_shape):
+        raise _Reject
+    grid = np.indices([dims[c] for c in letters]).reshape(len(letters), -1)
+    pos = {c: k for k, c in enumerate(letters)}
+
+    def flat(term: str, shape: tuple) -> np.ndarray:
+        if not term:
+            return np.zeros(total, np.int64)
+        idx = tuple(grid[pos[c]] if d != 1 else np.zeros(total, np.int64)
+                    for c, d in zip(term, shape))
+        return np.ravel_multi_index(idx, shape).astype(np.int64)
+
+    return (flat(out, out_shape), *[flat(t, s) for t, s in zip(terms, shapes)])
+
+
+def _matmul_subs(sa: tuple, sb: tuple) -> str:
+    if not sa or not sb:
+        raise _Reject
+    letters = iter("abcdefghijklmnopqrstuvw")
+    a1, b1 = len(sa) == 1, len(sb) == 1
+    nb = max(len(sa) - (1 if a1 else 2), len(sb) - (1 if b1 else 2), 0)
+    batch = [next(letters) for _ in range(nb)]
+    m, k, n = "x", "y", "z"
+    ta = ("" if a1 else "".join(batch[nb - (len(sa) - 2):]) + m) + k
+    tb = k + ("" if b1 else n)
+    if not b1:
+        tb = "".join(batch[nb - (len(sb) - 2):]) + tb
+    out = "".join(batch) + ("" if a1 else m) + ("" if b1 else n)
+    return f"{ta},{tb}->{out}"
+
+
+# ---- the generator ------------------------------------------------------------------------
+
+_MOVE = {"reshape", "transpose", "swapaxes", "moveaxis", "broadcast_to", "expand_dims",
+         "squeeze", "diagonal", "getitem", "ravel", "flatten", "copy"}
+_UNARY = {"negative": 0, "cos": 1, "sin": 2, "tan": 3, "exp": 4, "log": 5, "sqrt": 6,
+          "tanh": 7, "sinh": 8, "cosh": 9, "absolute": 10, "square": 11, "reciprocal": 12,
+          "expm1": 13, "log1p": 14, "arctan": 15, "sign": 16}
+_BINARY = {"add": 0, "subtract": 1, "multiply": 2, "divide": 3}
+# opcodes (see native_kernels)
+(ADD, SUB, MUL, DIV, UNARY, NEG_Z, CONJ, REAL, IMAG, ABS_Z, TO_Z, GATHER, CONTRACT1,
+ CONTRACT2, STRONG_ZERO, EXPM, SIGN_Z) = range(17)
+
+
+class _Val:
+    """A value of the program: ``n`` elements at offset ``off`` of workspace ``kind``
+    (0: float64, 1: complex128), in C order; ``shape``: its recorded shape."""
+
+    __slots__ = ("kind", "off", "n", "shape")
+
+    def __init__(self, kind: int, off: int, n: int, shape: tuple) -> None:
+        self.kind = kind
+        self.off = off
+        self.n = n
+        self.shape = shape
+
+
+def _kind(dt: Any) -> int:
+    dt = np.dtype(dt)
+    if dt == np.float64:
+        return 0
+    if dt == np.complex128:
+        return 1
+    raise _Reject
+
+
+class _Gen:
+    """The instructions of one program, its workspaces' layout and constants."""
+
+    def __init__(self, value: list, consts: int) -> None:
+        self.value = value
+        self.consts = consts  # slots from here on may be constants (see build)
+        self.code: list[list[int]] = []
+        self.ints: list[np.ndarray] = []
+        self.nint = 0
+        self.size = [0, 0]
+        self.consts: list[tuple] = []  # (kind, offset, flat values)
+        self.vals: dict[int, _Val] = {}
+        self.defined: set = set()  # slots the program's items make
+
+    def new(self, kind: int, shape: tuple) -> _Val:
+        n = max(int(np.prod(shape)), 1)
+        v = _Val(kind, self.size[kind], n, shape)
+        self.size[kind] += n
+        return v
+
+    def index(self, idx: Any) -> int:
+        """Offset of a constant index array in the pooled integer array."""
+        idx = np.ascontiguousarray(idx, dtype=np.int64).ravel()
+        start = self.nint
+        self.ints.append(idx)
+        self.nint += idx.size
+        return start
+
+    def const(self, a: Any) -> _Val:
+        a = np.asarray(a)
+        if a.dtype.kind in "iuf":
+            a = a.astype(np.float64)
+        kind = _kind(a.dtype)
+        if a.size > MAX_SIZE or a.size == 0:
+            raise _Reject
+        v = self.new(kind, a.shape)
+        self.consts.append((kind, v.off, a.ravel()))
+        return v
+
+    def val(self, r: Any) -> _Val:
+        """The value of an argument (a slot or a constant)."""
+        if type(r) is Slot:
+            v = self.vals.get(r.i)
+            if v is None:
+                if r.i in self.defined or r.i < self.consts:
+                    raise _Reject  # (a value of the program, not a constant)
+                # (a value made while deriving the backward: ones, an identity)
+                v = self.vals[r.i] = self.const(self.value[r.i])
+            return v
+        if isinstance(r, (bool, np.bool_)) or not isinstance(
+                r, (int, float, complex, np.ndarray, np.generic)):
+            raise _Reject
+        if isinstance(r, np.ndarray) and r.dtype.kind not in "iufc":
+            raise _Reject
+        return self.const(r)
+
+    def op(self, op: int, out: _Val, a: _Val | None = None, b: _Val | None = None,
+           sa: int = 1, sb: int = 1, x: int = 0, m: int = 0, ka: int | None = None) -> None:
+        self.code.append([op, a.kind if a is not None else 0, b.kind if b is not None else 0,
+                          out.kind, out.off, out.n, a.off if a is not None else 0, sa,
+                          b.off if b is not None else 0, sb, x, m])
+
+    def out(self, s: int) -> tuple[int, tuple]:
+        v = self.value[s]
+        if not isinstance(v, (np.ndarray, np.generic)) or v.size == 0 or v.size > MAX_SIZE:
+            raise _Reject
+        return _kind(v.dtype), v.shape
+
+    def spread(self, v: _Val, shape: tuple) -> tuple[_Val, int]:
+        """``v`` brought to ``shape`` (its stride: 0 for a scalar that broadcasts)."""
+        if v.n == 1:
+            return v, 0
+        if v.shape == shape:
+            return v, 1
+        t = self.new(v.kind, shape)
+        self.op(GATHER, t, v, x=self.index(_gather_to(v.shape, shape)))
+        return t, 1
+
+    def item(self, it: Any) -> None:
+        t = type(it)
+        if t is Guard:
+            if it.kind != "shape":
+                raise _Reject
+            return  # (every op here has shapes that follow from its inputs')
+        if t is Alias:
+            if it.of not in self.vals:
+                raise _Reject
+            self.vals[it.slot] = self.vals[it.of]
+            return
+        if t is Const:
+            self.out(it.slot)
+            self.vals[it.slot] = self.const(it.value)
+            return
+        if t is not Entry or len(it.outs) != 1 or it.err is not None:
+            raise _Reject
+        out = it.outs[0]
+        kind, shape = self.out(out)
+        name = it.op.name
+        emit = _EMITTERS.get(name)
+        if emit is None:
+            emit = (_move if name in _MOVE else _unary if name in _UNARY
+                    else _binary if name in _BINARY else None)
+        if emit is None:
+            raise _Reject(name)
+        self.vals[out] = emit(self, it, kind, shape)
+
+
+def _kw(it: Entry) -> dict:
+    return dict(it.kw) if it.kw else {}
+
+
+def _args(g: _Gen, it: Entry, n: int) -> list:
+    if len(it.args) != n or it.kw:
+        raise _Reject
+    return [g.val(r) for r in it.args]
+
+
+def _unary(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    (a,) = _args(g, it, 1)
+    out = g.new(kind, shape)
+    if a.kind == 0 and kind == 0:
+        g.op(UNARY, out, a, m=_UNARY[it.op.name])
+    elif a.kind == 1 and kind == 1 and it.op.name == "negative":
+        g.op(NEG_Z, out, a)
+    elif a.kind == 1 and kind == 0 and it.op.name == "absolute":
+        g.op(ABS_Z, out, a)
+    elif a.kind == 1 and kind == 1 and it.op.name == "sign":
+        g.op(SIGN_Z, out, a)
+    else:
+        raise _Reject  # (complex functions: NumPy's and numba's may differ at edges)
+    return out
+
+
+def _binary(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    a, b = _args(g, it, 2)
+    if kind == 0 and (a.kind or b.kind) or kind == 1 and not (a.kind or b.kind):
+        raise _Reject
+    a, sa = g.spread(a, shape)
+    b, sb = g.spread(b, shape)
+    out = g.new(kind, shape)
+    g.op(_BINARY[it.op.name], out, a, b, sa, sb)
+    return out
+
+
+def _move(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    r = it.args[0]
+    if type(r) is not Slot:
+        raise _Reject
+    for x in [*it.args[1:], *_kw(it).values()]:
+        _constant_index(x)
+    a = g.val(r)
+    if a.kind != kind:
+        raise _Reject
+    probe = np.arange(a.n, dtype=np.int64).reshape(a.shape)
+    idx = np.asarray(it.op.forward(probe, *it.args[1:], **_kw(it)))
+    if idx.shape != shape or idx.dtype != np.int64:
+        raise _Reject
+    idx = idx.ravel()
+    if np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return _Val(kind, a.off + int(idx[0]), idx.size, shape)  # a region of ``a``
+    out = g.new(kind, shape)
+    g.op(GATHER, out, a, x=g.index(idx))
+    return out
+
+
+def _constant_index(x: Any) -> None:
+    """Reject an argument that is not a constant (a slot: a value-dependent index)."""
+    if type(x) is Slot or type(x).__name__ == "SlotTuple":
+        raise _Reject
+    if isinstance(x, (tuple, list)):
+        for y in x:
+            _constant_index(y)
+
+
+def _accumulate(g: _Gen, out: _Val, a: _Val, oi: Any, ai: Any, acc: bool = False) -> None:
+    """``out[oi] += a[ai]`` (after zeroing ``out`` unless ``acc``)."""
+    oi = np.asarray(oi, np.int64).ravel()
+    ai = np.broadcast_to(np.asarray(ai, np.int64), oi.shape).ravel()
+    if a.kind > out.kind:
+        raise _Reject
+    x = g.index(np.concatenate([oi, ai]))
+    g.op(CONTRACT1, out, a, x=x, m=oi.size)
+    g.code[-1][8] = int(acc)
+
+
+def _reduce(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    r = it.args[0]
+    kw = _kw(it)
+    if type(r) is not Slot or set(kw) - {"axis", "keepdims"} or len(it.args) > 2:
+        raise _Reject
+    axis = it.args[1] if len(it.args) == 2 else kw.get("axis")
+    _constant_index(axis)
+    a = g.val(r)
+    if a.kind != kind:
+        raise _Reject
+    nout = max(int(np.prod(shape)), 1)
+    keep = np.sum(np.zeros(a.shape), axis=axis, keepdims=True).shape
+    if int(np.prod(keep)) != nout:
+        raise _Reject
+    out = g.new(kind, shape)
+    oi = np.broadcast_to(np.arange(nout).reshape(keep), a.shape) if a.shape else [0]
+    _accumulate(g, out, a, oi, np.arange(a.n))
+    if it.op.name == "mean":
+        total, out = out, g.new(kind, shape)
+        g.op(DIV, out, total, g.const(float(a.n // nout)), 1, 0)
+    return out
+
+
+def _contraction(g: _Gen, subs: str, refs: tuple, kind: int, shape: tuple) -> _Val:
+    vals = [g.val(r) for r in refs]
+    trip = _triples(subs, [v.shape for v in vals], shape)
+    out = g.new(kind, shape)
+    if len(vals) == 1:
+        _accumulate(g, out, vals[0], trip[0], trip[1])
+        return out
+    if len(vals) != 2:
+        raise _Reject
+    a, b = vals
+    if kind != max(a.kind, b.kind):
+        raise _Reject
+    g.op(CONTRACT2, out, a, b, x=g.index(np.concatenate(trip)), m=trip[0].size)
+    return out
+
+
+def _einsum(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    if it.kw or not isinstance(it.args[0], str):
+        raise _Reject
+    return _contraction(g, it.args[0].replace(" ", ""), it.args[1:], kind, shape)
+
+
+def _matmul(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    a, b = _args(g, it, 2)
+    return _contraction(g, _matmul_subs(a.shape, b.shape), it.args, kind, shape)
+
+
+def _vdot(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    a, b = _args(g, it, 2)
+    if a.n != b.n or not a.shape or not b.shape:
+        raise _Reject
+    if a.kind:
+        c = g.new(1, a.shape)
+        g.op(CONJ, c, a)
+        a = c
+    if kind != max(a.kind, b.kind):
+        raise _Reject
+    out = g.new(kind, shape)
+    ar = np.arange(a.n)
+    g.op(CONTRACT2, out, a, b, x=g.index(np.concatenate([ar * 0, ar, ar])), m=a.n)
+    return out
+
+
+def _power(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    # (x ** 2 is x * x in NumPy too; other exponents are not generated)
+    if it.kw or len(it.args) != 2 or type(it.args[1]) not in (int, float) \
+            or it.args[1] != 2:
+        raise _Reject
+    a = g.val(it.args[0])
+    if a.kind != kind:
+        raise _Reject
+    out = g.new(kind, shape)
+    a, sa = g.spread(a, shape)
+    g.op(MUL, out, a, a, sa, sa)
+    return out
+
+
+def _conjugate(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    (a,) = _args(g, it, 1)
+    if a.kind != kind:
+        raise _Reject
+    if not kind:
+        return a
+    out = g.new(1, shape)
+    g.op(CONJ, out, a)
+    return out
+
+
+def _real_imag(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    (a,) = _args(g, it, 1)
+    if kind != 0:
+        raise _Reject
+    if not a.kind:
+        if it.op.name == "imag":
+            raise _Reject
+        return a
+    out = g.new(0, shape)
+    g.op(REAL if it.op.name == "real" else IMAG, out, a)
+    return out
+
+
+def _astype(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    a = g.val(it.args[0])
+    if a.kind == kind:
+        return a
+    if kind != 1:
+        raise _Reject
+    out = g.new(1, shape)
+    g.op(TO_Z, out, a)
+    return out
+
+
+def _scatter_add(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    if it.kw or len(it.args) != 3:
+        raise _Reject
+    vals, idx, where = it.args
+    _constant_index(idx)
+    if tuple(where) != shape:
+        raise _Reject
+    a = g.val(vals)
+    target = np.asarray(np.arange(max(int(np.prod(shape)), 1)).reshape(shape)[idx])
+    if np.broadcast_shapes(a.shape, target.shape) != target.shape:
+        raise _Reject
+    out = g.new(kind, shape)
+    src = np.zeros(target.shape, np.int64) if a.n == 1 else _gather_to(a.shape, target.shape)
+    _accumulate(g, out, a, target, src)
+    return out
+
+
+def _strong_zero(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    a, b = _args(g, it, 2)
+    if b.shape != shape or b.kind != kind:
+        raise _Reject
+    a, sa = g.spread(a, shape)
+    out = g.new(kind, shape)
+    g.op(STRONG_ZERO, out, a, b, sa)
+    return out
+
+
+def _expm(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    (a,) = _args(g, it, 1)
+    if len(a.shape) != 2 or a.shape[0] != a.shape[1] or a.shape[0] > 32 or a.kind != kind:
+        raise _Reject
+    out = g.new(kind, shape)
+    g.op(EXPM, out, a, m=a.shape[0])
+    return out
+
+
+def _block_upper(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    a, e = _args(g, it, 2)
+    if len(a.shape) != 2 or a.shape != e.shape or a.shape[0] != a.shape[1]:
+        raise _Reject
+    n = a.shape[0]
+    grid = np.arange(4 * n * n).reshape(2 * n, 2 * n)
+    out = g.new(kind, shape)
+    ar = np.arange(n * n)
+    _accumulate(g, out, a, np.concatenate([grid[:n, :n].ravel(), grid[n:, n:].ravel()]),
+                np.concatenate([ar, ar]))
+    _accumulate(g, out, e, grid[:n, n:], ar, acc=True)
+    return out
+
+
+_EMITTERS: dict[str, Callable] = {
+    "sum": _reduce, "mean": _reduce, "einsum": _einsum, "matmul": _matmul, "vdot": _vdot,
+    "conjugate": _conjugate, "real": _real_imag, "imag": _real_imag, "astype": _astype,
+    "scatter_add": _scatter_add, "strong_zero": _strong_zero, "linalg.expm": _expm,
+    "linalg.block_upper": _block_upper, "power": _power,
+}
+
+
+# ---- building and choosing -----------------------------------------------------------------
+
+def available() -> bool:
+    """Whether numba is installed (this backend is optional)."""
+    from . import fused
+
+    return fused.available()
+
+
+def worthwhile(items: list, value: list) -> bool:
+    """Whether a native program may pay: many operations on small arrays (each NumPy call
+    costing more than its arithmetic)."""
+    if FORCE[0]:
+        return True
+    n = sum(1 for it in items if type(it) is Entry)
+    big = max((np.size(v) for v in value if isinstance(v, np.ndarray)), default=0)
+    return n >= MIN_ENTRIES and big <= MAX_SIZE
+
+
+def build(items: list, params: list, results: list, value: list,
+          consts: int) -> Callable | None:
+    """A native function for ``items`` (None: not covered, numba missing, or not faster
+    than the NumPy replay).
+
+    ``params``: the slots the program reads from outside, in the order the returned
+    function takes them; ``results``: the slots it returns (None entries allowed);
+    ``value``: every slot's recorded value (shapes, dtypes, the check and the timing);
+    ``consts``: a slot from here on that the program reads but does not make is a
+    constant made while deriving the backward (a seed of ones, an identity).
+    """
+    if not available():
+        return None
+    try:
+        return _build(items, params, results, value, consts)
+    except Exception:  # not covered, or numba failed: stay NumPy
+        return None
+
+
+def _build(items: list, params: list, results: list, value: list,
+           consts: int) -> Callable | None:
+    from .codegen import item_defs
+
+    gen = _Gen(value, consts)
+    inputs = []
+    for s in params:
+        kind, shape = gen.out(s)
+        gen.vals[s] = v = gen.new(kind, shape)
+        inputs.append((v, None))
+    for it in items:
+        if type(it) is not Guard:
+            gen.defined.update(item_defs(it))
+    for it in items:
+        if type(it) is Load:
+            kind, shape = gen.out(it.slot)
+            gen.vals[it.slot] = v = gen.new(kind, shape)
+            inputs.append((v, it.tensor))  # (read on every call)
+        else:
+            gen.item(it)
+    outs = []
+    for r in results:
+        if r is not None:
+            v = gen.vals.get(r)
+            if v is None:
+                raise _Reject
+            outs.append((v, np.shape(value[r]), isinstance(value[r], np.ndarray),
+                         value[r].dtype))
+    from . import native_kernels
+
+    run = _Program(native_kernels.execute, gen, inputs, outs, results)
+    check = run.run([value[s] for s in params] + [value[it.slot] for it in items
+                                                  if type(it) is Load])
+    for r, v in zip(results, check):
+        if r is None:
+            continue
+        ref = np.asarray(value[r])
+        scale = float(np.abs(ref).max()) if ref.size else 0.0
+        if (np.shape(v) != ref.shape or np.asarray(v).dtype != ref.dtype
+                or not np.allclose(v, ref, rtol=1e-9, atol=1e-9 * scale, equal_nan=True)):
+            raise _Reject
+    if not FORCE[0] and not _faster(run, items, params, results, value):
+        return None
+    return run
+
+
+class _Program:
+    """``run(*params)``: a native program on its workspaces; the results copied out in
+    their recorded shapes (0-d arrays or NumPy scalars where the recording had them)."""
+
+    def __init__(self, execute: Callable, gen: _Gen, inputs: list, outs: list,
+                 results: list) -> None:
+        self.execute = execute
+        self.code = np.array(gen.code, dtype=np.int64).reshape(-1, 12)
+        self.idx = np.concatenate(gen.ints) if gen.ints else np.zeros(1, np.int64)
+        self.R0 = np.zeros(max(gen.size[0], 1))
+        self.Z0 = np.zeros(max(gen.size[1], 1), complex)
+        for kind, off, a in gen.consts:
+            (self.Z0 if kind else self.R0)[off:off + a.size] = a
+        self.inputs = inputs
+        self.outs = outs
+        self.results = results
+        self.free: list = []  # workspaces not in use
+        self.__source__ = f"native program: {len(self.code)} instructions"
+
+    def __call__(self, *args: Any) -> tuple:
+        return self.run([*args, *[t._data for v, t in self.inputs[len(args):]]])
+
+    def run(self, arrays: list) -> tuple:
+        """The results for the values of the inputs (the parameters, then the tensors
+        read from outside)."""
+        free = self.free
+        R, Z = free.pop() if free else (self.R0.copy(), self.Z0.copy())
+        try:
+            for (v, _), a in zip(self.inputs, arrays):
+                w = Z if v.kind else R
+                w[v.off:v.off + v.n] = np.ravel(a)
+            self.execute(self.code, self.idx, R, Z)
+            got = []
+            for v, shape, is_array, dt in self.outs:
+                w = Z if v.kind else R
+                x = w[v.off:v.off + v.n].reshape(shape)
+                got.append(x.copy() if is_array else dt.type(x[()]))
+        finally:
+            free.append((R, Z))
+        it = iter(got)
+        return tuple(None if r is None else next(it) for r in self.results)
+
+
+def _faster(run: Callable, items: list, params: list, results: list, value: list) -> bool:
+    """Whether ``run`` beats the NumPy replay of the same items on the recorded values
+    (the fastest of a few calls each, interleaved)."""
+    from .codegen import Namespace, SlotInfo, body_lines, build, item_defs, item_uses
+
+    ns = Namespace()
+    want = [r for r in results if r is not None]
+    items = [it for it in items if type(it) is not Guard]
+    made = set(params)
+    lines = []
+    for it in items:
+        for s in sorted(item_uses(it) - made):
+            lines.append(f"    v{s} = {ns.name(value[s])}")  # (see _Gen.val)
+            made.add(s)
+        made.update(item_defs(it))
+    lines += body_lines(items, ns, shapes=SlotInfo(value))
+    lines.append(f"    return ({''.join(f'v{r}, ' for r in want)})")
+    replay = build("replay", ", ".join(f"v{s}" for s in params), lines, ns)
+    args = [value[s] for s in params]
+    best = [float("inf"), float("inf")]
+    start = time.perf_counter()
+    for _ in range(20):
+        for k, fn in enumerate((run, replay)):
+            t0 = time.perf_counter()
+            fn(*args)
+            best[k] = min(best[k], time.perf_counter() - t0)
+        if time.perf_counter() - start > 0.05:
+            break
+    return best[0] < best[1]

@@ -1,0 +1,327 @@
+"""The native backend of yaad.compile (small linear algebra as one numba program).
+
+Each program is compiled with the native backend forced (kept whatever its speed), and
+its loss and gradients are compared, on inputs that change from call to call, with the
+NumPy replay of the same recording (``fused=False``), with eager yaad and with PyTorch
+(an independent oracle), to 1e-12 of the largest entry; dtypes and shapes exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import yaad as Y
+from yaad.compiled import fused, native
+
+pytest.importorskip("numba")
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(16)
+CALLS = 4  # calls per program: record, verify, then replays on new inputs
+
+
+@pytest.fixture
+def force_native(monkeypatch):
+    monkeypatch.setattr(native, "FORCE", [True])
+
+
+def _end(c):
+    return next(iter(c._trees.values())).root.end
+
+
+def _uses_native(c) -> bool:
+    end = _end(c)
+    return (bool(end.fused_call) and isinstance(end.fused_call[0], native._Program)
+            and end.fused_bwd is not None and isinstance(end.fused_bwd[0], native._Program))
+
+
+class Torch:
+    """The few functions the programs below use, from PyTorch."""
+
+    einsum = staticmethod(torch.einsum)
+    real = staticmethod(torch.real)
+    imag = staticmethod(torch.imag)
+    conj = staticmethod(torch.conj)
+    cos = staticmethod(torch.cos)
+    sin = staticmethod(torch.sin)
+    exp = staticmethod(torch.exp)
+    tanh = staticmethod(torch.tanh)
+    abs = staticmethod(torch.abs)
+    vdot = staticmethod(torch.vdot)
+    expm = staticmethod(torch.linalg.matrix_exp)
+
+    @staticmethod
+    def sum(x, axis=None, keepdims=False):
+        return x.sum() if axis is None else x.sum(dim=axis, keepdim=keepdims)
+
+    @staticmethod
+    def mean(x, axis=None):
+        return x.mean() if axis is None else x.mean(dim=axis)
+
+    @staticmethod
+    def transpose(x, axes):
+        return x.permute(axes)
+
+    @staticmethod
+    def swapaxes(x, a, b):
+        return x.transpose(a, b)
+
+    @staticmethod
+    def const(a):
+        return torch.from_numpy(np.asarray(a))
+
+
+class Yaad:
+    """The same functions from yaad."""
+
+    einsum = staticmethod(Y.einsum)
+    real = staticmethod(Y.real)
+    imag = staticmethod(Y.imag)
+    conj = staticmethod(Y.conj)
+    cos = staticmethod(Y.cos)
+    sin = staticmethod(Y.sin)
+    exp = staticmethod(Y.exp)
+    tanh = staticmethod(Y.tanh)
+    abs = staticmethod(Y.abs)
+    vdot = staticmethod(Y.vdot)
+    expm = staticmethod(Y.linalg.expm)
+    sum = staticmethod(Y.sum)
+    mean = staticmethod(Y.mean)
+    transpose = staticmethod(Y.transpose)
+    swapaxes = staticmethod(Y.swapaxes)
+
+    @staticmethod
+    def const(a):
+        return np.asarray(a)
+
+
+# Constants of the programs (the same arrays for every library).
+H = RNG.standard_normal((8, 8)) + 1j * RNG.standard_normal((8, 8))
+H = H + H.conj().T
+KY = np.array([[0, -1], [1, 0]], complex)
+CNOT = np.eye(4, dtype=complex)[[0, 1, 3, 2]].reshape(2, 2, 2, 2)
+G1, G2 = RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))
+
+
+def circuit(xp, theta):
+    """A 3-qubit circuit: gates by einsum on a (2, 2, 2) complex state, <psi|H|psi>."""
+    psi = xp.const(np.eye(8, dtype=complex)[0].reshape(2, 2, 2))
+    c, s = xp.cos(theta / 2), xp.sin(theta / 2)
+    for q, spec in enumerate(["Za,abc->Zbc", "Zb,abc->aZc", "Zc,abc->abZ"]):
+        gate = c[q] * xp.const(np.eye(2, dtype=complex)) + s[q] * xp.const(KY)
+        psi = xp.einsum(spec, gate, psi)
+    psi = xp.einsum("YZab,abc->YZc", xp.const(CNOT), psi)
+    flat = psi.reshape(-1)
+    return xp.real(xp.vdot(flat, xp.const(H) @ flat))
+
+
+def matrices(xp, a, b):
+    """Matrix products (2-D, batched, matrix-vector), transposes, axis sums, a mean."""
+    m = a @ b + xp.transpose(a, (1, 0)) @ xp.const(G1)
+    batch = xp.einsum("ij,kj->ikj", m, b)  # (3, 3, 3)
+    v = batch @ a[0]
+    w = xp.swapaxes(batch, 0, 2).reshape(9, 3)
+    return (xp.sum(xp.tanh(v), axis=1, keepdims=True).sum() + xp.mean(w * w)
+            + xp.sum(xp.sum(batch, axis=(0, 2)) ** 2) + (m[1:, :2] * xp.const(G2)[:2, 1:]).sum())
+
+
+def complex_arith(xp, z, x):
+    """Complex arithmetic with broadcasting, conj, real, imag, abs, division."""
+    y = z[:, None] * xp.conj(z)[None, :] + x[None, :] / (1.5 + xp.abs(z)[:, None])
+    t = (y * 0.1j + 1.0) * xp.conj(y) - y / (3.0 + 0.5j * x[None, :])
+    return xp.sum(xp.real(t) * xp.imag(y)) + xp.sum(xp.abs(t) ** 2)
+
+
+def exponentials(xp, u):
+    """A product of matrix exponentials (small expm, complex), and a fidelity."""
+    h0 = xp.const(np.kron(np.diag([1.0, -1.0]), np.diag([1.0, -1.0])).astype(complex) / 2)
+    h1 = xp.const(np.kron(np.array([[0.0, 1], [1, 0]]), np.eye(2)).astype(complex))
+    U = xp.const(np.eye(4, dtype=complex))
+    for k in range(3):
+        U = xp.expm(-0.3j * (h0 + u[k] * h1)) @ U
+    return xp.abs(xp.sum(xp.const(np.eye(4)[[0, 1, 3, 2]]) * U)) ** 2 / 16
+
+
+def real_expm(xp, a):
+    """expm of a real matrix, at a norm that needs scaling and squaring."""
+    return xp.sum(xp.expm(a * 3.0) * xp.const(G1))
+
+
+PROGRAMS = {
+    "circuit": (circuit, lambda: [RNG.uniform(-3, 3, 3)]),
+    "matrices": (matrices, lambda: [RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))]),
+    "complex": (complex_arith, lambda: [RNG.standard_normal(4) + 1j * RNG.standard_normal(4),
+                                        RNG.standard_normal(4)]),
+    "expm": (exponentials, lambda: [RNG.standard_normal(3)]),
+    "real_expm": (real_expm, lambda: [RNG.standard_normal((3, 3))]),
+}
+
+
+def _close(got, want, tol=1e-12):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    scale = max(float(np.abs(want).max()), 1.0) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale)
+
+
+def _yaad_call(fn, arrays):
+    xs = [Y.tensor(a.copy(), requires_grad=True) for a in arrays]
+    out = fn(*xs)
+    out.backward()
+    return out.data, [x.grad for x in xs]
+
+
+def _torch_call(prog, arrays):
+    xs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out = prog(Torch, *xs)
+    out.backward()
+    return out.detach().numpy(), [x.grad.numpy() for x in xs]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_native_equals_replay_eager_and_torch(force_native, name):
+    prog, draw = PROGRAMS[name]
+    f = lambda *xs: prog(Yaad, *xs)  # noqa: E731
+    compiled = Y.compile(f)
+    replay = Y.compile(f, fused=False)
+    first = draw()
+    for k in range(CALLS):
+        arrays = first if k < 2 else draw()  # new inputs on every replay
+        got, grads = _yaad_call(compiled, arrays)
+        for want, wgrads in (_yaad_call(replay, arrays), _yaad_call(f, arrays),
+                             _torch_call(prog, arrays)):
+            _close(got, want)
+            for g, w, a in zip(grads, wgrads, arrays):
+                assert g.dtype == a.dtype and g.shape == a.shape
+                _close(g, w)
+        assert np.asarray(got).dtype == np.float64
+    assert compiled.stats["replayed"] == CALLS - 2
+    assert _uses_native(compiled), name
+
+
+def test_native_reads_a_captured_tensor_on_every_call(force_native):
+    w = Y.tensor(RNG.standard_normal((4, 4)))
+
+    def f(x):
+        y = x
+        for _ in range(6):
+            y = Y.tanh(w @ y + 0.1)
+        return Y.sum(y * y)
+
+    c = Y.compile(f)
+    for k in range(5):
+        a = RNG.standard_normal((4, 3))
+        got, (g,) = _yaad_call(c, [a])
+        want, (gw,) = _yaad_call(f, [a])
+        _close(got, want)
+        _close(g, gw)
+        if k >= 2:  # (once the native program is built: it checks itself on the
+            # recorded values, which share their memory with w)
+            w.data[...] = RNG.standard_normal((4, 4))  # changed in place between calls
+    # (the backward, recomputing the forward, is the native program; the forward stays
+    # NumPy, with its check of the captured tensor's shape and dtype)
+    assert isinstance(_end(c).fused_bwd[0], native._Program)
+
+
+def test_native_second_backward_and_other_seed(force_native):
+    prog, draw = PROGRAMS["circuit"]
+    f = lambda x: prog(Yaad, x)  # noqa: E731
+    c = Y.compile(f)
+    a = draw()[0]
+    for _ in range(3):
+        x = Y.tensor(a, requires_grad=True)
+        out = c(x)
+        out.backward(retain_graph=True)
+    out.backward(Y.tensor(2.5))  # another seed: the backward program recomputes
+    xe = Y.tensor(a, requires_grad=True)
+    f(xe).backward()
+    _close(x.grad, 3.5 * xe.grad)
+    assert _uses_native(c)
+
+
+def test_uncovered_op_keeps_the_numpy_replay(force_native):
+    def f(x):
+        return Y.sum(Y.sort(x) @ Y.transpose(x, (1, 0)))
+
+    c = Y.compile(f)
+    for _ in range(4):
+        a = RNG.standard_normal((3, 3))
+        got, (g,) = _yaad_call(c, [a])
+        want, (gw,) = _yaad_call(f, [a])
+        _close(got, want)
+        _close(g, gw)
+    end = _end(c)
+    assert not end.fused_call and end.fused_bwd is None
+    assert c.stats["replayed"] == 2
+
+
+def test_slower_native_program_is_not_kept(monkeypatch):
+    monkeypatch.setattr(native, "MIN_ENTRIES", 0)
+    monkeypatch.setattr(native, "_faster", lambda *a: False)
+    prog, draw = PROGRAMS["circuit"]
+    c = Y.compile(lambda x: prog(Yaad, x))
+    for _ in range(3):
+        _yaad_call(c, draw())
+    assert not _end(c).fused_call
+
+
+def test_without_numba_same_results(monkeypatch):
+    monkeypatch.setattr(fused, "_numba", [None])
+    monkeypatch.setattr(native, "FORCE", [True])
+    prog, draw = PROGRAMS["expm"]
+    f = lambda x: prog(Yaad, x)  # noqa: E731
+    c = Y.compile(f)
+    for _ in range(4):
+        arrays = draw()
+        got, grads = _yaad_call(c, arrays)
+        want, wgrads = _yaad_call(f, arrays)
+        _close(got, want)
+        _close(grads[0], wgrads[0])
+    assert not _end(c).fused_call and _end(c).fused_bwd is None
+
+
+@pytest.mark.parametrize("wid", ["W9", "W10"])
+def test_workloads_native_against_the_floor(force_native, wid):
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:  # benchmarks/ is a top-level package of the repository
+        sys.path.insert(0, root)
+    from benchmarks.libraries import _yaad
+    from benchmarks.workloads import WORKLOADS
+
+    w = next(x for x in WORKLOADS if x.id == wid)
+    _, consts = w.inputs(np.random.default_rng(0), True)
+    _, xp = _yaad()
+    c = Y.compile(lambda *ps: w.loss(xp, ps, consts))
+    for k in range(4):
+        params, _ = w.inputs(np.random.default_rng(k // 2), True)
+        arrays = list(params.values())
+        got, grads = _yaad_call(c, arrays)
+        want, wgrads = w.floor(tuple(arrays), consts)
+        _close(got, want)
+        for g, wg in zip(grads, wgrads):
+            _close(g, wg)
+    assert _uses_native(c)
+
+
+@pytest.mark.parametrize("backend", [fused, native])
+def test_merged_subexpression_read_by_the_backward_is_not_stale(monkeypatch, backend):
+    # x / 2 is computed twice; the forward's common-subexpression merge drops the second,
+    # which sin's backward reads: the one-pass loss-and-gradient kernel must compute it
+    # from the new input, not take its recorded value (a stale gradient before the fix).
+    monkeypatch.setattr(backend, "FORCE", [True])
+
+    def f(x):
+        return Y.sum(Y.cos(x / 2) * 3.0 + Y.sin(x / 2))
+
+    c = Y.compile(f)
+    for _ in range(5):
+        a = RNG.standard_normal(6)
+        got, (g,) = _yaad_call(c, [a])
+        want, (gw,) = _yaad_call(f, [a])
+        _close(got, want)
+        _close(g, gw)
+    assert _end(c).fused_call
