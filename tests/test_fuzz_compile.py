@@ -38,12 +38,13 @@ from support.strategies import CASES, available
 
 import yaad as Y
 from yaad import CompileWarning
+from yaad.compiled import native
 
 NORMAL_PROGRAMS = 300
 N_PROGRAMS = FUZZ_PROGRAMS or NORMAL_PROGRAMS
 REPLAYS = 5
 COUNTS = {"programs": 0, "calls": 0, "replayed": 0, "eager": 0, "recorded": 0,
-          "mismatches": 0, "eager programs": 0}
+          "mismatches": 0, "eager programs": 0, "native programs": 0}
 REASONS: Counter = Counter()  # why programs fell back (compiled.explain(), no location)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
@@ -388,6 +389,17 @@ def same(got, want) -> bool:
 
 def run_program(prog: Program, rng) -> None:
     f = as_function(prog)
+    # Every other program with the native backend forced (kept whatever its speed), so
+    # that its programs meet the same flipped inputs.
+    force = COUNTS["programs"] % 2 == 1
+    prev, native.FORCE[0] = native.FORCE[0], force
+    try:
+        _run_program(prog, rng, f)
+    finally:
+        native.FORCE[0] = prev
+
+
+def _run_program(prog: Program, rng, f) -> None:
     c = Y.compile(f)
     calls = [prog.inputs, prog.inputs]
     calls += [[flip(rng, a, fin) for a, fin in zip(prog.inputs, prog.finite)]
@@ -404,12 +416,25 @@ def run_program(prog: Program, rng) -> None:
             if not same(got, want):
                 COUNTS["mismatches"] += 1
                 raise AssertionError(f"compiled {got!r} != eager {want!r} on {arrays!r}")
+    if any(isinstance(end.fused_call[0] if end.fused_call else end.fused_bwd and
+                      end.fused_bwd[0], native._Program)
+           for end in _ends(c)):
+        COUNTS["native programs"] += 1
     if c.stats["eager"]:
         COUNTS["eager programs"] += 1
         REASONS.update(re.sub(r" at \S+:\d+,?", "", why) for why in c.explain())
         assert any(issubclass(w.category, CompileWarning) for w in caught), \
             "a call ran eagerly without a CompileWarning"
     COUNTS["programs"] += 1
+
+
+def _ends(c) -> list:
+    """The ends of the recorded paths of a compiled function (each may hold a kernel)."""
+    out = []
+    for tree in c._trees.values():
+        if tree.root is not None:
+            out += [path[-1].end for path in tree.paths()]
+    return out
 
 
 # (no shrinking: a failing program is printed as it was drawn, with its inputs)
@@ -428,10 +453,12 @@ def test_zz_counts():
     print(f"\ncompile fuzzer: {COUNTS['programs']} programs, {n} calls, "
           f"{COUNTS['replayed']} replayed, {COUNTS['recorded']} recorded, "
           f"{COUNTS['eager']} eager ({COUNTS['eager programs']} programs fell back), "
+          f"{COUNTS['native programs']} programs replayed by the native backend, "
           f"{COUNTS['mismatches']} mismatches")
     for why, k in REASONS.most_common():
         print(f"  fell back {k} times: {why}")
     if COUNTS["programs"] >= N_PROGRAMS:  # (not when run alone)
         assert COUNTS["mismatches"] == 0
         assert COUNTS["replayed"] >= n // 4, "the fuzzer must mostly exercise replays"
+        assert COUNTS["native programs"] >= N_PROGRAMS // 40, "and the native backend"
 

@@ -147,7 +147,7 @@ class _Gen:
 
     def __init__(self, value: list, consts: int) -> None:
         self.value = value
-        self.consts = consts  # slots from here on may be constants (see build)
+        self.const_from = consts  # slots from here on may be constants (see build)
         self.code: list[list[int]] = []
         self.ints: list[np.ndarray] = []
         self.nint = 0
@@ -186,7 +186,7 @@ class _Gen:
         if type(r) is Slot:
             v = self.vals.get(r.i)
             if v is None:
-                if r.i in self.defined or r.i < self.consts:
+                if r.i in self.defined or r.i < self.const_from:
                     raise _Reject  # (a value of the program, not a constant)
                 # (a value made while deriving the backward: ones, an identity)
                 v = self.vals[r.i] = self.const(self.value[r.i])
