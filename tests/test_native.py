@@ -52,6 +52,10 @@ class Torch:
     expm = staticmethod(torch.linalg.matrix_exp)
 
     @staticmethod
+    def tensordot(a, b, axes):
+        return torch.tensordot(a, b, dims=axes)
+
+    @staticmethod
     def sum(x, axis=None, keepdims=False):
         return x.sum() if axis is None else x.sum(dim=axis, keepdim=keepdims)
 
@@ -71,6 +75,28 @@ class Torch:
     def const(a):
         return torch.from_numpy(np.asarray(a))
 
+    @staticmethod
+    def moveaxis(x, a, b):
+        return torch.movedim(x, a, b)
+
+    @staticmethod
+    def expand_dims(x, axis):
+        return x.unsqueeze(axis)
+
+    @staticmethod
+    def squeeze(x, axis):
+        return x.squeeze(axis)
+
+    @staticmethod
+    def diagonal(x, offset, axis1, axis2):
+        return torch.diagonal(x, offset, axis1, axis2)
+
+    broadcast_to = staticmethod(torch.broadcast_to)
+    sign = staticmethod(torch.sgn)
+    sqrt = staticmethod(torch.sqrt)
+    log = staticmethod(torch.log)
+    arctan = staticmethod(torch.arctan)
+
 
 class Yaad:
     """The same functions from yaad."""
@@ -86,6 +112,7 @@ class Yaad:
     abs = staticmethod(Y.abs)
     vdot = staticmethod(Y.vdot)
     expm = staticmethod(Y.linalg.expm)
+    tensordot = staticmethod(Y.tensordot)
     sum = staticmethod(Y.sum)
     mean = staticmethod(Y.mean)
     transpose = staticmethod(Y.transpose)
@@ -94,6 +121,16 @@ class Yaad:
     @staticmethod
     def const(a):
         return np.asarray(a)
+
+    moveaxis = staticmethod(Y.moveaxis)
+    expand_dims = staticmethod(Y.expand_dims)
+    squeeze = staticmethod(Y.squeeze)
+    diagonal = staticmethod(Y.diagonal)
+    broadcast_to = staticmethod(Y.broadcast_to)
+    sign = staticmethod(Y.sign)
+    sqrt = staticmethod(Y.sqrt)
+    log = staticmethod(Y.log)
+    arctan = staticmethod(Y.arctan)
 
 
 # Constants of the programs (the same arrays for every library).
@@ -117,13 +154,25 @@ def circuit(xp, theta):
 
 
 def matrices(xp, a, b):
-    """Matrix products (2-D, batched, matrix-vector), transposes, axis sums, a mean."""
-    m = a @ b + xp.transpose(a, (1, 0)) @ xp.const(G1)
+    """Matrix products (2-D, batched, matrix-vector), tensordot, transposes, axis sums,
+    a mean."""
+    m = a @ b + xp.transpose(a, (1, 0)) @ xp.const(G1) + xp.tensordot(a, b, ([0], [1]))
     batch = xp.einsum("ij,kj->ikj", m, b)  # (3, 3, 3)
     v = batch @ a[0]
     w = xp.swapaxes(batch, 0, 2).reshape(9, 3)
     return (xp.sum(xp.tanh(v), axis=1, keepdims=True).sum() + xp.mean(w * w)
             + xp.sum(xp.sum(batch, axis=(0, 2)) ** 2) + (m[1:, :2] * xp.const(G2)[:2, 1:]).sum())
+
+
+def moves(xp, a, z):
+    """The ops that move elements (moveaxis, expand_dims, squeeze, diagonal, broadcast_to),
+    real functions, abs of complex values (its backward: their sign)."""
+    b = xp.moveaxis(a, 0, 2)  # (3, 2, 4) -> (2, 4, 3)
+    d = xp.diagonal(b[:, :3, :], 1, 1, 2)  # (2, 2)
+    e = xp.squeeze(xp.expand_dims(d, 1), 1) * xp.broadcast_to(z[:2], (2, 2))
+    f = xp.sqrt(a * a + 1.0) * xp.log(a * a + 2.0) + xp.arctan(a)
+    return (xp.sum(xp.real(e * xp.conj(z[1:3]))) + xp.sum(f * xp.tanh(b).reshape(3, 2, 4))
+            + xp.sum(xp.abs(z) ** 2))
 
 
 def complex_arith(xp, z, x):
@@ -151,6 +200,8 @@ def real_expm(xp, a):
 PROGRAMS = {
     "circuit": (circuit, lambda: [RNG.uniform(-3, 3, 3)]),
     "matrices": (matrices, lambda: [RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))]),
+    "moves": (moves, lambda: [RNG.standard_normal((3, 2, 4)),
+                              RNG.standard_normal(4) + 1j * RNG.standard_normal(4)]),
     "complex": (complex_arith, lambda: [RNG.standard_normal(4) + 1j * RNG.standard_normal(4),
                                         RNG.standard_normal(4)]),
     "expm": (exponentials, lambda: [RNG.standard_normal(3)]),

@@ -307,6 +307,31 @@ def _move(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
     return out
 
 
+def _place(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    # An op that puts its input's elements into zeros (diag_embed): where each lands is
+    # found by running it on 1, 2, 3, ...
+    r = it.args[0]
+    if type(r) is not Slot:
+        raise _Reject
+    for x in [*it.args[1:], *_kw(it).values()]:
+        _constant_index(x)
+    a = g.val(r)
+    if a.kind > kind:
+        raise _Reject
+    probe = np.arange(1, a.n + 1, dtype=np.float64).reshape(a.shape)
+    placed = np.asarray(it.op.forward(probe, *it.args[1:], **_kw(it)))
+    if placed.shape != shape:
+        raise _Reject
+    flat = placed.ravel()
+    oi = np.flatnonzero(flat)
+    ai = flat[oi].astype(np.int64) - 1
+    if not np.array_equal(np.sort(ai), np.arange(a.n)):
+        raise _Reject  # (not each element placed once)
+    out = g.new(kind, shape)
+    _accumulate(g, out, a, oi, ai)
+    return out
+
+
 def _constant_index(x: Any) -> None:
     """Reject an argument that is not a constant (a slot: a value-dependent index)."""
     if type(x) is Slot or type(x).__name__ == "SlotTuple":
@@ -375,6 +400,27 @@ def _einsum(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
 def _matmul(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
     a, b = _args(g, it, 2)
     return _contraction(g, _matmul_subs(a.shape, b.shape), it.args, kind, shape)
+
+
+def _tensordot(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    from ..ops.products import _tensordot_axes
+
+    kw = _kw(it)
+    if len(it.args) not in (2, 3) or set(kw) - {"axes"}:
+        raise _Reject
+    axes = it.args[2] if len(it.args) == 3 else kw.get("axes", 2)
+    _constant_index(axes)
+    a, b = (g.val(r) for r in it.args[:2])
+    ia, ib = _tensordot_axes(axes, len(a.shape), len(b.shape))
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    la = [next(letters) for _ in a.shape]
+    lb = [next(letters) for _ in b.shape]
+    for i, j in zip(ia, ib):
+        lb[j] = la[i]
+    out = ([c for k, c in enumerate(la) if k not in ia]
+           + [c for k, c in enumerate(lb) if k not in ib])
+    subs = f"{''.join(la)},{''.join(lb)}->{''.join(out)}"
+    return _contraction(g, subs, it.args[:2], kind, shape)
 
 
 def _vdot(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
@@ -494,6 +540,7 @@ def _block_upper(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
 
 _EMITTERS: dict[str, Callable] = {
     "sum": _reduce, "mean": _reduce, "einsum": _einsum, "matmul": _matmul, "vdot": _vdot,
+    "tensordot": _tensordot, "diag_embed": _place,
     "conjugate": _conjugate, "real": _real_imag, "imag": _real_imag, "astype": _astype,
     "scatter_add": _scatter_add, "strong_zero": _strong_zero, "linalg.expm": _expm,
     "linalg.block_upper": _block_upper, "power": _power,
@@ -557,7 +604,10 @@ def _build(items: list, params: list, results: list, value: list,
             gen.vals[it.slot] = v = gen.new(kind, shape)
             inputs.append((v, it.tensor))  # (read on every call)
         else:
-            gen.item(it)
+            try:
+                gen.item(it)
+            except _Reject as e:
+                raise _Reject(f"{it!r} {e}") from None
     outs = []
     for r in results:
         if r is not None:

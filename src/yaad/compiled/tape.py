@@ -216,7 +216,10 @@ def same_bits(a: np.ndarray, snap: np.ndarray) -> bool:
         return False
     if a.nbytes <= 1 << 16 or not a.flags.c_contiguous or a.dtype.hasobject:
         return a.tobytes() == snap.tobytes()
-    return bool(np.array_equal(a.reshape(-1).view(np.uint8), snap.reshape(-1).view(np.uint8)))
+    # (as words: half the time of comparing bytes; snap is a C-contiguous copy)
+    word = np.uint64 if a.nbytes % 8 == 0 else np.uint8
+    return bool(np.array_equal(a.reshape(-1).view(np.uint8).view(word),
+                               snap.reshape(-1).view(np.uint8).view(word)))
 
 
 def outcome_key(v: Any) -> Any:
