@@ -1,32 +1,31 @@
-"""The native backend: a recorded program on small arrays as one numba function.
+"""The native backend: a recorded program on small arrays run by one numba function.
 
 Where the fused backend (``fused.py``) covers elementwise programs, this one covers
 programs of small arrays that contract, reshape, transpose, index with constants, reduce,
 broadcast and exponentiate matrices: a quantum circuit's gates and its adjoint pass, a
-product of small ``expm``. Every value of the program is held flat (a 1-D C-contiguous
-array, or a scalar for a 0-d value), so the generated function uses few numba types:
+product of small ``expm``. A program is translated into instructions for the interpreter
+of ``native_kernels.py`` (compiled by numba once and cached on disk, so a new program
+costs no compilation). Every value has a region of its own in one of two flat
+workspaces (float64, complex128), in C order, so:
 
-- elementwise ops are NumPy ufuncs on the flat arrays, their operands first brought to the
-  result's shape by a gather (a precomputed index array) when they broadcast;
-- ops that only move elements (``reshape``, ``transpose``, ``swapaxes``, ``broadcast_to``,
+- a reshape, an alias or a contiguous slice is a region, not an instruction;
+- ops that move elements (``transpose``, ``swapaxes``, ``moveaxis``, ``broadcast_to``,
   ``expand_dims``, ``squeeze``, ``diagonal``, indexing with a constant index) are one
-  gather, its index computed once by running the op itself on ``arange``: nothing to
-  write per op, and no copy at all for a reshape;
-- reductions over axes are a segmented sum; a contraction of one or two operands
-  (``einsum``, ``matmul``, ``vdot``, ``tensordot``) is a loop over precomputed index
-  triples (for the small arrays this backend is chosen for), or a BLAS product for a
-  plain matrix product;
-- ``linalg.expm`` is scaling and squaring with Pade approximants (Higham 2005, the
-  algorithm ``scipy.linalg.expm`` implements), ``linalg.block_upper`` (of its
-  derivative) a gather.
+  gather, its index found by running the op itself on ``arange``; ops that put elements
+  into zeros (``diag_embed``, ``scatter_add``, the blocks of ``linalg.block_upper``) are
+  the reverse;
+- elementwise arithmetic broadcasts a scalar by a stride of 0, anything else by a gather;
+- contractions of one or two operands (``einsum``, ``matmul``, ``tensordot``, ``vdot``,
+  sums over axes) are loops over precomputed index triples;
+- ``linalg.expm`` is scaling and squaring with Pade approximants (Higham 2005, the method
+  of ``scipy.linalg.expm``).
 
-The index arrays of a program are pooled into one integer array, its array constants into
-one array per dtype, passed to the function as arguments. A program with anything else
-(another op, a dtype other than float64 and complex128, a value-dependent index) is not
-generated: the caller keeps the NumPy replay. A generated function is kept only if it
-reproduces the values the recording computed (to rounding) and if it runs faster than the
-NumPy replay of the same program, timed on the recorded values. Without numba (it is
-optional) nothing changes.
+A program with anything else (another op, a dtype other than float64 and complex128, a
+value-dependent index) is not translated: the caller keeps the NumPy replay. A native
+program is kept only if it reproduces the values the recording computed (to rounding)
+and runs faster than the NumPy replay of the same program, timed on the recorded values;
+a call with values it does not reproduce (an ``expm`` of a non-finite matrix) runs that
+replay. Without numba (it is optional) nothing changes.
 """
 
 from __future__ import annotations
@@ -286,17 +285,25 @@ def _binary(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
     return out
 
 
-def _move(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
-    r = it.args[0]
-    if type(r) is not Slot:
+def _moving_input(g: _Gen, it: Entry) -> _Val:
+    """The input of an op that moves elements (its other arguments are constants)."""
+    if type(it.args[0]) is not Slot:
         raise _Reject
     for x in [*it.args[1:], *_kw(it).values()]:
         _constant_index(x)
-    a = g.val(r)
+    return g.val(it.args[0])
+
+
+def _run_on(it: Entry, a: _Val, probe: np.ndarray) -> np.ndarray:
+    """The op run on ``probe`` (the flat values of its input ``a``) with its constants."""
+    return np.asarray(it.op.forward(probe.reshape(a.shape), *it.args[1:], **_kw(it)))
+
+
+def _move(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    a = _moving_input(g, it)
     if a.kind != kind:
         raise _Reject
-    probe = np.arange(a.n, dtype=np.int64).reshape(a.shape)
-    idx = np.asarray(it.op.forward(probe, *it.args[1:], **_kw(it)))
+    idx = _run_on(it, a, np.arange(a.n, dtype=np.int64))
     if idx.shape != shape or idx.dtype != np.int64:
         raise _Reject
     idx = idx.ravel()
@@ -310,16 +317,10 @@ def _move(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
 def _place(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
     # An op that puts its input's elements into zeros (diag_embed): where each lands is
     # found by running it on 1, 2, 3, ...
-    r = it.args[0]
-    if type(r) is not Slot:
-        raise _Reject
-    for x in [*it.args[1:], *_kw(it).values()]:
-        _constant_index(x)
-    a = g.val(r)
+    a = _moving_input(g, it)
     if a.kind > kind:
         raise _Reject
-    probe = np.arange(1, a.n + 1, dtype=np.float64).reshape(a.shape)
-    placed = np.asarray(it.op.forward(probe, *it.args[1:], **_kw(it)))
+    placed = _run_on(it, a, np.arange(1, a.n + 1, dtype=np.float64))
     if placed.shape != shape:
         raise _Reject
     flat = placed.ravel()
