@@ -360,7 +360,9 @@ def compile(fn: Callable[..., Any] | None = None, *, verify: bool = True,  # noq
         Warn (:class:`CompileWarning`) when the function falls back to eager mode.
     fused : bool, optional
         Compile long elementwise programs (unrolled loops, large arrays) into one numba
-        kernel each. None (the default): when numba is installed; it is optional.
+        kernel each, and programs of small arrays (contractions, reshapes, complex
+        arithmetic, small ``expm``) into native programs where they are faster than
+        NumPy. None (the default): when numba is installed; it is optional.
 
     Returns
     -------
