@@ -92,6 +92,11 @@ class Torch:
         return torch.diagonal(x, offset, axis1, axis2)
 
     broadcast_to = staticmethod(torch.broadcast_to)
+    tan = staticmethod(torch.tan)
+    sinh = staticmethod(torch.sinh)
+    cosh = staticmethod(torch.cosh)
+    expm1 = staticmethod(torch.expm1)
+    log1p = staticmethod(torch.log1p)
     sign = staticmethod(torch.sgn)
     sqrt = staticmethod(torch.sqrt)
     log = staticmethod(torch.log)
@@ -127,6 +132,11 @@ class Yaad:
     squeeze = staticmethod(Y.squeeze)
     diagonal = staticmethod(Y.diagonal)
     broadcast_to = staticmethod(Y.broadcast_to)
+    tan = staticmethod(Y.tan)
+    sinh = staticmethod(Y.sinh)
+    cosh = staticmethod(Y.cosh)
+    expm1 = staticmethod(Y.expm1)
+    log1p = staticmethod(Y.log1p)
     sign = staticmethod(Y.sign)
     sqrt = staticmethod(Y.sqrt)
     log = staticmethod(Y.log)
@@ -175,6 +185,14 @@ def moves(xp, a, z):
             + xp.sum(xp.abs(z) ** 2))
 
 
+def functions(xp, a):
+    """One-operand einsums (a diagonal, a column sum) and the real functions."""
+    d = xp.einsum("ii->i", a) + xp.einsum("ij->j", a)
+    f = (xp.tan(a * 0.3) + xp.sinh(a) - xp.cosh(a * 0.5) + xp.expm1(a * 0.2)
+         + xp.log1p(a * a) - a)
+    return xp.sum(f * f) + xp.sum(d / (2.0 + d * d)) + xp.sum(xp.exp(-a))
+
+
 def complex_arith(xp, z, x):
     """Complex arithmetic with broadcasting, conj, real, imag, abs, division."""
     y = z[:, None] * xp.conj(z)[None, :] + x[None, :] / (1.5 + xp.abs(z)[:, None])
@@ -202,6 +220,7 @@ PROGRAMS = {
     "matrices": (matrices, lambda: [RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))]),
     "moves": (moves, lambda: [RNG.standard_normal((3, 2, 4)),
                               RNG.standard_normal(4) + 1j * RNG.standard_normal(4)]),
+    "functions": (functions, lambda: [RNG.standard_normal((3, 3))]),
     "complex": (complex_arith, lambda: [RNG.standard_normal(4) + 1j * RNG.standard_normal(4),
                                         RNG.standard_normal(4)]),
     "expm": (exponentials, lambda: [RNG.standard_normal(3)]),
