@@ -419,3 +419,20 @@ def test_expm_of_a_non_finite_matrix_runs_the_numpy_replay(force_native):
         _close(g[ok], gw[ok])
         if np.isfinite(want):
             _close(got, want)
+
+
+def test_merged_subexpression_with_default_settings_large_array():
+    # The same program on 200,000 elements takes the fused backend without forcing it
+    # (large arrays): before the fix its gradient from the third call on was the
+    # recorded one (an error of 0.84 measured).
+    def f(x):
+        return Y.sum(Y.cos(x / 2) * 3.0 + Y.sin(x / 2))
+
+    c = Y.compile(f)
+    for _ in range(4):
+        a = RNG.standard_normal(200_000)
+        got, (g,) = _yaad_call(c, [a])
+        want, (gw,) = _yaad_call(f, [a])
+        _close(got, want)
+        _close(g, gw)
+    assert _end(c).fused_call
