@@ -32,7 +32,7 @@ from . import signal
 from .linalg import vecdot
 from . import autograd, testing
 from . import func
-from .autograd import Function, once_differentiable
+from .function import Function, once_differentiable
 from . import extend
 from .anomaly import detect_anomaly
 from .checkpoint import checkpoint

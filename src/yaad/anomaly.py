@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import functools
 import linecache
-import os
-import sys
 import warnings
 import weakref
-from types import FrameType
 from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from .frames import Frames as _Frames
+from .frames import user_frames
 from .grad_mode import state
 from .graph import Node
 from .op import Op, register_mode, run_modes
@@ -29,9 +28,6 @@ __all__ = ["detect_anomaly", "AnomalyError"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_FRAMES = 4  # user frames kept per operation
-_Frames = tuple[tuple[str, int, str], ...]  # (filename, line, function), innermost first
 _where: weakref.WeakKeyDictionary[Node, _Frames] = weakref.WeakKeyDictionary()
 
 
@@ -105,18 +101,6 @@ class detect_anomaly:
                 f"{what} (shape {data.shape}). The forward call of '{name}' was made at "
                 f"(most recent call last):\n"
                 f"{site or '  (unknown: the forward ran outside detect_anomaly())'}")
-
-
-def user_frames() -> _Frames:
-    """(filename, line, function) of the innermost frames outside the yaad package."""
-    frames: list[tuple[str, int, str]] = []
-    f: FrameType | None = sys._getframe(1)
-    while f is not None and len(frames) < _FRAMES:
-        name = f.f_code.co_filename
-        if not name.startswith(_PACKAGE):
-            frames.append((name, f.f_lineno, f.f_code.co_name))
-        f = f.f_back
-    return tuple(frames)
 
 
 def note_forward(out: Any) -> None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, cast
 
-from .autograd import Function, FunctionCtx
 from .engine import run_backward
+from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, state
 from .graph import clock
 from .op import Op, register_mode, run_modes

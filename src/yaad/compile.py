@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -19,9 +19,6 @@ from .compiled.state import TooMuchState, watch
 from .compiled.tape import Recorder, outcome_key, plain_outputs
 from .grad_mode import state
 from .tensor import Tensor
-
-if TYPE_CHECKING:
-    from .nn import Module
 
 __all__ = ["compile", "Compiled", "CompileWarning"]
 
@@ -70,15 +67,22 @@ def _flat(x: Any, leaves: list[Any], objects: list[Any]) -> Any:
                      f"tuple, list or dict of them, nor hashable") from None
     if not isinstance(x, (str, bytes, type(None))):
         objects.append(x)
-    if isinstance(x, _module_type()):  # a model passed in: its train/eval mode matters
-        return (t, x, tuple([m.training for m in x.modules()]))
+    if isinstance(x, _model_types):  # a model passed in: its train/eval mode matters
+        model: Any = x
+        return (t, x, tuple([m.training for m in model.modules()]))
     return (t, x)
 
 
-def _module_type() -> type[Module]:
-    from .nn import Module
+# The classes of models whose train/eval mode matters (yaad.nn.Module, registered by
+# yaad.nn, which sits above compile).
+_model_types: tuple[type, ...] = ()
 
-    return Module
+
+def register_model_type(cls: type) -> None:
+    """Treat instances of ``cls`` (with ``training`` and ``modules()``, as
+    :class:`yaad.nn.Module`) as models whose train/eval mode is part of a signature."""
+    global _model_types
+    _model_types = (*_model_types, cls)
 
 
 def _swap(x: Any, views: dict[Any, Any]) -> Any:
@@ -96,8 +100,6 @@ def _swap(x: Any, views: dict[Any, Any]) -> Any:
 def _modules_of(fn: Callable[..., Any]) -> list[Any]:
     """The yaad.nn modules the function reaches directly (their train/eval mode is part of
     the signature, so that switching it back and forth keeps both recordings)."""
-    from .nn import Module
-
     found: list[Any] = []
     func = getattr(fn, "__func__", fn)
     cands = [fn, getattr(fn, "__self__", None)]
@@ -110,7 +112,7 @@ def _modules_of(fn: Callable[..., Any]) -> list[Any]:
     glob = getattr(func, "__globals__", None) or {}
     cands += [glob.get(n) for n in (code.co_names if code is not None else ())]
     for c in cands:
-        if isinstance(c, Module) and all(c is not m for m in found):
+        if isinstance(c, _model_types) and all(c is not m for m in found):
             found.append(c)
     return found
 

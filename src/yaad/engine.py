@@ -20,13 +20,11 @@ from .gradients import (
     check_output,
     check_unused,
     fit_gradient,
+    node_gradients,
     root_gradient,
-    rule_gradients,
-    saved_as_tensors,
 )
 from .graph import Node, check_saved, clock
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
-from .ops.strong_zero import strong_zero
 from .tensor import Tensor
 
 _getrefcount = sys.getrefcount
@@ -334,7 +332,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                 p.acc = None
                 stack.append(p)
 
-    # 2. Seed the roots, then run nodes as their counts reach zero.
+    # 2. Seed the roots, then run nodes as their counts reach zero: the rules of each
+    # node get its whole gradient, and what they return goes along the node's edges.
     for edge, g in roots:
         node = _node_of(edge)
         if stops and node in stops:
@@ -344,15 +343,14 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     if len(ready) > 1:
         ready = [n for n in ready if n.count == 0]
     results = [None] * len(inputs) if inputs is not None else None
-    masked: set = set()
+    masked: set = set()  # nodes whose gradient a selection (where, indexing) zeroed in places
     now = clock[0]
     leaves_get = leaves.get
     ready_pop = ready.pop
     ready_append = ready.append
     captured = {n for n in targets if type(n) is Node} if targets else None
-    slow = create_graph or bool(captured) or check is not None
+    general = create_graph or check is not None  # every node through node_gradients
     release = not retain_graph
-    run = None  # the _NodeRun for the cases the loop below leaves out, made when needed
 
     while ready:
         node = ready_pop()
@@ -366,70 +364,89 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         if node.epoch < now:
             check_saved(node)
         op = node.op
-        if (slow or g is None or node.extra is not None or not op.single_output
-                or (masked and node in masked)):
-            if run is None:
-                run = _NodeRun(leaves, pid, ready, masked, create_graph, release, check,
-                               stops, stopped)
-            if captured and node in captured:
-                # An input of autograd.grad with others further back: PyTorch takes its
-                # gradient before its hooks then (and after them at a stop, below).
-                g = _capture(node, g, targets[node], inputs, results)
-            run.backward_node(node, g)
-            continue
-        # The common case, specialised: one output, no hooks, first order. A row of the
-        # elementwise table gives its derivatives directly (gradient g * conj(d)).
+        extra = node.extra
+        if captured and node in captured:
+            # An input of autograd.grad with others further back: PyTorch takes its
+            # gradient before its hooks then (and after them at a stop, below).
+            g = _capture(node, g, targets[node], inputs, results)
+        if extra is not None and (extra.hooks or extra.retained):
+            g = _node_hooks(node, g)
+        strong = masked and node in masked  # (an empty set: False)
+        if (g is None or general or extra is not None or strong
+                or not op.single_output):
+            # The bookkeeping of gradients.py: several outputs, saved values as tensors
+            # (create_graph, forward mode), strong zeros, anomaly checks; fitted.
+            rules = node_gradients(node, g, strong, create_graph, check)
+            done = True
+            table = None
+            mask = (strong and op.elementwise) or op.selects
+        else:
+            # The common case: the rules are called in the loop below, and a row of the
+            # elementwise table gives its derivatives directly (gradient g * conj(d)).
+            done = False
+            table = op.numpy_derivatives if node.kw is None else None
+            rules = table or (op.vjps if not op.variadic else positional_rules(op, len(args)))
+            mask = op.selects
         ans = node.ans
         kw = node.kw
-        selects = op.selects
-        table = op.numpy_derivatives if kw is None else None
-        rules = table or (op.vjps if not op.variadic else positional_rules(op, len(args)))
         for p, rule, ref in zip(node.parents, rules, args):
             if p is None:
                 continue
-            if table is not None:
-                gi = rule(ans, *args).conjugate()
-                # gi is often a fresh temporary (cos(x)): multiply into it when large
-                if (type(gi) is ndarray and gi.size >= IN_PLACE_SIZE and _getrefcount(gi) <= 2
-                        and fits_into(gi, g)):
-                    multiply(gi, g, out=gi)
-                else:
-                    gi = g * gi
-            elif kw is None:
-                gi = rule(g, ans, *args)
+            if done:
+                gi = rule  # (node_gradients' result for this input)
             else:
-                gi = rule(g, ans, *args, **kw)
-            if gi is not None and ref is not None:
-                try:
-                    if gi.shape != ref.shape or (gi.dtype is not ref.dtype
-                                                 and gi.dtype != ref.dtype):
+                if table is not None:
+                    gi = rule(ans, *args).conjugate()
+                    # gi is often a fresh temporary (cos(x)): multiply into it when large
+                    if (type(gi) is ndarray and gi.size >= IN_PLACE_SIZE
+                            and _getrefcount(gi) <= 2 and fits_into(gi, g)):
+                        multiply(gi, g, out=gi)
+                    else:
+                        gi = g * gi
+                elif kw is None:
+                    gi = rule(g, ans, *args)
+                else:
+                    gi = rule(g, ans, *args, **kw)
+                if gi is not None and ref is not None:
+                    try:
+                        if gi.shape != ref.shape or (gi.dtype is not ref.dtype
+                                                     and gi.dtype != ref.dtype):
+                            gi = _fit(gi, ref, node, g)
+                    except AttributeError:
                         gi = _fit(gi, ref, node, g)
-                except AttributeError:
-                    gi = _fit(gi, ref, node, g)
+            # Deliver gi along the edge: to a node, one output of a node, or a leaf.
             if type(p) is Node:
                 if p.visit != pid:
-                    if p.visit > pid:
-                        raise RuntimeError(_REENTRANT.format(name=p.op.name))
-                    continue  # not on a path to the inputs of autograd.grad
+                    _off_path(p, p, gi, pid, stops, stopped)
+                    continue
                 if gi is not None:
                     prev = p.acc
                     p.acc = gi if prev is None else prev + gi
-                    if selects:
+                    if mask:
                         masked.add(p)
                 c = p.count - 1
                 p.count = c
                 if not c:
                     ready_append(p)
             elif type(p) is tuple:
-                if run is None:
-                    run = _NodeRun(leaves, pid, ready, masked, create_graph, release, check,
-                               stops, stopped)
-                run.deliver(p, gi, selects)
+                n = p[0]
+                if n.visit != pid:
+                    _off_path(p, n, gi, pid, stops, stopped)
+                    continue
+                if gi is not None:
+                    _accumulate(leaves, p, gi)
+                    if mask:
+                        masked.add(n)
+                n.count -= 1
+                if not n.count:
+                    ready_append(n)
             elif gi is not None:
                 prev = leaves_get(p)
                 leaves[p] = gi if prev is None else prev + gi
         if release and op.frees:
             node.args = node.ans = node.kw = None
+            if extra is not None:
+                extra.duals = None
 
     # 3. Stops (inputs of autograd.grad where the pass ends): hooks, then capture.
     for node in stops or ():
@@ -443,7 +460,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     # 4. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's
     # variables dropped) so that _own can tell from the reference count whether a gradient
     # is held elsewhere.
-    g = gi = prev = None
+    g = gi = prev = rules = None
     while leaves:
         leaf, g = leaves.popitem()
         if not leaf.requires_grad or (targets is not None and leaf not in targets):
@@ -472,6 +489,17 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     return results
 
 
+def _off_path(p: Any, node: Node, gi: Any, pid: int, stops: Any, stopped: dict) -> None:
+    """A gradient along the edge ``p`` into ``node``, which this pass does not run: kept
+    for a stop (an input of autograd.grad where the pass ends), dropped for a node not on
+    a path to the inputs; a node a later pass has taken over is an error."""
+    if stops and node in stops:
+        if gi is not None:
+            stopped[p] = _add(stopped.get(p), gi)
+    elif node.visit > pid:
+        raise RuntimeError(_REENTRANT.format(name=node.op.name))
+
+
 def _capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: list) -> Any:
     """Record the gradient of intermediate inputs of autograd.grad; returns ``g``."""
     if node.op.nout != 1 and g is not None:
@@ -483,80 +511,3 @@ def _capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: li
         else:
             results[k] = _dense(g)
     return g
-
-
-class _NodeRun:
-    """Everything the specialised loop in ``_execute`` leaves out: several outputs, hooks,
-    variadic ops, create_graph and forward mode, strong zeros, missing gradients."""
-
-    def __init__(self, leaves, pid, ready, masked, create_graph, release, check, stops,
-                 stopped):
-        self.leaves = leaves
-        self.pid = pid
-        self.ready = ready
-        self.masked = masked
-        self.create_graph = create_graph
-        self.release = release
-        self.check = check  # the active detect_anomaly(), or None
-        self.stops = stops  # inputs of autograd.grad where the pass ends (see _leading_to)
-        self.stopped = stopped
-
-    def deliver(self, p: Any, gi: Any, mask: bool) -> None:
-        """Pass ``gi`` along the edge ``p`` (a node, a (node, output) pair, or a leaf)."""
-        tp = type(p)
-        if tp is Node or tp is tuple:
-            node = p if tp is Node else p[0]
-            if self.stops and node in self.stops:
-                if gi is not None:
-                    self.stopped[p] = _add(self.stopped.get(p), gi)
-                return
-            if node.visit != self.pid:
-                if node.visit > self.pid:
-                    raise RuntimeError(_REENTRANT.format(name=node.op.name))
-                return  # not on a path to the inputs of autograd.grad
-            if gi is not None:
-                _accumulate(self.leaves, p, gi)
-                if mask:
-                    self.masked.add(node)
-            node.count -= 1
-            if not node.count:
-                self.ready.append(node)
-        elif gi is not None:
-            prev = self.leaves.get(p)
-            self.leaves[p] = gi if prev is None else prev + gi
-
-    def backward_node(self, node: Node, g: Any) -> None:
-        extra = node.extra
-        op = node.op
-        if extra is not None and (extra.hooks or extra.retained):
-            g = _node_hooks(node, g)
-        if g is not None and op.nout != 1:
-            g = None if all(x is None for x in g) else tuple(g)
-        grads = [None] * len(node.parents)
-        strong = node in self.masked
-        if g is not None:
-            if self.create_graph or (extra is not None and extra.duals is not None):
-                rule_args, ans = saved_as_tensors(node)
-            else:
-                rule_args, ans = node.args, node.ans
-            grads = rule_gradients(op, g, ans, rule_args, node.kw or {},
-                                   [p is not None for p in node.parents],
-                                   strong_zero if strong and op.elementwise else None)
-            if self.check is not None:
-                for i, gi in enumerate(grads):
-                    if gi is not None:
-                        self.check.check_gradient(node, i, gi)
-        args = node.args
-        # Exact zeros keep their positions through elementwise ops only.
-        mask = (strong and op.elementwise) or op.selects
-        for i, p in enumerate(node.parents):
-            if p is None:
-                continue
-            gi = grads[i]
-            if gi is not None and args[i] is not None:
-                gi = _fit(gi, args[i], node, g)
-            self.deliver(p, gi, mask)
-        if self.release and op.frees:
-            node.args = node.ans = node.kw = None
-            if extra is not None:
-                extra.duals = None

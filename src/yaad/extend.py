@@ -31,7 +31,7 @@ array([12.])
 
 from __future__ import annotations
 
-from .autograd import Function, FunctionCtx, once_differentiable
+from .function import Function, FunctionCtx, once_differentiable
 from .graph import mark_modified
 from .op import Op, op, registry
 

@@ -21,6 +21,7 @@ from .graph import ShapeDtype
 from .ops.elementwise import real
 from .ops.reductions import sum as _sum
 from .ops.shape import astype, reshape
+from .ops.strong_zero import strong_zero
 from .tensor import Tensor, make_tensor
 
 
@@ -106,6 +107,38 @@ def rule_gradients(op: Any, g: Any, ans: Any, args: Sequence, kw: dict,
         for i, w in enumerate(wanted):
             gi = call_rule(op, i, g, ans, args, kw) if w else None
             grads.append(None if gi is None else zero(g, gi))
+    return grads
+
+
+def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
+                   check: Any = None) -> list:
+    """What the rules of ``node`` send to each of its inputs for its gradient ``g`` (a
+    list for several outputs), fitted to the inputs; None where an input has no parent
+    or no gradient.
+
+    ``strong``: the gradient was selected away in places (see ``Op.selects``); ``check``:
+    the active ``detect_anomaly()``, which sees every rule's result.
+    """
+    op = node.op
+    parents = node.parents
+    if g is not None and op.nout != 1:
+        g = None if all(x is None for x in g) else tuple(g)
+    if g is None:
+        return [None] * len(parents)
+    saved = node.args
+    extra = node.extra
+    if create_graph or (extra is not None and extra.duals is not None):
+        args, ans = saved_as_tensors(node)
+    else:
+        args, ans = saved, node.ans
+    grads = rule_gradients(op, g, ans, args, node.kw or {}, [p is not None for p in parents],
+                           strong_zero if strong and op.elementwise else None)
+    for i, gi in enumerate(grads):
+        if gi is not None:
+            if check is not None:
+                check.check_gradient(node, i, gi)
+            if saved[i] is not None:
+                grads[i] = fit_gradient(gi, saved[i], op.name, i, g, saved)
     return grads
 
 

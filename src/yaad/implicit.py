@@ -31,9 +31,9 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse.linalg as spla
 
-from .autograd import Function, FunctionCtx
 from .checkpoint import _with_hook
 from .engine import run_backward
+from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, no_grad, state
 from .ops.elementwise import positive
 from .tensor import Tensor, make_tensor

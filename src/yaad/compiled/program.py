@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import run_backward
 from ..grad_mode import state
 from ..gradients import root_gradient, unit
 from ..graph import Node, check_saved, new_node
@@ -429,8 +430,6 @@ class End:
             return self._eager_vjp(slots, args, g)
 
     def _eager_vjp(self, slots: list, args: tuple, g: Any) -> tuple:
-        from ..autograd import grad as _grad
-
         vals: dict[int, Any] = {}
         for s, a in zip(self.parents, args):
             if isinstance(a, Tensor):
@@ -461,9 +460,9 @@ class End:
         pairs = [(o, x) for o, x in zip(outs, gs) if x is not None]
         ins = [vals[s] for s in self.parents]
         create = isinstance(g, Tensor) or any(isinstance(a, Tensor) for a in args)
-        res = _grad([o for o, _ in pairs], ins, [x for _, x in pairs],
-                    create_graph=create, allow_unused=True)
-        return tuple(res)
+        res = run_backward(tuple(o for o, _ in pairs), tuple(x for _, x in pairs), None,
+                           create, tuple(ins), capture=True, allow_unused=True)
+        return tuple(res or ())
 
 
 class _enable_grad:

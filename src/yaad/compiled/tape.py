@@ -326,7 +326,7 @@ class Probe:
 
 
 def _ctx_type() -> type:
-    from ..autograd import FunctionCtx
+    from ..function import FunctionCtx
 
     return FunctionCtx
 

@@ -45,8 +45,8 @@ from typing import Any, Callable, Literal, NamedTuple, overload
 import numpy as np
 import scipy.linalg as sla
 
-from ..anomaly import user_frames
 from ..batching import per_example
+from ..frames import user_frames
 from ..grad_mode import is_grad_enabled
 from ..op import op
 from ..ops.elementwise import conj, imag, real, where

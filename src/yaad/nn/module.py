@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ..compile import register_model_type
 from ..grad_mode import no_grad
 from ..graph import mark_modified
 from ..tensor import Tensor
@@ -392,3 +393,6 @@ class Module:
             return f"{type(self).__name__}({extra})"
         head = f"{type(self).__name__}({extra}" if extra else f"{type(self).__name__}("
         return head + "\n" + "\n".join(lines) + "\n)"
+
+
+register_model_type(Module)

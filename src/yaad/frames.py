@@ -1,0 +1,24 @@
+"""Where the user's code called into yaad: the innermost stack frames outside the package
+(named by ``detect_anomaly``'s errors and by warnings that point at the user's line)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import FrameType
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_FRAMES = 4  # user frames kept
+Frames = tuple[tuple[str, int, str], ...]  # (filename, line, function), innermost first
+
+
+def user_frames() -> Frames:
+    """(filename, line, function) of the innermost frames outside the yaad package."""
+    frames: list[tuple[str, int, str]] = []
+    f: FrameType | None = sys._getframe(1)
+    while f is not None and len(frames) < _FRAMES:
+        name = f.f_code.co_filename
+        if not name.startswith(_PACKAGE):
+            frames.append((name, f.f_lineno, f.f_code.co_name))
+        f = f.f_back
+    return tuple(frames)
