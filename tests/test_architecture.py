@@ -275,8 +275,8 @@ def test_internal_use_is_detected():
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
     ("graph", "grad_mode graph frames"),
-    ("tensor", "tensor views"),
-    ("op declaration", "op levels batching"),
+    ("tensor", "presentation tensor views hooks"),
+    ("op declaration", "modes op levels batching"),
     ("ops", "ops ops.* linalg linalg.* creation fft function"),
     ("bookkeeping", "gradients"),
     ("engine", "engine"),

@@ -6,11 +6,16 @@ installed, kept so by tests/test_packaging.py. Arguments are those of the yaad
 function of the same name (see its docstring), with the tensor as the first.
 """
 
-from typing import Any
+from typing import Any, Callable
 
+from .hooks import HookHandle
 from .tensor import Tensor
 
 class TensorMethods:
+    def register_hook(self, fn: Callable[[Any], Any]) -> HookHandle: ...
+    def retain_grad(self) -> None: ...
+    @property
+    def retains_grad(self) -> bool: ...
     @property
     def T(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...

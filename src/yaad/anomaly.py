@@ -21,7 +21,8 @@ from .frames import Frames as _Frames
 from .frames import user_frames
 from .grad_mode import state
 from .graph import Node
-from .op import Op, register_mode, run_modes
+from .modes import register_mode, run_modes
+from .op import Op
 from .tensor import Tensor
 
 __all__ = ["detect_anomaly", "AnomalyError"]
@@ -130,7 +131,7 @@ def forward_site(node: Any) -> str:
 
 
 def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
-    """The mode's interpreter (see ``yaad.op.MODES``): notes where each op was called."""
+    """The mode's interpreter (see ``yaad.modes.MODES``): notes where each op was called."""
     out = run_modes(op, args, kw, k)
     if state.anomaly:
         note_forward(out)

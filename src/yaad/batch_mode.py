@@ -2,7 +2,7 @@
 
 The batched values, the levels and what the ops declare are in ``batching.py`` (below the
 ops); this module runs them. An op called with a batched argument comes here first
-(``op.run_modes``): the innermost batch level among its arguments is taken off them
+(``modes.run_modes``): the innermost batch level among its arguments is taken off them
 (:func:`strip`: the batch axis becomes an ordinary axis, visible to the op), the op's
 batching rule runs on the whole batch, and its result is marked at that level again
 (``batching.mark``). Rules are written with yaad's ops, so lower batch levels, forward
@@ -43,7 +43,8 @@ from .batching import (
     with_tangents,
 )
 from .grad_mode import new_level, state
-from .op import Op, register_mode, run_modes
+from .modes import register_mode, run_modes
+from .op import Op
 from .ops.shape import (
     aligned,
     broadcast_to,
@@ -390,7 +391,7 @@ def conform(result: Any, target: Tensor) -> Any:
 
 
 def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
-    """vmap's mode (see ``yaad.op.MODES``): a call with a batched argument is batched."""
+    """vmap's mode (see ``yaad.modes.MODES``): a call with a batched argument is batched."""
     if state.batching is not None:
         out = state.batching(op, args, kw)
         if out is not NotImplemented:

@@ -19,7 +19,8 @@ from .engine import run_backward
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, state
 from .graph import clock
-from .op import Op, register_mode, run_modes
+from .modes import register_mode, run_modes
+from .op import Op
 from .tensor import Tensor, make_tensor
 
 __all__ = ["checkpoint"]
@@ -201,7 +202,7 @@ _Checkpoint.__name__ = "checkpoint"
 
 
 def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
-    """The mode's interpreter (see ``yaad.op.MODES``): the hook of the innermost segment
+    """The mode's interpreter (see ``yaad.modes.MODES``): the hook of the innermost segment
     (``state.segment``) sees, and may substitute, the arguments of every op."""
     segment = state.segment
     if segment is not None:

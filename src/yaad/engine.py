@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .grad_mode import state
+from .grad_mode import on_fresh_stack, state
 from .gradients import (
     check_inputs,
     check_output,
@@ -24,6 +24,7 @@ from .gradients import (
     root_gradient,
 )
 from .graph import Node, check_saved, clock
+from .hooks import accumulate_grad, dense, node_hooks, own, run_hooks
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
 from .tensor import Tensor
 
@@ -81,59 +82,6 @@ def _accumulate(leaves: dict, edge: Any, g: Any) -> None:
         leaves[edge] = g if prev is None else prev + g
 
 
-def _dense(g: Any) -> Any:
-    """``g`` as users see it: a lazy structured gradient (ScaledIdentity) made an array."""
-    if g is None or isinstance(g, (np.ndarray, np.generic, Tensor)):
-        return g
-    return np.asarray(g)
-
-
-def _run_hooks(hooks: list, g: Any) -> Any:
-    g = _dense(g)
-    for fn in hooks:
-        r = fn(g)
-        if r is not None:
-            g = r
-    return g
-
-
-def _node_hooks(node: Node, g: Any) -> Any:
-    """Run the tensor hooks of ``node``'s outputs on ``g`` (a list for several outputs)
-    and fill the ``.grad`` of retained ones; returns the (maybe replaced) gradient."""
-    multi = node.op.nout != 1
-    extra = node.extra
-    if extra is None:
-        return g
-    if extra.hooks:
-        for k, hooks in extra.hooks.items():
-            if multi:
-                if g is not None and g[k] is not None:
-                    g[k] = _run_hooks(hooks, g[k])
-            elif g is not None:
-                g = _run_hooks(hooks, g)
-    if extra.retained:
-        for k, ref in extra.retained.items():
-            t = ref()
-            gk = _dense((g[k] if g is not None else None) if multi else g)
-            if t is not None and gk is not None:
-                prev = getattr(t, "_grad", None)
-                t._grad = gk.copy() if prev is None else accumulate_grad(prev, gk, False)
-    return g
-
-
-def _own(g: Any) -> Any:
-    """``g``, copied if anything else may hold it (a leaf's .grad must not alias)."""
-    if isinstance(g, Tensor):
-        return g
-    if not isinstance(g, np.ndarray):
-        return np.asarray(g).copy()
-    # References: the caller's one variable, this parameter and getrefcount's argument.
-    # More means something else holds it (another leaf, a hook, the user's gradient=).
-    if _getrefcount(g) > 3 or g.base is not None:
-        return g.copy()
-    return g
-
-
 def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
                  retain_graph: bool | None, create_graph: bool, inputs: Any = None,
                  capture: bool = False, allow_unused: bool = False) -> list | None:
@@ -162,7 +110,7 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
     if nested:
         depth = state.depth
         if depth and not depth % _STACK_LEVELS:
-            return _on_fresh_stack(run_backward, outputs, grad_outputs, retain_graph,
+            return on_fresh_stack(run_backward, outputs, grad_outputs, retain_graph,
                                    create_graph, inputs, capture, allow_unused)
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
@@ -201,42 +149,6 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
 
 _STACK_LEVELS = 40  # nested backward passes per thread
 _running = 0  # backward passes running (all threads)
-
-
-def _on_fresh_stack(fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` in a new thread that starts with this thread's autograd state."""
-    import threading
-
-    saved = dict(state.__dict__)
-    box: dict = {}
-
-    def body() -> None:
-        state.__dict__.update(saved)
-        state.depth += 1  # (so that fn goes on here)
-        try:
-            box["value"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001  (re-raised in the calling thread)
-            box["error"] = e
-
-    worker = threading.Thread(target=body, name="yaad-reentrant-backward")
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
-
-
-def accumulate_grad(prev: Any, g: Any, create_graph: bool) -> Any:
-    """``prev + g`` as a tensor's new ``.grad``: added into ``prev`` in place where it is
-    an array of the same shape and dtype (as PyTorch does, so that a reference to
-    ``x.grad`` sees the sum), except under create_graph (then a new, recorded sum)."""
-    if prev is None:
-        return _own(g)
-    if (not create_graph and type(prev) is ndarray and prev.flags.writeable
-            and isinstance(g, ndarray) and prev.shape == g.shape and prev.dtype == g.dtype):
-        prev += g
-        return prev
-    return prev + g
 
 
 def _parent_nodes(node: Node):
@@ -370,7 +282,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             # gradient before its hooks then (and after them at a stop, below).
             g = _capture(node, g, targets[node], inputs, results)
         if extra is not None and (extra.hooks or extra.retained):
-            g = _node_hooks(node, g)
+            g = node_hooks(node, g)
         strong = masked and node in masked  # (an empty set: False)
         if (g is None or general or extra is not None or strong
                 or not op.single_output):
@@ -455,10 +367,10 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         else:
             g = [stopped.get((node, k)) for k in range(node.op.nout)]
             g = None if all(x is None for x in g) else g
-        _capture(node, _node_hooks(node, g), targets[node], inputs, results)
+        _capture(node, node_hooks(node, g), targets[node], inputs, results)
 
     # 4. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's
-    # variables dropped) so that _own can tell from the reference count whether a gradient
+    # variables dropped) so that own can tell from the reference count whether a gradient
     # is held elsewhere.
     g = gi = prev = rules = None
     while leaves:
@@ -472,10 +384,10 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         except AttributeError:
             hooks = leaf._hooks = None
         if hooks:
-            g = _run_hooks(hooks, g)
+            g = run_hooks(hooks, g)
         if targets is not None:
             for k in targets[leaf]:
-                results[k] = _dense(g)
+                results[k] = dense(g)
             continue
         if not isinstance(g, (np.ndarray, Tensor)):
             g = np.asarray(g)
@@ -483,9 +395,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             prev = leaf._grad
         except AttributeError:
             prev = None
-        # (_own, not accumulate_grad, for a first gradient: its reference count check
+        # (own, not accumulate_grad, for a first gradient: its reference count check
         # must not see accumulate_grad's own references)
-        leaf._grad = _own(g) if prev is None else accumulate_grad(prev, g, create_graph)
+        leaf._grad = own(g) if prev is None else accumulate_grad(prev, g, create_graph)
     return results
 
 
@@ -507,7 +419,7 @@ def _capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: li
     for k in ks:
         edge = inputs[k]._node
         if type(edge) is tuple:
-            results[k] = _dense(g[edge[1]]) if g is not None else None
+            results[k] = dense(g[edge[1]]) if g is not None else None
         else:
-            results[k] = _dense(g)
+            results[k] = dense(g)
     return g

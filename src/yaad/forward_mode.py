@@ -1,7 +1,7 @@
 """Forward mode: an op called on a tensor that carries a tangent (inside ``yaad.func.jvp``,
 ``jacfwd``, ``hvp``) computes the output's tangent with the op's JVP rules.
 
-A mode (see ``yaad.op.MODES``): its interpreter takes an op call when an argument carries
+A mode (see ``yaad.modes.MODES``): its interpreter takes an op call when an argument carries
 the tangent of an active level, runs the op on the primal values (lower levels handled
 by the same dispatch), then sums the JVP rules of the inputs with tangents.
 """
@@ -17,7 +17,8 @@ from .grad_mode import new_level, state
 from .gradients import cast_gradient
 from .graph import extra_of
 from .levels import strip_level, tangent_of, top_level, with_tangent
-from .op import Op, apply, register_mode, run_modes
+from .modes import register_mode, run_modes
+from .op import Op, apply
 from .ops.shape import broadcast_to
 from .tensor import Tensor
 from .views import note_views

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from .grad_mode import no_grad, state
-from .op import Op, apply, refuse_backward
+from .op import Op, apply, registry
+from .op import op as declare_op
 from .tensor import Tensor, make_tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
@@ -277,3 +278,26 @@ def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
         return out[0] if single else out
 
     return wrapper
+
+
+def _refused(g: Any, ans: Any, value: Any, dep: Any, message: str) -> Any:
+    raise RuntimeError(message)
+
+
+refuse_backward = declare_op(lambda value, dep, message: value, vjp=(None, _refused),
+                             name="refuse_backward", save_args=False, save_ans=False)
+del registry["refuse_backward"]  # not an op with derivatives to check: its backward raises
+refuse_backward.__doc__ = """``value`` as a tensor that depends on ``dep`` (when that
+requires grad) but whose backward raises ``RuntimeError(message)``: a gradient that must
+not be differentiated, or a view whose history is ambiguous.
+
+Parameters
+----------
+value : array
+dep : Tensor
+message : str
+
+Returns
+-------
+Tensor
+"""

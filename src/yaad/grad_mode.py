@@ -195,3 +195,25 @@ class _Awaiting:
 
     def __await__(self) -> Any:
         return _stepped(self.coro, self.mode)
+
+
+def on_fresh_stack(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a new thread that starts with this thread's autograd state (a
+    backward pass nested in many others goes on there, on a fresh stack)."""
+    saved = dict(state.__dict__)
+    box: dict[str, Any] = {}
+
+    def body() -> None:
+        state.__dict__.update(saved)
+        state.depth += 1  # (so that fn goes on here)
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001  (re-raised in the calling thread)
+            box["error"] = e
+
+    worker = threading.Thread(target=body, name="yaad-reentrant-backward")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

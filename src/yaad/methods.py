@@ -28,12 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from . import hooks
 from .batch_mode import conform
 from .engine import run_backward
+from .function import refuse_backward
 from .grad_mode import state
 from .graph import mark_modified
 from .numpy_dispatch import array_function, array_ufunc
-from .op import refuse_backward
 from .ops.elementwise import imag, real
 from .ops.shape import getitem, index_put, index_put_, unwrap_index
 from .tensor import Tensor, make_tensor
@@ -431,6 +432,9 @@ def install(ns: Any) -> None:
     """
     T = Tensor
     T._run_backward = staticmethod(run_backward)
+    T.register_hook = hooks.register_hook
+    T.retain_grad = hooks.retain_grad
+    T.retains_grad = property(hooks.retains_grad)
     T.__array_ufunc__ = _numpy_ufunc
     T.__array_function__ = _numpy_function
     T.__add__ = T.__radd__ = ns.add

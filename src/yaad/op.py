@@ -28,6 +28,7 @@ import numpy as np
 
 from .grad_mode import state
 from .graph import Node, ShapeDtype, clock, new_node
+from .modes import run_modes, set_final
 from .tensor import Tensor, make_tensor
 from .views import note_view, note_views
 
@@ -561,59 +562,4 @@ def fits_into(t: Any, g: Any) -> bool:
     return np.result_type(t, g) == t.dtype
 
 
-# ---------------------------------------------------------------------------------------
-# Modes. While one is active (``state.modes_on``), every op call goes through the
-# interpreters that the modes registered, innermost first, in the order of MODES: each is
-# ``interpret(spec, args, kw, k)`` and either handles the call or passes it on with
-# ``run_modes(spec, args, kw, k)``; after the last one, the call is recorded as usual.
-
-MODES = (
-    "vmap",  # yaad.batch_mode: a batched argument goes first
-    "forward",  # yaad.forward_mode: an argument carries a tangent
-    "trace",  # yaad.compiled.tape: yaad.compile is recording
-    "checkpoint",  # yaad.checkpoint: sees (and may substitute) every argument
-    "anomaly",  # yaad.anomaly: notes where each recorded op was called
-)
-_interpreters: list = []  # (position in MODES, interpret), in that order
-
-
-def register_mode(name: str, interpret: Callable) -> None:
-    """Add the interpreter of mode ``name`` (one of :data:`MODES`) to the op call."""
-    entry = (MODES.index(name), interpret)
-    _interpreters[:] = sorted([e for e in _interpreters if e[0] != entry[0]] + [entry],
-                              key=lambda e: e[0])
-
-
-def run_modes(spec: Op, args: tuple, kw: dict, k: int = 0) -> Any:
-    """``spec`` on its arguments through the mode interpreters from the ``k``-th on; after
-    the last, the ordinary call (with the modes off while it runs)."""
-    if k < len(_interpreters):
-        return _interpreters[k][1](spec, args, kw, k + 1)
-    state.modes_on = False
-    try:
-        return apply(spec, args, kw)
-    finally:
-        state.refresh()
-
-
-def _refused(g: Any, ans: Any, value: Any, dep: Any, message: str) -> Any:
-    raise RuntimeError(message)
-
-
-refuse_backward = op(lambda value, dep, message: value, vjp=(None, _refused),
-                     name="refuse_backward", save_args=False, save_ans=False)
-del registry["refuse_backward"]  # not an op with derivatives to check: its backward raises
-refuse_backward.__doc__ = """``value`` as a tensor that depends on ``dep`` (when that
-requires grad) but whose backward raises ``RuntimeError(message)``: a gradient that must
-not be differentiated, or a view whose history is ambiguous.
-
-Parameters
-----------
-value : array
-dep : Tensor
-message : str
-
-Returns
--------
-Tensor
-"""
+set_final(apply)  # (the ordinary call ends the mode interpreters' chain)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .grad_mode import state
-from .graph import extra_of, version_of
+from .graph import version_of
+from .presentation import ArrayFace
 
 _new = object.__new__
 
@@ -17,7 +18,7 @@ else:
     TensorMethods = object
 
 
-class Tensor(TensorMethods):
+class Tensor(ArrayFace, TensorMethods):
     """An array that records the operations applied to it, for differentiation.
 
     Parameters
@@ -169,56 +170,6 @@ class Tensor(TensorMethods):
         self.requires_grad = False
         return self
 
-    def retain_grad(self) -> None:
-        """Keep :attr:`grad` for this non-leaf tensor after backward (leaves always do)."""
-        if state.tracer is not None:
-            state.tracer.read(self, "retain_grad")
-        node = self._node
-        if node is None:
-            return
-        import weakref
-
-        node, index = node if isinstance(node, tuple) else (node, 0)
-        extra: Any = extra_of(node)  # (op.NodeExtra is not annotated)
-        if extra.retained is None:
-            extra.retained = {}
-        extra.retained[index] = weakref.ref(self)
-
-    @property
-    def retains_grad(self) -> bool:
-        """Whether :meth:`retain_grad` was called on this non-leaf tensor."""
-        node = self._node
-        if node is None:
-            return False
-        node, index = node if isinstance(node, tuple) else (node, 0)
-        retained = node.extra.retained if node.extra is not None else None
-        ref = retained.get(index) if retained else None
-        return ref is not None and ref() is self
-
-    def register_hook(self, fn: Callable[[Any], Any]) -> _HookHandle:
-        """Call ``fn(grad)`` when this tensor's gradient is computed.
-
-        ``fn`` may return a replacement gradient. Returns a handle with ``remove()``.
-        """
-        if not self.requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
-        if state.tracer is not None:
-            state.tracer.read(self, "hook")
-        node = self._node
-        if node is None:
-            hooks = getattr(self, "_hooks", None)
-            if hooks is None:
-                hooks = self._hooks = []
-            hooks.append(fn)
-            return _HookHandle(hooks, fn)
-        node, index = node if isinstance(node, tuple) else (node, 0)
-        extra: Any = extra_of(node)  # (op.NodeExtra is not annotated)
-        if extra.hooks is None:
-            extra.hooks = {}
-        hooks = extra.hooks.setdefault(index, [])
-        hooks.append(fn)
-        return _HookHandle(hooks, fn)
-
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate the gradient of this tensor into the ``.grad`` of the leaves.
@@ -241,166 +192,8 @@ class Tensor(TensorMethods):
     # _run_backward, the engine's entry point (yaad.engine.run_backward), is bound by
     # methods.install: the engine sits above the tensor.
 
-    # ---- array attributes ---------------------------------------------------------
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The shape, as a tuple."""
-        return self._data.shape
-
-    @property
-    def ndim(self) -> int:
-        """The number of dimensions."""
-        return self._data.ndim
-
-    @property
-    def size(self) -> int:
-        """The number of elements."""
-        return self._data.size
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The NumPy dtype."""
-        return self._data.dtype
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element."""
-        return self._data.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the data."""
-        return self._data.nbytes
-
-    def numpy(self) -> np.ndarray:
-        """The data as a NumPy array (shared, not copied)."""
-        if state.tracer is not None:
-            state.tracer.read(self, "numpy")
-        return self._data
-
-    def tolist(self) -> Any:
-        """The data as nested Python lists."""
-        if state.tracer is not None:
-            state.tracer.read(self, "tolist")
-        return self._data.tolist()
-
-    def item(self) -> Any:
-        """The value of a one-element tensor as a Python scalar."""
-        if state.tracer is not None:
-            state.tracer.read(self, "item")
-        if self._data.size != 1:
-            raise ValueError(f"item(): only a one-element tensor can be converted to a "
-                             f"Python scalar; this one has shape {self.shape}")
-        return self._data.item()
-
-    def __len__(self) -> int:
-        if self._data.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
-        return len(self._data)
-
-    def __iter__(self) -> Iterator[Tensor]:
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        for i in range(len(self._data)):
-            yield self[i]
-
-    def __bool__(self) -> bool:
-        if state.tracer is not None:
-            state.tracer.read(self, "bool")
-        return bool(self._data)
-
-    def __float__(self) -> float:
-        if state.tracer is not None:
-            state.tracer.read(self, "float")
-        return float(self._data)
-
-    def __int__(self) -> int:
-        if state.tracer is not None:
-            state.tracer.read(self, "int")
-        return int(self._data)
-
-    def __complex__(self) -> complex:
-        if state.tracer is not None:
-            state.tracer.read(self, "complex")
-        return complex(self._data)
-
-    def __index__(self) -> int:
-        if self._data.dtype.kind not in "iub":
-            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
-        if state.tracer is not None:
-            state.tracer.read(self, "index")
-        return self._data.__index__()
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        if state.tracer is not None:
-            state.tracer.read(self, "array")
-        if self.requires_grad and state.enabled:
-            raise TypeError(
-                "cannot convert a tensor that requires grad to a NumPy array implicitly: "
-                "the gradient would be lost. Use t.detach().numpy() (or t.numpy()) if that "
-                "is what you want; to build an array from tensors (np.array([...]), np.r_, "
-                "np.c_), use yaad.stack or yaad.concatenate; for A @ t with a SciPy sparse "
-                "matrix or LinearOperator A, write yaad.matmul(A, t) or wrap A with "
-                "yaad.sparse.asarray(A).")
-        tans = getattr(self, "_tangents", None) if state.levels else None
-        if tans and any(lv in state.levels for lv in tans):
-            raise TypeError(
-                "cannot convert a tensor that carries a forward-mode tangent (inside "
-                "yaad.func.jvp, jacfwd or hvp) to a NumPy array: the tangent would be lost. "
-                "To build an array from tensors (np.array([...]), np.r_, np.c_), use "
-                "yaad.stack or yaad.concatenate.")
-        data = np.asarray(self._data)
-        if dtype is not None and data.dtype != dtype:
-            return data.astype(dtype)
-        return data.copy() if copy else data
-
-    def __repr__(self) -> str:
-        if state.tracer is not None:
-            state.tracer.read(self, "repr")
-        prefix = "tensor("
-        body = np.array2string(np.asarray(self._data), separator=", ", prefix=prefix)
-        extras = []
-        if self._data.dtype not in (np.float64, np.int64, np.bool_, np.complex128):
-            extras.append(f"dtype={self._data.dtype}")
-        node = self.grad_fn
-        if node is not None:
-            extras.append(f"grad_fn=<{node.op.name}>")
-        elif self.requires_grad:
-            extras.append("requires_grad=True")
-        return prefix + body + "".join(", " + e for e in extras) + ")"
-
-    __str__ = __repr__
-
-    def _repr_html_(self) -> str:
-        """Jupyter's view: the values, then the shape, the dtype and what made the tensor."""
-        import html
-
-        node = self.grad_fn
-        made = (f"grad_fn=&lt;{html.escape(node.op.name)}&gt;" if node is not None else
-                "requires_grad=True" if self.requires_grad else "no gradient")
-        return (f"<pre>{html.escape(repr(self))}</pre><small>shape {self.shape}, "
-                f"{self.dtype}, {made}</small>")
-
-    def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0:
-            return format(self.item(), spec)
-        return repr(self)
-
     # NumPy interoperability (__array_ufunc__, __array_function__): bound by
     # methods.install to yaad.numpy_dispatch, which sits above the ops.
-
-
-class _HookHandle:
-    """Returned by :meth:`Tensor.register_hook`; ``remove()`` takes the hook away."""
-
-    def __init__(self, hooks: list[Callable[[Any], Any]], fn: Callable[[Any], Any]) -> None:
-        self.hooks = hooks
-        self.fn = fn
-
-    def remove(self) -> None:
-        if self.fn in self.hooks:
-            self.hooks.remove(self.fn)
 
 
 def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,

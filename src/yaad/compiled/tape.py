@@ -36,7 +36,8 @@ import numpy as np
 from ..engine import run_backward
 from ..grad_mode import state
 from ..graph import clock as _clock
-from ..op import Op, register_mode, registry, run_modes
+from ..modes import register_mode, run_modes
+from ..op import Op, registry
 from ..op import apply as _apply
 from ..ops.strong_zero import STRONG_ZERO
 from ..tensor import Tensor, make_tensor
@@ -722,7 +723,7 @@ def plain_outputs(x: Any) -> Any:
 
 
 def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
-    """Compile tracing as a mode (see ``yaad.op.MODES``): the recorder takes every op call."""
+    """Compile tracing as a mode (see ``yaad.modes.MODES``): the recorder takes every op call."""
     tracer = state.tracer
     if tracer is not None:
         return tracer.apply(spec, args, kw)

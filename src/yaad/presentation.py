@@ -1,0 +1,174 @@
+"""How a tensor presents itself as an array to Python and NumPy: its array attributes
+(``shape``, ``dtype``, ...), the conversions (``item``, ``tolist``, ``float(t)``,
+``np.asarray(t)``, ...) and its printing (``repr``, Jupyter's ``_repr_html_``).
+
+:class:`ArrayFace` is a base class of :class:`yaad.tensor.Tensor`, which adds what a
+tensor is for autograd (its node, ``requires_grad``, ``.grad``). Every point here that
+reads the value tells a recording of ``yaad.compile`` (``state.tracer``) what Python saw:
+a guard, or a reason to run eagerly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from .grad_mode import state
+
+
+class ArrayFace:
+    """The array side of a tensor (a base class of ``Tensor``; see the module docstring)."""
+
+    __slots__ = ()
+    _data: np.ndarray
+    _node: Any
+    requires_grad: bool
+
+    def _producer(self) -> Any:
+        node = self._node
+        return node[0] if isinstance(node, tuple) else node
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape, as a tuple."""
+        return self._data.shape
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self._data.ndim
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return self._data.size
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype."""
+        return self._data.dtype
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the data."""
+        return self._data.nbytes
+
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (shared, not copied)."""
+        if state.tracer is not None:
+            state.tracer.read(self, "numpy")
+        return self._data
+
+    def tolist(self) -> Any:
+        """The data as nested Python lists."""
+        if state.tracer is not None:
+            state.tracer.read(self, "tolist")
+        return self._data.tolist()
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python scalar."""
+        if state.tracer is not None:
+            state.tracer.read(self, "item")
+        if self._data.size != 1:
+            raise ValueError(f"item(): only a one-element tensor can be converted to a "
+                             f"Python scalar; this one has shape {self.shape}")
+        return self._data.item()
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return len(self._data)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(len(self._data)):
+            yield self[i]  # type: ignore[index]  # (bound by methods.install)
+
+    def __bool__(self) -> bool:
+        if state.tracer is not None:
+            state.tracer.read(self, "bool")
+        return bool(self._data)
+
+    def __float__(self) -> float:
+        if state.tracer is not None:
+            state.tracer.read(self, "float")
+        return float(self._data)
+
+    def __int__(self) -> int:
+        if state.tracer is not None:
+            state.tracer.read(self, "int")
+        return int(self._data)
+
+    def __complex__(self) -> complex:
+        if state.tracer is not None:
+            state.tracer.read(self, "complex")
+        return complex(self._data)
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
+        if state.tracer is not None:
+            state.tracer.read(self, "index")
+        return self._data.__index__()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if state.tracer is not None:
+            state.tracer.read(self, "array")
+        if self.requires_grad and state.enabled:
+            raise TypeError(
+                "cannot convert a tensor that requires grad to a NumPy array implicitly: "
+                "the gradient would be lost. Use t.detach().numpy() (or t.numpy()) if that "
+                "is what you want; to build an array from tensors (np.array([...]), np.r_, "
+                "np.c_), use yaad.stack or yaad.concatenate; for A @ t with a SciPy sparse "
+                "matrix or LinearOperator A, write yaad.matmul(A, t) or wrap A with "
+                "yaad.sparse.asarray(A).")
+        tans = getattr(self, "_tangents", None) if state.levels else None
+        if tans and any(lv in state.levels for lv in tans):
+            raise TypeError(
+                "cannot convert a tensor that carries a forward-mode tangent (inside "
+                "yaad.func.jvp, jacfwd or hvp) to a NumPy array: the tangent would be lost. "
+                "To build an array from tensors (np.array([...]), np.r_, np.c_), use "
+                "yaad.stack or yaad.concatenate.")
+        data = np.asarray(self._data)
+        if dtype is not None and data.dtype != dtype:
+            return data.astype(dtype)
+        return data.copy() if copy else data
+
+    def __repr__(self) -> str:
+        if state.tracer is not None:
+            state.tracer.read(self, "repr")
+        prefix = "tensor("
+        body = np.array2string(np.asarray(self._data), separator=", ", prefix=prefix)
+        extras = []
+        if self._data.dtype not in (np.float64, np.int64, np.bool_, np.complex128):
+            extras.append(f"dtype={self._data.dtype}")
+        node = self._producer()
+        if node is not None:
+            extras.append(f"grad_fn=<{node.op.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return prefix + body + "".join(", " + e for e in extras) + ")"
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the values, then the shape, the dtype and what made the tensor."""
+        import html
+
+        node = self._producer()
+        made = (f"grad_fn=&lt;{html.escape(node.op.name)}&gt;" if node is not None else
+                "requires_grad=True" if self.requires_grad else "no gradient")
+        return (f"<pre>{html.escape(repr(self))}</pre><small>shape {self.shape}, "
+                f"{self.dtype}, {made}</small>")
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return repr(self)
