@@ -274,11 +274,11 @@ def test_internal_use_is_detected():
 # Bottom first. A module imports only from its own layer or those below it; ``name.*``
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
-    ("graph", "grad_mode graph frames"),
+    ("graph", "errors grad_mode graph frames"),
     ("tensor", "presentation tensor views hooks"),
     ("op declaration", "modes op levels batching"),
     ("ops", "ops ops.* linalg linalg.* creation fft function"),
-    ("bookkeeping", "gradients"),
+    ("bookkeeping", "higher_order gradients targets"),
     ("engine", "engine"),
     ("modes", "forward_mode batch_mode anomaly checkpoint compile compiled compiled.*"),
     ("transforms", "autograd func implicit"),

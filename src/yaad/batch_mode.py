@@ -56,7 +56,8 @@ from .ops.shape import (
     reshape,
     stack,
 )
-from .tensor import Tensor, make_tensor, ndim_of, shape_of
+from .presentation import ndim_of, shape_of
+from .tensor import Tensor, make_tensor
 
 # ---- levels ----------------------------------------------------------------------------
 

@@ -28,7 +28,8 @@ import numpy as np
 
 from .grad_mode import state
 from .levels import with_tangent
-from .tensor import Tensor, make_tensor, presenters, shape_of
+from .presentation import shape_of
+from .tensor import Tensor, make_tensor, presenters
 
 
 class BatchingWarning(UserWarning):

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .errors import error
 from .grad_mode import on_fresh_stack, state
 from .gradients import (
     check_inputs,
@@ -26,17 +27,12 @@ from .gradients import (
 from .graph import Node, check_saved, clock
 from .hooks import accumulate_grad, dense, node_hooks, own, run_hooks
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
+from .targets import capture, leading_to
 from .tensor import Tensor
 
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
 multiply = np.multiply
-
-_FREED = (
-    "Trying to backward through the graph a second time (or to use saved values after "
-    "they were freed): '{name}' has already released what it saved. Pass "
-    "retain_graph=True to the first backward() or autograd.grad() to keep it. "
-    "(see docs/errors.md#freed-graph)")
 
 
 def _edge(t: Tensor) -> Any:
@@ -151,53 +147,7 @@ _STACK_LEVELS = 40  # nested backward passes per thread
 _running = 0  # backward passes running (all threads)
 
 
-def _parent_nodes(node: Node):
-    for p in node.parents:
-        tp = type(p)
-        if tp is Node:
-            yield p
-        elif tp is tuple:
-            yield p[0]
-
-
-def _leading_to(start: list, targets: dict) -> tuple[set, set]:
-    """The part of the graph that autograd.grad runs: the nodes on a path from ``start``
-    to a target that lead further back to one (they run), and the target nodes that do
-    not (stops: their gradient is taken as it arrives, and they are left alone, so that
-    a pass nested in another one, as a checkpoint's, does not touch the outer pass's
-    nodes)."""
-    seen: set = set()
-    order = []
-    stack = [(n, False) for n in start]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        stack.extend((p, False) for p in _parent_nodes(node) if p not in seen)
-    needed: set = set()
-    stops: set = set()
-    for node in order:  # every node after the nodes it depends on
-        if any(p in targets if isinstance(p, Tensor) else
-               (p[0] if type(p) is tuple else p) in needed or
-               (p[0] if type(p) is tuple else p) in stops
-               for p in node.parents if p is not None):
-            needed.add(node)
-        elif node in targets:
-            stops.add(node)
-    return needed, stops
-
-
 _pass_ids = itertools.count(1)
-
-_REENTRANT = (
-    "another backward pass went through '{name}' while this one was running (a backward "
-    "call inside a hook or rule, or from another thread, over the same graph). Run them "
-    "one after the other.")
 
 
 def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list | None:
@@ -216,7 +166,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             _accumulate(leaves, edge, g)  # a leaf as an output: its gradient is g
         else:
             start.append(node)
-    needed, stops = _leading_to(start, targets) if targets else (None, None)
+    needed, stops = leading_to(start, targets) if targets else (None, None)
     stopped: dict = {}  # edge into a stop -> its gradient
     stack = []
     for node in start:
@@ -267,12 +217,12 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     while ready:
         node = ready_pop()
         if node.visit != pid:
-            raise RuntimeError(_REENTRANT.format(name=node.op.name))
+            raise error("reentrant", name=node.op.name)
         g = node.acc
         node.acc = None
         args = node.args
         if args is None:
-            raise RuntimeError(_FREED.format(name=node.op.name))
+            raise error("freed-graph", name=node.op.name)
         if node.epoch < now:
             check_saved(node)
         op = node.op
@@ -280,7 +230,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         if captured and node in captured:
             # An input of autograd.grad with others further back: PyTorch takes its
             # gradient before its hooks then (and after them at a stop, below).
-            g = _capture(node, g, targets[node], inputs, results)
+            g = capture(node, g, targets[node], inputs, results)
         if extra is not None and (extra.hooks or extra.retained):
             g = node_hooks(node, g)
         strong = masked and node in masked  # (an empty set: False)
@@ -367,7 +317,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         else:
             g = [stopped.get((node, k)) for k in range(node.op.nout)]
             g = None if all(x is None for x in g) else g
-        _capture(node, node_hooks(node, g), targets[node], inputs, results)
+        capture(node, node_hooks(node, g), targets[node], inputs, results)
 
     # 4. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's
     # variables dropped) so that own can tell from the reference count whether a gradient
@@ -409,17 +359,4 @@ def _off_path(p: Any, node: Node, gi: Any, pid: int, stops: Any, stopped: dict) 
         if gi is not None:
             stopped[p] = _add(stopped.get(p), gi)
     elif node.visit > pid:
-        raise RuntimeError(_REENTRANT.format(name=node.op.name))
-
-
-def _capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: list) -> Any:
-    """Record the gradient of intermediate inputs of autograd.grad; returns ``g``."""
-    if node.op.nout != 1 and g is not None:
-        g = list(g)
-    for k in ks:
-        edge = inputs[k]._node
-        if type(edge) is tuple:
-            results[k] = dense(g[edge[1]]) if g is not None else None
-        else:
-            results[k] = dense(g)
-    return g
+        raise error("reentrant", name=node.op.name)

@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .grad_mode import state
-from .graph import ShapeDtype
+from .errors import error
+from .higher_order import saved_as_tensors
 from .ops.elementwise import real
 from .ops.reductions import sum as _sum
 from .ops.shape import astype, reshape
@@ -32,8 +32,7 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
         return g
     lead = len(gshape) - len(shape)
     if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
-        raise ValueError(f"{where}: the gradient has shape {gshape}, which does not "
-                         f"broadcast to the input's shape {shape} (see docs/errors.md#rule-shape)")
+        raise error("rule-shape", where=where, got=gshape, shape=shape)
     axes = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
     if axes:
@@ -63,10 +62,7 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
     another input's), never more than all of them.
     """
     if isinstance(g, (tuple, list)):
-        raise TypeError(
-            f"the gradient rule of '{name}' for input {k} returned a "
-            f"{type(g).__name__} instead of one array of the input's shape {ref.shape} (a "
-            f"rule computes the gradient of one input; declare one rule per input)")
+        raise error("rule-sequence", name=name, k=k, type=type(g).__name__, shape=ref.shape)
     if not hasattr(g, "shape"):
         g = np.asarray(g)
     shape = ref.shape
@@ -76,8 +72,7 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
         most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
                    + [len(a.shape) for a in args if hasattr(a, "shape")] + [len(shape)])
         if out_grad is not None and g.ndim > most:
-            raise ValueError(f"{where} has shape {g.shape}: more axes than the output and "
-                             f"every input ({most} at most). The rule is wrong.")
+            raise error("rule-axes", where=where, shape=g.shape, most=most)
         g = unbroadcast(g, shape, where)
     dtype = ref.dtype
     gdt = g.dtype
@@ -142,65 +137,12 @@ def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
     return grads
 
 
-def saved_as_tensors(node: Any) -> tuple[Any, Any]:
-    """Saved values as tensors linked into the graph, so that rules applied to them are
-    recorded (create_graph) or carry forward-mode tangents (a backward pass inside
-    ``jvp``: hvp, jacfwd of jacrev). Returns the node's (args, ans)."""
-    extra = node.extra
-    duals = extra.duals if extra is not None else None
-    if duals is not None and not state.enabled and not _active(duals):
-        return node.args, node.ans  # the tangents belong to levels that have ended
-    parents = node.parents
-    args = []
-    for i, a in enumerate(node.args):
-        p = parents[i] if i < len(parents) else None
-        d = duals[0][i] if duals is not None else None
-        if isinstance(d, Tensor):
-            args.append(d)
-        elif p is None or a is None or isinstance(a, ShapeDtype):
-            args.append(a)
-        elif isinstance(p, Tensor):
-            args.append(p)
-        else:
-            args.append(make_tensor(a, p, True))
-    ans = node.ans
-    tangents = duals[1] if duals is not None else None
-    if isinstance(ans, tuple):
-        ans = tuple(_output_tensor(a, (node, k), tangents[k] if tangents else None)
-                    for k, a in enumerate(ans))
-    elif ans is not None:
-        ans = _output_tensor(ans, node, tangents)
-    return args, ans
-
-
-def _active(duals: tuple) -> bool:
-    """Whether any tangent kept for a node belongs to a forward-mode level still active."""
-    levels = state.levels
-    tangents = duals[1]
-    for tans in tangents if isinstance(tangents, tuple) else (tangents,):
-        if tans and any(lv in levels for lv in tans):
-            return True
-    return False
-
-
-def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
-    """A node's saved output as a tensor produced by that node (output ``edge``)."""
-    if isinstance(a, ShapeDtype):
-        return a
-    diff = a.dtype.kind in "fc"
-    t = make_tensor(a, edge if diff else None, diff, tangents)
-    return t
-
-
 def check_output(t: Any, k: int) -> None:
     """Raise unless output ``k`` of a backward call is a tensor that requires grad."""
     if not isinstance(t, Tensor):
-        raise TypeError(f"backward: output {k} is a {type(t).__name__}, not a Tensor")
+        raise error("output-not-tensor", k=k, type=type(t).__name__)
     if not t.requires_grad:
-        raise RuntimeError(
-            f"backward: output {k} does not require grad and has no grad_fn: nothing "
-            f"it depends on requires grad (or it was computed under no_grad()). "
-            f"(see docs/errors.md#no-grad-fn)")
+        raise error("no-grad-fn", k=k)
 
 
 def check_inputs(inputs: Any, caller: str = "backward") -> tuple:
@@ -209,13 +151,12 @@ def check_inputs(inputs: Any, caller: str = "backward") -> tuple:
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
     if not inputs:
-        raise RuntimeError(f"`inputs` argument to {caller}() cannot be empty: pass the "
-                           f"tensors to differentiate with respect to, or leave it out")
+        raise error("empty-inputs", caller=caller)
     for k, t in enumerate(inputs):
         if not isinstance(t, Tensor):
-            raise TypeError(f"input {k} is a {type(t).__name__}, not a Tensor")
+            raise error("input-not-tensor", k=k, type=type(t).__name__)
         if not t.requires_grad:
-            raise RuntimeError(f"input {k} does not require grad, so it has no gradient")
+            raise error("input-without-grad", k=k)
     return tuple(inputs)
 
 
@@ -225,9 +166,7 @@ def check_unused(inputs: Sequence, results: Sequence, allow_unused: bool) -> Non
         return
     for k, t in enumerate(inputs):
         if results[k] is None:
-            raise RuntimeError(
-                f"input {k} (shape {t.shape}) was not used to compute the outputs, so it "
-                f"has no gradient. Pass allow_unused=True to get None for it.")
+            raise error("unused-input", k=k, shape=t.shape)
 
 
 @functools.lru_cache(maxsize=64)
@@ -245,22 +184,15 @@ def root_gradient(t: Tensor, g: Any, k: int, create_graph: bool = False) -> Any:
     data = t._data
     if g is None:
         if data.size != 1:
-            raise RuntimeError(
-                f"backward: output {k} has shape {t.shape}; a gradient can be created "
-                f"implicitly only for a scalar. Reduce it (e.g. .sum()) or pass gradient= "
-                f"with shape {t.shape}. (see docs/errors.md#non-scalar-backward)")
+            raise error("non-scalar-backward", k=k, shape=t.shape)
         if data.dtype.kind == "c":
-            raise RuntimeError(
-                f"backward: output {k} is complex ({t.dtype}); the gradient of a complex "
-                f"output is not defined without gradient=. Differentiate a real loss, such "
-                f"as .real or abs(...)**2. (see docs/errors.md#complex-backward)")
+            raise error("complex-backward", k=k, dtype=t.dtype)
         g = unit(data.dtype, data.shape)
     else:
         if isinstance(g, Tensor) and not create_graph and not getattr(g, "_tangents", None):
             g = g._data  # (a batched cotangent stays a tensor: its data are not its value)
         if np.shape(g) != t.shape:
-            raise RuntimeError(f"backward: gradient for output {k} has shape {np.shape(g)}, "
-                               f"but the output has shape {t.shape}")
+            raise error("root-shape", k=k, got=np.shape(g), shape=t.shape)
         if not isinstance(g, (np.ndarray, Tensor)):
             g = np.asarray(g, dtype=t.dtype)
     if create_graph and not isinstance(g, Tensor):

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import error
+
 ndarray = np.ndarray
 _new = object.__new__
 
@@ -155,9 +157,5 @@ def check_saved(node: Node) -> None:
         entry = _modified.get(id(root))
         if entry is not None and entry[2]() is root and entry[1] > node.epoch:
             what = f"input {k}" if k < len(node.args) else "its output"
-            raise RuntimeError(
-                f"one of the values needed for gradient computation has been modified by an "
-                f"in-place operation: {what} of '{node.op.name}' (an array of shape "
-                f"{a.shape} and dtype {a.dtype}) is now at version {entry[0]}, and was "
-                f"saved before that change. Avoid the in-place operation, or apply it to "
-                f"a .clone() of the tensor. (see docs/errors.md#inplace-saved)")
+            raise error("inplace-saved", what=what, name=node.op.name, shape=a.shape,
+                        dtype=a.dtype, version=entry[0])

@@ -28,7 +28,8 @@ from .ops import (
     special_pairs,
 )
 from .ops.shape import astype, reshape
-from .tensor import Tensor, ndim_of
+from .presentation import ndim_of
+from .tensor import Tensor
 
 # Ufunc methods that are reductions or scans with a yaad name.
 _UFUNC_METHODS = {

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .errors import error
 from .grad_mode import state
 from .graph import Node, ShapeDtype, clock, new_node
 from .modes import run_modes, set_final
@@ -77,21 +78,6 @@ class Op:
 
     def __repr__(self) -> str:
         return f"<yaad op {self.name}>"
-
-
-def exported(namespace: dict) -> list[str]:
-    """Public names of an ops module: its ops and the functions it defines (for ``__all__``).
-
-    End each ops module with ``__all__ = exported(globals())``.
-    """
-    module = namespace["__name__"]
-    names = []
-    for name, value in namespace.items():
-        if name.startswith("_") or not callable(value) or isinstance(value, type):
-            continue
-        if hasattr(value, "op") or getattr(value, "__module__", None) == module:
-            names.append(name)
-    return names
 
 
 @functools.lru_cache(maxsize=1024)
@@ -355,48 +341,20 @@ def _refuse_object_operand(spec: Op, v: Any) -> None:
         hint = (" Wrap a SciPy sparse matrix first: theta * yaad.sparse.asarray(H) "
                 "(see docs/errors.md#sparse-operand)."
                 if hasattr(v, "tocsr") else " Convert it to an array first.")
-        raise TypeError(
-            f"{spec.name}: an operand of type {type(v).__name__} is not an array; NumPy "
-            f"would hold it as one Python object (dtype object), not as numbers.{hint}")
+        raise error("object-operand", name=spec.name, type=type(v).__name__, hint=hint)
 
 
-def holds_tensor(x: Any) -> bool:
-    """Whether a (nested) list or tuple holds a tensor."""
-    for e in x:
-        if isinstance(e, Tensor) or (type(e) in _SEQUENCES and holds_tensor(e)):
-            return True
-    return False
-
-
-# How a (nested) list holding tensors becomes one operand, their stack: set by
-# yaad.ops.shape, which declares ``stack`` (an op, above this module).
-_stack_operand: Callable = None  # type: ignore[assignment]
-
-
-def register_stacker(fn: Callable) -> None:
-    """Set the function that turns a list holding tensors into one tensor (their stack)."""
-    global _stack_operand
-    _stack_operand = fn
-
-
+# An op call with no tensor argument: the forward on the arguments, unless one of them is a
+# list holding tensors; yaad.ops.shape, which declares ``stack`` (an op, above this
+# module), sets the call that stacks those.
 def _call_plain(spec: Op, args: tuple, kw: dict) -> Any:
-    """``spec`` on arguments none of which is a tensor: the forward on them, unless a
-    differentiable input is a list or tuple holding tensors. That one is stacked first, as
-    NumPy would make it an array (PyTorch's ``stack``), so the gradient or the tangent
-    reaches each tensor instead of being dropped by the conversion to an array."""
-    vjps = spec.vjps
-    stacked = None
-    if state.batching is not None and any(type(a) in _SEQUENCES and holds_tensor(a)
-                                          for a in args):
-        return apply(spec, args, kw)  # a tensor in an index: vmap may batch it
-    for i, a in enumerate(args):
-        if (type(a) in _SEQUENCES and (spec.variadic or (i < len(vjps) and vjps[i]))
-                and holds_tensor(a)):
-            stacked = stacked or list(args)
-            stacked[i] = _stack_operand(a)
-    if stacked is None:
-        return spec.forward(*args, **kw)
-    return spec.fn(*stacked, **kw)
+    return spec.forward(*args, **kw)
+
+
+def register_plain_call(fn: Callable) -> None:
+    """Set the call of an op on arguments none of which is a tensor."""
+    global _call_plain
+    _call_plain = fn
 
 
 def _meta(a: Any, ans: Any, elementwise: bool) -> Any:
@@ -412,9 +370,7 @@ def _kw_arrays(spec: Op, kw: dict) -> dict:
     for k, v in kw.items():
         if isinstance(v, Tensor):
             if v.requires_grad and state.enabled:
-                raise TypeError(
-                    f"{spec.name}: keyword argument {k}= is a tensor that requires grad; "
-                    f"keyword arguments are not differentiated. Pass it positionally.")
+                raise error("keyword-tensor", name=spec.name, k=k)
             v = v._data
         out[k] = v
     return out
@@ -447,11 +403,7 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
                     parents[i] = a._node or a
                     any_parent = True
                 elif vjps:
-                    raise TypeError(
-                        f"{spec.name}: argument {i} requires grad, but '{spec.name}' has no "
-                        f"gradient rule for it, so its gradient would be lost. Pass "
-                        f"{_describe(a)}.detach() if no gradient is wanted there, or "
-                        f"declare a VJP rule for argument {i}.")
+                    raise error("no-rule", name=spec.name, i=i, shape=a.shape, dtype=a.dtype)
         node = _record(spec, arrays, kw, ans, tuple(parents)) if any_parent else None
     else:
         node = None
@@ -471,10 +423,6 @@ def _tuple_arrays(a: tuple) -> tuple:
         if isinstance(x, Tensor):
             return tuple([x._data if isinstance(x, Tensor) else x for x in a])
     return a
-
-
-def _describe(t: Tensor) -> str:
-    return f"the tensor (shape {t.shape}, {t.dtype})"
 
 
 def _named(e: Exception, name: str) -> Exception:

@@ -172,3 +172,22 @@ class ArrayFace:
         if self._data.ndim == 0:
             return format(self.item(), spec)
         return repr(self)
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The shape of a tensor (one example's inside vmap), an array or anything NumPy reads
+    as one (no value is read: a compiled function's recording need not see it)."""
+    return x.shape if isinstance(x, ArrayFace) else np.shape(x)
+
+
+def ndim_of(x: Any) -> int:
+    """The number of dimensions (see :func:`shape_of`)."""
+    return x.ndim if isinstance(x, ArrayFace) else np.ndim(x)
+
+
+def dtype_of(x: Any) -> np.dtype:
+    """The dtype (see :func:`shape_of`)."""
+    if isinstance(x, ArrayFace):
+        return x._data.dtype
+    dtype: np.dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    return dtype

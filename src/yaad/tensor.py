@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from .errors import error
 from .grad_mode import state
 from .graph import version_of
 from .presentation import ArrayFace
@@ -118,8 +119,7 @@ class Tensor(ArrayFace, TensorMethods):
             if isinstance(value, Tensor) and not value.requires_grad:
                 value = value._data
             if np.shape(value) != self.shape:
-                raise ValueError(f"assigned grad has shape {np.shape(value)}, but the tensor "
-                                 f"has shape {self.shape}")
+                raise error("grad-shape", got=np.shape(value), shape=self.shape)
         self._grad = value
 
     @property
@@ -140,13 +140,9 @@ class Tensor(ArrayFace, TensorMethods):
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set :attr:`requires_grad` in place (leaves only) and return self."""
         if requires_grad and self._data.dtype.kind not in "fc":
-            raise TypeError(
-                f"only floating point and complex tensors can require gradients; this "
-                f"tensor has dtype {self._data.dtype}. Convert it first, e.g. "
-                f"yaad.tensor(x, dtype=float). (see docs/errors.md#integer-grad)")
+            raise error("integer-grad", dtype=self._data.dtype)
         if not requires_grad and self._node is not None:
-            raise RuntimeError("requires_grad_(False) is only allowed on leaf tensors; "
-                               "use .detach() for a non-leaf.")
+            raise error("non-leaf-requires-grad")
         if requires_grad and not hasattr(self, "_hooks"):
             self._grad = None  # set, so that the engine reads them without a miss
             self._hooks = None
@@ -163,9 +159,7 @@ class Tensor(ArrayFace, TensorMethods):
         A leaf cut so gets no gradient from graphs recorded before, as in PyTorch.
         """
         if getattr(self, "_base", None) is not None:
-            raise RuntimeError(
-                "detach_(): this tensor is a view of another tensor (it shares its memory), "
-                "and a view cannot be detached in place. Use .detach() instead.")
+            raise error("detach-view")
         self._node = None
         self.requires_grad = False
         return self
@@ -212,17 +206,6 @@ def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
     return t
 
 
-def shape_of(x: Any) -> tuple[int, ...]:
-    """The shape of a tensor (one example's inside vmap), an array or anything NumPy reads
-    as one (no value is read: a compiled function's recording need not see it)."""
-    return x.shape if isinstance(x, Tensor) else np.shape(x)
-
-
-def ndim_of(x: Any) -> int:
-    """The number of dimensions (see :func:`shape_of`)."""
-    return x.ndim if isinstance(x, Tensor) else np.ndim(x)
-
-
 # A mode whose entries in ``_tangents`` change what a tensor presents (vmap's batch axes,
 # hidden from the shape) registers here: the entry's type -> the Tensor subclass to use.
 presenters: dict[type, type] = {}
@@ -234,14 +217,6 @@ def _presenter(tangents: dict[Any, Any]) -> type:
         if cls is not None:
             return cls
     return Tensor
-
-
-def dtype_of(x: Any) -> np.dtype:
-    """The dtype (see :func:`shape_of`)."""
-    if isinstance(x, Tensor):
-        return x._data.dtype
-    dtype: np.dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
-    return dtype
 
 
 def is_tensor(x: Any) -> bool:

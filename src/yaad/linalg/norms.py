@@ -20,7 +20,7 @@ from ..ops.elementwise import conj, real, sign, where
 from ..ops.reductions import expand_reduced
 from ..ops.reductions import sum as _sum
 from ..ops.shape import expand_dims, moveaxis
-from ..tensor import ndim_of, shape_of
+from ..presentation import ndim_of, shape_of
 from .helpers import data_of, is_complex
 from .spectral import svd_op, svdvals
 from .systems import inv

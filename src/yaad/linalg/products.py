@@ -19,7 +19,7 @@ from ..ops.reductions import sum as _sum
 from ..ops.shape import aligned, expand_dims, reshape, squeeze
 from ..ops.shape import diagonal as _diagonal
 from ..ops.shape import matrix_transpose as _matrix_transpose
-from ..tensor import dtype_of, ndim_of, shape_of
+from ..presentation import dtype_of, ndim_of, shape_of
 from .helpers import as_array, is_complex, public
 
 __all__ = ["matmul", "vecdot", "outer", "tensordot", "multi_dot", "cross", "trace",

@@ -17,7 +17,8 @@ from ..ops.elementwise import conj, imag, real, where
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
 from ..ops.shape import expand_dims
-from ..tensor import Tensor, ndim_of, shape_of
+from ..presentation import ndim_of, shape_of
+from ..tensor import Tensor
 from .helpers import (
     as_array,
     col,

@@ -30,7 +30,8 @@ from ..ops.elementwise import conj
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
 from ..ops.shape import columns, getitem, moveaxis, pad, reshape, squeeze, stack, tril
-from ..tensor import Tensor, ndim_of, shape_of
+from ..presentation import ndim_of, shape_of
+from ..tensor import Tensor
 from .helpers import (
     as_array,
     col,

@@ -21,7 +21,8 @@ from ..ops.products import matmul
 from ..ops.reductions import mean
 from ..ops.reductions import sum as _sum
 from ..ops.shape import moveaxis, reshape, swapaxes
-from ..tensor import Tensor, dtype_of, ndim_of, shape_of
+from ..presentation import dtype_of, ndim_of, shape_of
+from ..tensor import Tensor
 
 
 def _value(x: Any) -> np.ndarray:

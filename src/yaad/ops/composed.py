@@ -20,7 +20,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..batching import per_example
-from ..tensor import Tensor, dtype_of, ndim_of, shape_of
+from ..presentation import dtype_of, ndim_of, shape_of
+from ..tensor import Tensor
 from .convolution import convolve
 from .elementwise import clip, conj, imag, isfinite, isnan, isneginf, isposinf, mod, real, sqrt
 from .elementwise import where as _where

@@ -27,7 +27,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..batching import example_shape
 from ..op import op
-from ..tensor import dtype_of, shape_of
+from ..presentation import dtype_of, shape_of
 from .elementwise import conj
 from .products import einsum
 from .shape import expand_dims, flip, front, getitem, pad

@@ -19,7 +19,8 @@ import types
 import numpy as np
 import scipy.special as sp
 
-from ..op import IN_PLACE_SIZE, exported, fits_into, op
+from ..op import IN_PLACE_SIZE, fits_into, op
+from . import exported
 from . import parameter_derivatives as _pd
 
 _LN2 = math.log(2.0)

@@ -16,7 +16,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..batching import example_shape, size_of
-from ..op import exported, op
+from ..op import op
+from . import exported
 from .elementwise import conj, exp, imag, real, sign, where
 from .reductions import expand_reduced
 from .reductions import sum as _sum

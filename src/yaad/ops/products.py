@@ -23,8 +23,9 @@ import numpy as np
 import opt_einsum
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..op import exported, op
-from ..tensor import dtype_of, ndim_of, shape_of
+from ..op import op
+from ..presentation import dtype_of, ndim_of, shape_of
+from . import exported
 from .elementwise import conj, multiply
 from .shape import (
     aligned,

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..op import exported, op
+from ..op import op
 from ..tensor import Tensor
+from . import exported
 from .elementwise import conj, isnan, logical_not, real, where
 from .shape import (
     _as_operand,

@@ -16,9 +16,12 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..batching import batch_axes, per_example, size_of
+from ..grad_mode import state
 from ..graph import mark_modified
-from ..op import exported, holds_tensor, op, register_stacker
-from ..tensor import Tensor, dtype_of, ndim_of, shape_of
+from ..op import apply, op, register_plain_call
+from ..presentation import dtype_of, ndim_of, shape_of
+from ..tensor import Tensor
+from . import exported
 
 ndarray = np.ndarray
 
@@ -47,12 +50,40 @@ def _as_operand(x: Any) -> Any:
     scalar) as a NumPy array."""
     if isinstance(x, Tensor) or hasattr(x, "shape"):
         return x
-    if isinstance(x, (list, tuple)) and holds_tensor(x):
+    if isinstance(x, (list, tuple)) and _holds_tensor(x):
         return _stack(*[_as_operand(e) for e in x])
     return np.asarray(x)
 
 
-register_stacker(_as_operand)
+def _holds_tensor(x: Any) -> bool:
+    """Whether a (nested) list or tuple holds a tensor."""
+    for e in x:
+        if isinstance(e, Tensor) or (type(e) in (list, tuple) and _holds_tensor(e)):
+            return True
+    return False
+
+
+def _call_plain(spec: Any, args: tuple, kw: dict) -> Any:
+    """An op on arguments none of which is a tensor: the forward on them, unless a
+    differentiable input is a list or tuple holding tensors. That one is stacked first, as
+    NumPy would make it an array (PyTorch's ``stack``), so the gradient or the tangent
+    reaches each tensor instead of being dropped by the conversion to an array."""
+    vjps = spec.vjps
+    stacked = None
+    if state.batching is not None and any(type(a) in (list, tuple) and _holds_tensor(a)
+                                          for a in args):
+        return apply(spec, args, kw)  # a tensor in an index: vmap may batch it
+    for i, a in enumerate(args):
+        if (type(a) in (list, tuple) and (spec.variadic or (i < len(vjps) and vjps[i]))
+                and _holds_tensor(a)):
+            stacked = stacked or list(args)
+            stacked[i] = _as_operand(a)
+    if stacked is None:
+        return spec.forward(*args, **kw)
+    return spec.fn(*stacked, **kw)
+
+
+register_plain_call(_call_plain)
 
 
 def _no_out(name: str, out) -> None:

@@ -1,0 +1,65 @@
+"""The inputs of ``autograd.grad`` (and of ``backward(inputs=...)``): the part of the graph
+a backward pass runs for them, and the capture of their gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from .graph import Node
+from .hooks import dense
+from .tensor import Tensor
+
+
+def _parent_nodes(node: Node) -> Iterator[Node]:
+    for p in node.parents:
+        tp = type(p)
+        if tp is Node:
+            yield p
+        elif tp is tuple:
+            yield p[0]
+
+
+def leading_to(start: list, targets: dict) -> tuple[set, set]:
+    """The part of the graph that autograd.grad runs: the nodes on a path from ``start``
+    to a target that lead further back to one (they run), and the target nodes that do
+    not (stops: their gradient is taken as it arrives, and they are left alone, so that
+    a pass nested in another one, as a checkpoint's, does not touch the outer pass's
+    nodes)."""
+    seen: set = set()
+    order = []
+    stack = [(n, False) for n in start]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((p, False) for p in _parent_nodes(node) if p not in seen)
+    needed: set = set()
+    stops: set = set()
+    for node in order:  # every node after the nodes it depends on
+        if any(p in targets if isinstance(p, Tensor) else
+               (p[0] if type(p) is tuple else p) in needed or
+               (p[0] if type(p) is tuple else p) in stops
+               for p in node.parents if p is not None):
+            needed.add(node)
+        elif node in targets:
+            stops.add(node)
+    return needed, stops
+
+
+def capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: list) -> Any:
+    """Record the gradient of intermediate inputs of autograd.grad; returns ``g``."""
+    if node.op.nout != 1 and g is not None:
+        g = list(g)
+    for k in ks:
+        edge = inputs[k]._node
+        if type(edge) is tuple:
+            results[k] = dense(g[edge[1]]) if g is not None else None
+        else:
+            results[k] = dense(g)
+    return g
