@@ -571,13 +571,13 @@ def test_custom_function_inside_runs_eagerly():
 # ---- the code: one private field, read by the machinery only --------------------------------
 
 SRC = pathlib.Path(yaad.__file__).parent
-# The op call, the engine, the tensor (with its array face) and its methods, the transforms' conversions, vmap's
-# batching mode and compile's own code move values without deciding anything from them:
-# they read _data. Everything else (ops, rules, nn, optim, linalg) reads values through
-# the public points, which a recording sees.
-PRIVATE_OK = {"tensor.py", "presentation.py", "op.py", "levels.py", "views.py", "forward_mode.py", "engine.py",
-              "gradients.py", "methods.py", "func.py", "batching.py", "batch_mode.py",
-              "numpy_dispatch.py", "compile.py", "compiled"}
+# The op call, the engine, the tensor (with its array face) and its methods, the
+# transforms' conversions, vmap's batching mode and compile's own code move values
+# without deciding anything from them: they read _data. Everything else (ops, rules, nn,
+# optim, linalg) reads values through the public points, which a recording sees.
+PRIVATE_OK = {"tensor.py", "presentation.py", "op.py", "levels.py", "views.py",
+              "forward_mode.py", "engine.py", "gradients.py", "methods.py", "func.py",
+              "batching.py", "batch_mode.py", "numpy_dispatch.py", "compile.py", "compiled"}
 
 
 def test_only_the_machinery_reads_the_private_value():
