@@ -9,6 +9,7 @@ unless ``retain_graph``.
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,9 +26,13 @@ from .gradients import (
 )
 from .graph import Node, check_saved, clock
 from .hooks import accumulate_grad, dense, node_hooks, own, run_hooks
-from .op import positional_rules
+from .op import IN_PLACE_SIZE, fits_into, positional_rules
 from .targets import capture, leading_to
 from .tensor import Tensor
+
+_getrefcount = sys.getrefcount
+ndarray = np.ndarray
+multiply = np.multiply
 
 
 def _edge(t: Tensor) -> Any:
@@ -235,13 +240,14 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             # (create_graph, forward mode), strong zeros, anomaly checks; fitted.
             rules = node_gradients(node, g, strong, create_graph, check)
             done = True
+            table = None
             mask = (strong and op.elementwise) or op.selects
         else:
-            # The common case: the rules are called in the loop below (a row of the
-            # elementwise table has its VJPs on NumPy arrays, without yaad's dispatch).
+            # The common case: the rules are called in the loop below, and a row of the
+            # elementwise table gives its derivatives directly (gradient g * conj(d)).
             done = False
-            rules = ((op.numpy_vjps if node.kw is None else None)
-                     or (op.vjps if not op.variadic else positional_rules(op, len(args))))
+            table = op.numpy_derivatives if node.kw is None else None
+            rules = table or (op.vjps if not op.variadic else positional_rules(op, len(args)))
             mask = op.selects
         ans = node.ans
         kw = node.kw
@@ -251,7 +257,18 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             if done:
                 gi = rule  # (node_gradients' result for this input)
             else:
-                gi = rule(g, ans, *args) if kw is None else rule(g, ans, *args, **kw)
+                if table is not None:
+                    gi = rule(ans, *args).conjugate()
+                    # gi is often a fresh temporary (cos(x)): multiply into it when large
+                    if (type(gi) is ndarray and gi.size >= IN_PLACE_SIZE
+                            and _getrefcount(gi) <= 2 and fits_into(gi, g)):
+                        multiply(gi, g, out=gi)
+                    else:
+                        gi = g * gi
+                elif kw is None:
+                    gi = rule(g, ans, *args)
+                else:
+                    gi = rule(g, ans, *args, **kw)
                 if gi is not None and ref is not None:
                     try:
                         if gi.shape != ref.shape or (gi.dtype is not ref.dtype

@@ -47,7 +47,7 @@ class Op:
 
     __slots__ = (
         "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
-        "elementwise", "selects", "linear", "fn", "single_output", "numpy_vjps",
+        "elementwise", "selects", "linear", "fn", "single_output", "numpy_derivatives",
         "reads", "frees", "batch", "__weakref__",
     )
 
@@ -69,10 +69,10 @@ class Op:
         self.linear = linear
         self.fn = None  # the public function, set by op()
         self.single_output = nout == 1  # the engine's specialised backward loop applies
-        # For a row of the elementwise table: its VJPs on NumPy arrays, g * conj(d) without
-        # yaad's dispatch, for the first-order backward (the vjps, written with yaad
-        # functions, serve create_graph and forward mode).
-        self.numpy_vjps = None
+        # For a row of the elementwise table: its derivatives bound to NumPy, so that the
+        # first-order backward computes g * conj(d) without yaad's dispatch (the vjps,
+        # written with yaad functions, serve create_graph and forward mode).
+        self.numpy_derivatives = None
         self.reads = None  # see op(reads=): a node keeps what its needed rules read
         self.batch = None  # the batching rule for vmap (see op(batch=))
 
@@ -493,6 +493,21 @@ def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
         diff = node is not None and a.dtype.kind in "fc"
         outs.append(make_tensor(a, (node, i) if diff else None, diff))
     return tuple(outs)
+
+
+# A rule's result ``t * g`` may be written into ``t`` when ``t`` is a temporary nothing else
+# holds (the engine and the elementwise rules do so for large arrays: one temporary fewer).
+IN_PLACE_SIZE = 1 << 16  # elements: below this, reusing a temporary's memory saves nothing
+
+
+def fits_into(t: Any, g: Any) -> bool:
+    """Whether ``t * g`` has ``t``'s shape and dtype (so it can be computed in place)."""
+    gshape = np.shape(g)
+    if len(gshape) > t.ndim or not t.flags.writeable or isinstance(g, Tensor):
+        return False
+    if any(a != 1 and a != b for a, b in zip(gshape[::-1], t.shape[::-1])):
+        return False
+    return np.result_type(t, g) == t.dtype
 
 
 set_final(apply)  # (the ordinary call ends the mode interpreters' chain)

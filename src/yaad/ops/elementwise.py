@@ -19,8 +19,7 @@ import types
 import numpy as np
 import scipy.special as sp
 
-from ..op import op
-from ..tensor import Tensor
+from ..op import IN_PLACE_SIZE, fits_into, op
 from . import exported
 from . import parameter_derivatives as _pd
 
@@ -101,10 +100,9 @@ _rows: list = []
 
 
 def _bind_to_numpy(namespace: dict) -> None:
-    """Give every row its first-order VJPs on arrays, ``g * conj(d)``, from its derivatives
-    with yaad's functions replaced by the NumPy functions behind them: the same code,
-    without dispatch, for the first-order backward (design decision 6: higher derivatives
-    must not slow down first derivatives)."""
+    """Give every row its derivatives with yaad's functions replaced by the NumPy
+    functions behind them: the same code, without dispatch, for the first-order backward
+    (design decision 6: higher derivatives must not slow down first derivatives)."""
     plain = {k: (v.op.forward if hasattr(v, "op") else v) for k, v in namespace.items()}
     for spec, derivs, real_only in _rows:
         bound = []
@@ -114,36 +112,8 @@ def _bind_to_numpy(namespace: dict) -> None:
                 continue
             fast = types.FunctionType(d.__code__, plain, d.__name__, d.__defaults__,
                                       d.__closure__)
-            bound.append(_numpy_vjp(_checked(fast, spec.name) if real_only else fast))
-        spec.numpy_vjps = tuple(bound)
-
-
-# A rule's result ``t * g`` may be written into ``t`` when ``t`` is a temporary nothing else
-# holds: one temporary fewer for large arrays.
-_IN_PLACE_SIZE = 1 << 16  # elements: below this, reusing a temporary's memory saves nothing
-
-
-def _fits_into(t, g) -> bool:
-    """Whether ``t * g`` has ``t``'s shape and dtype (so it can be computed in place)."""
-    gshape = np.shape(g)
-    if len(gshape) > t.ndim or not t.flags.writeable or isinstance(g, Tensor):
-        return False
-    if any(a != 1 and a != b for a, b in zip(gshape[::-1], t.shape[::-1])):
-        return False
-    return np.result_type(t, g) == t.dtype
-
-
-def _numpy_vjp(d):
-    """The VJP ``g * conj(d(ans, *args))`` of a row on arrays, written into the derivative
-    when that is a large temporary (``cos(x)``) and the product has its shape and dtype."""
-    def vjp(g, ans, *args):
-        t = d(ans, *args).conjugate()
-        if (type(t) is np.ndarray and t.size >= _IN_PLACE_SIZE and sys.getrefcount(t) <= 2
-                and _fits_into(t, g)):
-            return np.multiply(t, g, out=t)
-        return g * t
-
-    return vjp
+            bound.append(_checked(fast, spec.name) if real_only else fast)
+        spec.numpy_derivatives = tuple(bound)
 
 
 def _checked(d, name):
@@ -471,8 +441,8 @@ def _scaled_temporary(t, g, sign=1):
     """``sign * t * g``, written into ``t`` when ``t`` is a large array nothing else holds
     (a temporary made by the caller) and the result has its shape and dtype: one large
     temporary fewer (W4's peak memory). Otherwise, and for tensors, out of place."""
-    if (type(t) is np.ndarray and t.size >= _IN_PLACE_SIZE and sys.getrefcount(t) <= 2
-            and _fits_into(t, g)):
+    if (type(t) is np.ndarray and t.size >= IN_PLACE_SIZE and sys.getrefcount(t) <= 2
+            and fits_into(t, g)):
         np.multiply(t, g, out=t)
         if sign == -1:
             np.negative(t, out=t)
