@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint docs bench fuzz clean
+.PHONY: demo test lint docs bench fuzz gpu-check clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ bench: $(VENV)/.installed-bench
 
 fuzz: $(VENV)/.installed-test
 	YAAD_FUZZ_PROGRAMS=5000 $(PY) -m pytest tests -k fuzz $(ARGS)
+
+# On a machine with a CUDA GPU: the CuPy tests, then W1-W8 on CuPy next to PyTorch CUDA.
+gpu-check: $(VENV)/.installed-test $(VENV)/.installed-gpu
+	$(PY) tools/gpu_check.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) build dist site src/*.egg-info

@@ -274,7 +274,7 @@ def test_internal_use_is_detected():
 # Bottom first. A module imports only from its own layer or those below it; ``name.*``
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
-    ("graph", "errors grad_mode graph frames"),
+    ("graph", "backend errors grad_mode graph frames"),
     ("tensor", "presentation tensor views hooks"),
     ("op declaration", "modes op levels batching"),
     ("ops", "ops ops.* linalg linalg.* creation fft function"),

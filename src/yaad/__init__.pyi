@@ -7,6 +7,7 @@ imports; tests/test_packaging.py keeps them equal to the package's public names)
 
 from . import anomaly as anomaly
 from . import autograd as autograd
+from . import backend as backend
 from . import extend as extend
 from . import fft as fft
 from . import func as func
@@ -41,6 +42,7 @@ from .creation import ones_like as ones_like
 from .creation import rand as rand
 from .creation import randn as randn
 from .creation import tensor as tensor
+from .creation import to as to
 from .creation import zeros as zeros
 from .creation import zeros_like as zeros_like
 from .grad_mode import enable_grad as enable_grad

@@ -7,14 +7,25 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .backend import (
+    backend_name,
+    implements,
+    is_foreign,
+    move,
+    namespace,
+    namespace_for,
+    native_dtype,
+    target_name,
+)
 from .batching import batch_axes, draw
+from .op import op, registry
 from .ops.elementwise import floor
 from .ops.shape import astype, broadcast_to, concatenate, expand_dims, getitem, moveaxis
 from .tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "identity", "arange", "linspace", "zeros_like", "ones_like", "full_like",
-           "empty_like", "rand", "randn"]
+           "empty_like", "rand", "randn", "to"]
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
@@ -24,6 +35,8 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     ----------
     data : array_like
         Numbers, nested lists, an array, or a tensor (its data is copied, detached).
+        Another library's array (CuPy, Dask, any array API array) is copied by that
+        library and stays of its type (see docs/backends.md).
     requires_grad : bool, optional
         Record operations on it, so that gradients with respect to it can be computed.
         Only floating point and complex dtypes can require grad.
@@ -38,6 +51,10 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
         if batch_axes(data):
             return _batched_copy(data, requires_grad, dtype)
         data = data.data
+    if is_foreign(data):  # copied by its own library, where it lives
+        xp = namespace(data)
+        return Tensor(xp.asarray(data, dtype=native_dtype(xp, dtype), copy=True),
+                      requires_grad=requires_grad)
     try:
         array = np.array(data, dtype=dtype, copy=True)
     except TypeError as e:
@@ -70,6 +87,10 @@ def as_tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tens
 
         converted: Tensor = astype(data, dtype)
         return converted
+    if is_foreign(data):
+        xp = namespace(data)
+        data = data if dtype is None else xp.asarray(data, dtype=native_dtype(xp, dtype))
+        return Tensor(data, requires_grad=requires_grad)
     return Tensor(np.asarray(data, dtype=dtype), requires_grad=requires_grad)
 
 
@@ -92,12 +113,37 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def _maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Tensor]:
     def make(*args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+        like, device = kwargs.get("like"), kwargs.get("device")
+        if is_foreign(like) or device not in (None, "cpu"):
+            return Tensor(_made_by(name, args, kwargs), requires_grad=requires_grad)
         return Tensor(np_fn(*args, **kwargs), requires_grad=requires_grad)
 
     make.__name__ = name
     make.__doc__ = (f"numpy.{name} as a tensor; ``requires_grad=True`` makes it a leaf that "
-                    f"records operations.")
+                    f"records operations. ``like=`` an array of another library (CuPy, "
+                    f"Dask, an array API array) or ``device=`` (``'cuda'``, a CuPy device) "
+                    f"makes it with that library (see docs/backends.md).")
     return make
+
+
+def _made_by(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``numpy.<name>(*args, **kwargs)`` made by the library of ``like=`` or ``device=``
+    through its array API namespace."""
+    kwargs = dict(kwargs)
+    like, device = kwargs.pop("like", None), kwargs.pop("device", None)
+    xp = namespace(like) if is_foreign(like) else namespace_for(device)
+    if "dtype" in kwargs:
+        kwargs["dtype"] = native_dtype(xp, kwargs["dtype"])
+    fn: Callable[..., Any] = getattr(xp, name if name != "identity" else "eye")
+    if name in ("eye", "identity"):  # numpy.eye(N, M=None, k=0, dtype=...)
+        n, m, k = (*args, None, 0)[:3] if name == "eye" and len(args) < 3 else \
+            tuple(args) if name == "eye" else (args[0], None, 0)
+        kwargs.setdefault("k", k)
+        args = (n, m)
+    if device is not None and not isinstance(device, str):
+        with device:  # a cupy.cuda.Device
+            return fn(*args, **kwargs)
+    return fn(*args, **kwargs)
 
 
 zeros = _maker(np.zeros, "zeros")
@@ -199,6 +245,11 @@ def _like_maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Te
             data = a._stand_in()
         else:
             data = a.data if isinstance(a, Tensor) else a
+        if is_foreign(data):  # made by the array's own library
+            xp = namespace(data)
+            if "dtype" in kwargs:
+                kwargs["dtype"] = native_dtype(xp, kwargs["dtype"])
+            return Tensor(getattr(xp, name)(data, *args, **kwargs), requires_grad=requires_grad)
         return Tensor(np_fn(data, *args, **kwargs), requires_grad=requires_grad)
 
     make.__name__ = name
@@ -246,3 +297,47 @@ def randn(*shape: int, requires_grad: bool = False, seed: Any = None,
     Inside :func:`yaad.func.vmap`: as :func:`rand`.
     """
     return _sampled("standard_normal", shape, seed, dtype, requires_grad, "yaad.randn")
+
+
+# ---- explicit moves between backends -------------------------------------------------------
+
+def _moved(x: Any, target: str, source: str) -> Any:
+    return move(x, target)
+
+
+_to: Callable[..., Any] = op(_moved, name="to", save_args=False, save_ans=False, linear=(0,),
+         vjp=(lambda g, ans, x, target, source: _to(g, source, target), None, None))
+implements("to", moves=True)(lambda xp, x, target, source: move(x, target))
+# The identity on values between two backends: not among the ops the registry suites run on
+# NumPy arrays (tests/test_backend_array_api.py checks its derivatives, both modes).
+del registry["to"]
+
+
+def to(x: Any, backend: Any) -> Any:
+    """The tensor (or array) on another backend: ``t.to("cupy")``, ``t.to("numpy")``.
+
+    The move is recorded: the gradient flows back to the original backend. Nothing moves
+    between backends without such an explicit call.
+
+    Parameters
+    ----------
+    x : Tensor or array
+    backend : str or module
+        ``"numpy"`` (or ``"cpu"``), ``"cupy"`` (or ``"cuda"``, ``"cuda:1"``, ``"gpu"``),
+        ``"dask"``, or an array API module such as ``array_api_strict``. A CuPy array is
+        copied from its device; a Dask array is computed.
+
+    Returns
+    -------
+    Tensor or array
+        ``x`` itself when it is already there.
+    """
+    data = x.data if isinstance(x, Tensor) else x
+    target, source = target_name(backend), backend_name(data)
+    if target == source:
+        return x
+    if target == "cupy" and type(backend).__name__ == "Device":  # a cupy.cuda.Device
+        target = f"cuda:{backend.id}"
+    elif isinstance(backend, str) and backend.startswith("cuda:"):
+        target = backend
+    return _to(x, target, source)

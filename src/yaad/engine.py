@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .backend import is_foreign
 from .errors import error
 from .grad_mode import on_fresh_stack, state
 from .gradients import (
@@ -32,6 +33,7 @@ from .tensor import Tensor
 
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
+_NUMPY_VALUES = frozenset([ndarray, float, complex, int, *set(np.sctypeDict.values())])
 multiply = np.multiply
 
 
@@ -246,7 +248,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             # The common case: the rules are called in the loop below, and a row of the
             # elementwise table gives its derivatives directly (gradient g * conj(d)).
             done = False
-            table = op.numpy_derivatives if node.kw is None else None
+            # (the NumPy table for NumPy gradients; another library's: the rules)
+            table = (op.numpy_derivatives if node.kw is None and type(g) in _NUMPY_VALUES
+                     else None)
             rules = table or (op.vjps if not op.variadic else positional_rules(op, len(args)))
             mask = op.selects
         ans = node.ans
@@ -339,7 +343,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             for k in targets[leaf]:
                 results[k] = dense(g)
             continue
-        if not isinstance(g, (np.ndarray, Tensor)):
+        if not isinstance(g, (np.ndarray, Tensor)) and not is_foreign(g):
             g = np.asarray(g)
         try:
             prev = leaf._grad

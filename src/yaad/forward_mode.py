@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .backend import is_inexact
 from .grad_mode import new_level, state
 from .gradients import cast_gradient
 from .graph import extra_of
@@ -93,12 +94,12 @@ def _apply_forward_mode(op: Op, args: tuple, kw: dict, level: int) -> Any:
     if total is None:
         return out
     if not multi:
-        if out.dtype.kind not in "fc":
+        if not is_inexact(out._data):
             return out
         out = with_tangent(out, level, _fit_tangent(total, out))
         node, out_tangents = out._node, out._tangents
     else:
-        out = tuple(o if tt is None or o.dtype.kind not in "fc"
+        out = tuple(o if tt is None or not is_inexact(o._data)
                     else with_tangent(o, level, _fit_tangent(tt, o))
                     for o, tt in zip(out, total))
         node = next((o._node[0] for o in out if o._node is not None), None)

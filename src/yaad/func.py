@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Sequence, cast
 import numpy as np
 
 from . import batch_mode, batching
+from .backend import backend_name, is_complex, is_foreign, is_inexact, namespace
 from .engine import run_backward
 from .forward_mode import forward_level
 from .grad_mode import enable_grad, state
@@ -88,12 +89,12 @@ def _as_float_tensor(x: Any, fname: str, what: str) -> Tensor:
     """``x`` as a floating point or complex tensor (Python ints become float64)."""
     if state.tracer is not None:  # an array argument of a compiled function
         x = state.tracer.unwatch(x)
-    if isinstance(x, Tensor):
-        if x.dtype.kind not in "fc":
+    if isinstance(x, Tensor) or is_foreign(x):  # (another library's array is kept)
+        if not is_inexact(x._data if isinstance(x, Tensor) else x):
             raise TypeError(f"{fname}: {what} is a tensor of dtype {x.dtype}; only floating "
                             f"point and complex inputs can be differentiated. Convert it "
                             f"first, e.g. yaad.astype(x, float). (see docs/errors.md#integer-grad)")
-        return x
+        return x if isinstance(x, Tensor) else make_tensor(x)
     if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"{fname}: {what} is a bool; only floating point and complex inputs "
                         f"can be differentiated.")
@@ -162,6 +163,8 @@ def _export(x: Any, array_mode: bool) -> Any:
         x = x._data
     elif not array_mode:
         return Tensor(np.asarray(x))
+    if is_foreign(x):
+        return x
     out = np.asarray(x)
     out = out[()] if out.ndim == 0 else out
     return out if rec is None else rec.hand_out(out, x)
@@ -206,6 +209,9 @@ def _split_aux(out: Any, fname: str) -> tuple[Any, ...]:
 
 
 def _zeros(like: Any) -> np.ndarray:
+    data = like._data if isinstance(like, Tensor) else like
+    if is_foreign(data):
+        return namespace(data).zeros(data.shape, dtype=data.dtype)  # type: ignore[no-any-return]
     return np.zeros(np.shape(like), dtype=_dtype(like))
 
 
@@ -492,6 +498,8 @@ def _tangent_for(t: Any, x: Tensor, k: int, fname: str) -> Any:
     if np.shape(t) != x.shape:
         raise ValueError(f"{fname}: tangent {k} has shape {np.shape(t)}, but primal {k} has "
                          f"shape {x.shape}")
+    if is_foreign(t) or is_foreign(x._data):
+        return _foreign_tangent(t, x, k, fname)
     dt = _dtype(t)
     if dt.kind == "c" and x.dtype.kind != "c":
         raise TypeError(f"{fname}: tangent {k} is complex, but primal {k} is real "
@@ -503,6 +511,18 @@ def _tangent_for(t: Any, x: Tensor, k: int, fname: str) -> Any:
             return astype(t, x.dtype)
         return np.asarray(t, dtype=x.dtype)
     return t if isinstance(t, (Tensor, np.ndarray)) else np.asarray(t)  # a Python scalar
+
+
+def _foreign_tangent(t: Any, x: Tensor, k: int, fname: str) -> Any:
+    """:func:`_tangent_for` where the primal or the tangent is another library's array."""
+    data = t._data if isinstance(t, Tensor) else t
+    if backend_name(data) != backend_name(x._data):
+        raise TypeError(f"{fname}: tangent {k} is a {backend_name(data)} array, but primal "
+                        f"{k} is a {backend_name(x._data)} one; pass both of one backend")
+    if is_complex(data) and not is_complex(x._data):
+        raise TypeError(f"{fname}: tangent {k} is complex, but primal {k} is real "
+                        f"({x.dtype}); a real input moves along real directions only")
+    return t if t.dtype == x.dtype else astype(t, x.dtype)
 
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],

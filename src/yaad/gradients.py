@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .backend import BackendError, backend_name, is_complex, is_foreign, namespace
 from .errors import error
 from .higher_order import saved_as_tensors
 from .ops.elementwise import real
@@ -45,7 +46,8 @@ def cast_gradient(g: Any, dtype: np.dtype) -> Any:
     gdt = getattr(g, "dtype", None)
     if gdt is None:
         return np.asarray(g, dtype=dtype)
-    if gdt.kind == "c" and dtype.kind != "c":
+    if (gdt.kind == "c" and dtype.kind != "c" if hasattr(gdt, "kind") else
+            is_complex(g) and not namespace(g).isdtype(dtype, "complex floating")):
         g = real(g)
         if g.dtype == dtype:
             return g
@@ -182,18 +184,28 @@ def root_gradient(t: Tensor, g: Any, k: int, create_graph: bool = False) -> Any:
     """The gradient that output ``k`` of a backward call starts with: ``g`` checked
     against the output's shape, or 1 for a real scalar when ``g`` is None."""
     data = t._data
+    foreign = type(data) is not np.ndarray and is_foreign(data)
     if g is None:
         if data.size != 1:
             raise error("non-scalar-backward", k=k, shape=t.shape)
-        if data.dtype.kind == "c":
+        if (is_complex(data) if foreign else data.dtype.kind == "c"):
             raise error("complex-backward", k=k, dtype=t.dtype)
-        g = unit(data.dtype, data.shape)
+        g = (namespace(data).ones(data.shape, dtype=data.dtype) if foreign else
+             unit(data.dtype, data.shape))
     else:
         if isinstance(g, Tensor) and not create_graph and not getattr(g, "_tangents", None):
             g = g._data  # (a batched cotangent stays a tensor: its data are not its value)
         if np.shape(g) != t.shape:
             raise error("root-shape", k=k, got=np.shape(g), shape=t.shape)
-        if not isinstance(g, (np.ndarray, Tensor)):
+        given = g._data if isinstance(g, Tensor) else g
+        if (foreign or (type(given) is not np.ndarray and is_foreign(given))) and (
+                backend_name(given) != backend_name(data)):
+            given = backend_name(given)
+            raise BackendError(
+                f"backward: the gradient for output {k} is a {given} array, but "
+                f"the output is a {backend_name(data)} one; pass a gradient= of the "
+                f"output's backend (yaad moves nothing between backends implicitly)")
+        if not isinstance(g, (np.ndarray, Tensor)) and not is_foreign(g):
             g = np.asarray(g, dtype=t.dtype)
     if create_graph and not isinstance(g, Tensor):
         g = make_tensor(g)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .backend import is_foreign, namespace
 from .grad_mode import state
 from .graph import Node, extra_of
 from .tensor import Tensor
@@ -86,7 +87,7 @@ class HookHandle:
 
 def dense(g: Any) -> Any:
     """``g`` as users see it: a lazy structured gradient (ScaledIdentity) made an array."""
-    if g is None or isinstance(g, (np.ndarray, np.generic, Tensor)):
+    if g is None or isinstance(g, (np.ndarray, np.generic, Tensor)) or is_foreign(g):
         return g
     return np.asarray(g)
 
@@ -129,6 +130,8 @@ def own(g: Any) -> Any:
     if isinstance(g, Tensor):
         return g
     if not isinstance(g, np.ndarray):
+        if is_foreign(g):  # (another library's array: copied by that library)
+            return namespace(g).asarray(g, copy=True)
         return np.asarray(g).copy()
     # References: the caller's one variable, this parameter and getrefcount's argument.
     # More means something else holds it (another leaf, a hook, the user's gradient=).

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import hooks
+from .backend import dtype_kind
 from .batch_mode import conform
 from .engine import run_backward
 from .function import refuse_backward
@@ -498,6 +499,7 @@ def install(ns: Any) -> None:
     T.real = property(lambda self: ns.real(self), doc="The real part (differentiable).")
     T.imag = property(lambda self: ns.imag(self), doc="The imaginary part (differentiable).")
     T.copy = ns.copy
+    T.to = ns.to
     T.fill_ = T.fill = _fill
     T.zero_ = _zero
     T.copy_ = _copy_from
@@ -534,7 +536,7 @@ def _transpose_method(transpose):
 def _conj_method(conj):
     def method(self):
         """The complex conjugate (the tensor itself when it is real, like NumPy)."""
-        if self._data.dtype.kind != "c":
+        if dtype_kind(self._data.dtype) != "c":
             return self
         return conj(self)
 

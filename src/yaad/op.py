@@ -26,6 +26,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .backend import BackendError, any_foreign, is_foreign, is_inexact
+from .backend import call as call_foreign
 from .errors import error
 from .grad_mode import state
 from .graph import Node, ShapeDtype, clock, new_node
@@ -210,15 +212,17 @@ def _make_function(spec: Op) -> Callable:
             xt = isinstance(x, Tensor)
             yt = isinstance(y, Tensor)
             if not (xt or yt):
-                if type(x) in _SEQUENCES or type(y) in _SEQUENCES:
+                if type(x) not in _NATIVE or type(y) not in _NATIVE:
                     return _call_plain(spec, args, {})
                 return forward(x, y)
             if st.modes_on:
                 return run_modes(spec, args, {})
-            if not (xt and yt):
-                _refuse_object_operand(spec, y if xt else x)
             xd = x._data if xt else x
             yd = y._data if yt else y
+            if type(xd) not in _NATIVE or type(yd) not in _NATIVE:
+                if not (xt and yt):  # (numbers and NumPy arrays are fine)
+                    _refuse_object_operand(spec, y if xt else x)
+                return apply(spec, args, {})  # lists, objects, other libraries' arrays
             try:
                 ans = forward(xd, yd)
             except Exception as e:
@@ -272,10 +276,12 @@ def _make_function(spec: Op) -> Callable:
             return out
         x = args[0]
         if not isinstance(x, Tensor):
-            return forward(x) if type(x) not in _SEQUENCES else _call_plain(spec, args, {})
+            return forward(x) if type(x) in _NATIVE else _call_plain(spec, args, {})
         if st.modes_on:
             return run_modes(spec, args, {})
         xd = x._data
+        if type(xd) not in _NATIVE:
+            return apply(spec, args, {})
         try:
             ans = forward(xd)
         except Exception as e:
@@ -329,13 +335,17 @@ def _make_function(spec: Op) -> Callable:
 
 _SEQUENCES = (list, tuple)
 _NUMBERS = (int, float, complex, bool)
+# What the specialised paths take as is: numbers and NumPy arrays. Anything else (lists,
+# another library's array: see yaad.backend) goes through the general path.
+_NATIVE = frozenset([ndarray, *_NUMBERS, *set(np.sctypeDict.values())])
 
 
 def _refuse_object_operand(spec: Op, v: Any) -> None:
     """Raise if ``v``, the operand of ``spec`` next to a tensor, is an object NumPy can
     only hold as one Python object (a SciPy sparse matrix, a dict): the result would be
     an array of dtype object, not numbers."""
-    if type(v) in _NUMBERS or isinstance(v, (np.ndarray, np.generic)) or type(v) in _SEQUENCES:
+    if (type(v) in _NUMBERS or isinstance(v, (np.ndarray, np.generic)) or type(v) in _SEQUENCES
+            or is_foreign(v)):
         return
     if np.asarray(v).dtype.hasobject:
         hint = (" Wrap a SciPy sparse matrix first: theta * yaad.sparse.asarray(H) "
@@ -385,10 +395,13 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
     if kw:
         kw = _kw_arrays(spec, kw)
     try:
-        ans = spec.forward(*arrays, **kw)
+        ans = (call_foreign(spec, arrays, kw) if any_foreign(arrays) else
+               spec.forward(*arrays, **kw))
+    except BackendError:
+        raise
     except Exception as e:
         raise _named(e, spec.name) from e
-    if getattr(ans, "dtype", None) is not None and ans.dtype.hasobject:
+    if isinstance(ans, ndarray) and ans.dtype.hasobject:
         for a in arrays:
             _refuse_object_operand(spec, a)
     rec = state.enabled
@@ -411,7 +424,7 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
     if not spec.save_args:
         if spec.nout != 1:
             note_views(spec, args, kw, out, rec)
-        elif ans.base is not None:
+        elif getattr(ans, "base", None) is not None:
             note_view(spec, args, kw, out, None, rec)
     return out
 
@@ -486,11 +499,12 @@ def _kept_read(spec: Op, arrays: tuple, parents: tuple, ans: Any) -> tuple:
 
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
     if spec.nout == 1:
-        diff = node is not None and ans.dtype.kind in "fc"
+        diff = node is not None and (ans.dtype.kind in "fc" if type(ans) is ndarray
+                                     else is_inexact(ans))
         return make_tensor(ans, node if diff else None, diff)
     outs = []
     for i, a in enumerate(ans):
-        diff = node is not None and a.dtype.kind in "fc"
+        diff = node is not None and is_inexact(a)
         outs.append(make_tensor(a, (node, i) if diff else None, diff))
     return tuple(outs)
 

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .backend import describe, is_foreign
 from .grad_mode import state
 
 
@@ -63,6 +64,9 @@ class ArrayFace:
         """The data as a NumPy array (shared, not copied)."""
         if state.tracer is not None:
             state.tracer.read(self, "numpy")
+        if is_foreign(self._data):
+            raise TypeError(f"numpy(): this tensor's data is not a NumPy array "
+                            f"({describe(self._data)}); move it first: t.to('numpy')")
         return self._data
 
     def tolist(self) -> Any:
@@ -145,10 +149,13 @@ class ArrayFace:
         if state.tracer is not None:
             state.tracer.read(self, "repr")
         prefix = "tensor("
-        body = np.array2string(np.asarray(self._data), separator=", ", prefix=prefix)
         extras = []
-        if self._data.dtype not in (np.float64, np.int64, np.bool_, np.complex128):
-            extras.append(f"dtype={self._data.dtype}")
+        if is_foreign(self._data):  # not computed (Dask) nor moved (CuPy) to be shown
+            body = f"<{describe(self._data)}>"
+        else:
+            body = np.array2string(np.asarray(self._data), separator=", ", prefix=prefix)
+            if self._data.dtype not in (np.float64, np.int64, np.bool_, np.complex128):
+                extras.append(f"dtype={self._data.dtype}")
         node = self._producer()
         if node is not None:
             extras.append(f"grad_fn=<{node.op.name}>")

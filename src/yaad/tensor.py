@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from .backend import is_foreign, is_inexact
 from .errors import error
 from .grad_mode import state
 from .graph import version_of
@@ -26,6 +27,8 @@ class Tensor(ArrayFace, TensorMethods):
     ----------
     data : array_like
         The value. An ``ndarray`` is used as is (no copy); :func:`yaad.tensor` copies.
+        Another library's array (CuPy, Dask, any array API array) is kept as it is, never
+        converted: see docs/backends.md.
     requires_grad : bool, optional
         Whether gradients with respect to this tensor are wanted (floating point and
         complex dtypes only).
@@ -61,9 +64,9 @@ class Tensor(ArrayFace, TensorMethods):
                 raise TypeError("Tensor(x) of a tensor inside vmap: use yaad.tensor(x) "
                                 "for a copy, or x.detach()")
             data = data._data
-        elif not isinstance(data, np.ndarray):
-            data = np.asarray(data)
-        if data.dtype.hasobject:
+        elif not isinstance(data, np.ndarray) and not is_foreign(data):
+            data = np.asarray(data)  # (another library's array is kept, never converted)
+        if isinstance(data, np.ndarray) and data.dtype.hasobject:
             raise TypeError(
                 f"a tensor holds numbers (or booleans, strings), but this data is an array "
                 f"of dtype object (shape {data.shape}: Python objects such as None or "
@@ -139,7 +142,7 @@ class Tensor(ArrayFace, TensorMethods):
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set :attr:`requires_grad` in place (leaves only) and return self."""
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and not is_inexact(self._data):
             raise error("integer-grad", dtype=self._data.dtype)
         if not requires_grad and self._node is not None:
             raise error("non-leaf-requires-grad")

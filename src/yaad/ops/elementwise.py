@@ -19,6 +19,7 @@ import types
 import numpy as np
 import scipy.special as sp
 
+from ..backend import dtype_kind, implements, is_complex, namespace
 from ..op import IN_PLACE_SIZE, fits_into, op
 from . import exported
 from . import parameter_derivatives as _pd
@@ -35,7 +36,7 @@ _TWO_I_OVER_SQRT_PI = 2j / math.sqrt(math.pi)
 def _is_complex(v) -> bool:
     dt = getattr(v, "dtype", None)
     if dt is not None:
-        return dt.kind == "c"
+        return dtype_kind(dt) == "c"
     return isinstance(v, complex)
 
 
@@ -52,16 +53,28 @@ def _check_real(name, args):
                             f"abs(z)")
 
 
+def _conj(v, like):
+    # .conjugate(): free for real NumPy arrays and Python numbers (returns itself), a
+    # recorded conj for complex tensors; the op for arrays without the method (array API).
+    if hasattr(v, "conjugate"):
+        return v.conjugate()
+    v = _numeric(v, like)
+    return conjugate(v) if is_complex(v) else v
+
+
+def _numeric(v, like):
+    # A boolean derivative (relu's x > 0) as numbers: the array API multiplies no booleans.
+    return namespace(v).astype(v, like.dtype) if dtype_kind(v.dtype) == "b" else v
+
+
 def _vjp_from(d, name, real_only):
-    # conjugate(): free for real arrays and Python numbers (returns itself), a recorded
-    # conj for complex tensors.
     if real_only:
         def vjp(g, ans, *args):
             _check_real(name, args)
-            return g * d(ans, *args).conjugate()
+            return g * _conj(d(ans, *args), g)
     else:
         def vjp(g, ans, *args):
-            return g * d(ans, *args).conjugate()
+            return g * _conj(d(ans, *args), g)
 
     return vjp
 
@@ -70,7 +83,8 @@ def _jvp_from(d, name, real_only):
     def jvp(t, ans, *args):
         if real_only:
             _check_real(name, args)
-        return t * d(ans, *args)
+        v = d(ans, *args)
+        return t * (v if hasattr(v, "conjugate") else _numeric(v, t))
 
     return jvp
 
@@ -381,12 +395,16 @@ mod = elementwise_op("mod", np.mod, lambda _a, _x, _y: 1, lambda _a, x, y: -floo
 remainder = mod
 fmod = elementwise_op("fmod", np.fmod, lambda _a, _x, _y: 1, lambda _a, x, y: -trunc(x / y),
            real_only=True)
+# 1 where the input wins, 1/2 at a tie, else 0 (written with where, not with booleans as
+# numbers: the array API does no arithmetic on booleans)
 maximum = elementwise_op("maximum", np.maximum,
-              lambda _a, x, y: (x > y) + 0.5 * (x == y),
-              lambda _a, x, y: (x < y) + 0.5 * (x == y), real_only=True, selects=True)
+              lambda _a, x, y: where(x == y, 0.5, where(x > y, 1.0, 0 * x)),
+              lambda _a, x, y: where(x == y, 0.5, where(x < y, 1.0, 0 * y)),
+              real_only=True, selects=True)
 minimum = elementwise_op("minimum", np.minimum,
-              lambda _a, x, y: (x < y) + 0.5 * (x == y),
-              lambda _a, x, y: (x > y) + 0.5 * (x == y), real_only=True, selects=True)
+              lambda _a, x, y: where(x == y, 0.5, where(x < y, 1.0, 0 * x)),
+              lambda _a, x, y: where(x == y, 0.5, where(x > y, 1.0, 0 * y)),
+              real_only=True, selects=True)
 fmax = elementwise_op("fmax", np.fmax,
            lambda _a, x, y: ((x > y) | isnan(y)) + 0.5 * (x == y),
            lambda _a, x, y: ((x < y) | isnan(x)) + 0.5 * (x == y), real_only=True,
@@ -563,7 +581,7 @@ real.__doc__ = "The real part (differentiable; for a real input, a view of the i
 
 def _imag_vjp(g, ans, x):
     # x is None when the input has the output's shape and dtype: then it is real.
-    if x is None or x.dtype.kind != "c":
+    if x is None or not is_complex(x):
         return g * 0
     return g * 1j
 
@@ -688,5 +706,37 @@ gcd = _nondiff(np.gcd)
 lcm = _nondiff(np.lcm)
 
 _bind_to_numpy(globals())
+
+
+# ---- the bodies on other libraries' arrays, in their array API namespace xp (yaad.backend):
+# a row whose forward is a NumPy ufunc finds its function by name there (np.arcsin ->
+# xp.asin); the others are here.
+
+implements("real")(lambda xp, val: xp.real(val) if is_complex(val) else val)
+implements("imag")(lambda xp, val: xp.imag(val) if is_complex(val) else xp.zeros_like(val))
+implements("where")(lambda xp, condition, x, y: xp.where(condition, x, y))
+implements("relu")(lambda xp, x: xp.maximum(x, 0))
+implements("clip")(lambda xp, x, a_min=None, a_max=None: xp.clip(x, a_min, a_max))
+implements("exp2")(lambda xp, x: xp.pow(2.0, x))
+implements("rint")(lambda xp, x: xp.round(x))
+implements("fix")(lambda xp, x, out=None: xp.trunc(x))
+for _name, _factor in (("deg2rad", math.pi / 180), ("radians", math.pi / 180),
+                       ("rad2deg", 180 / math.pi), ("degrees", 180 / math.pi)):
+    implements(_name)(lambda xp, x, _f=_factor: x * _f)
+
+
+@implements("round")
+def _round_xp(xp, x, decimals=0):
+    if decimals != 0:
+        raise NotImplementedError("decimals: the array API rounds to integers only")
+    return xp.round(x)
+
+
+@implements("angle")
+def _angle_xp(xp, z, deg=False):
+    a = (xp.atan2(xp.imag(z), xp.real(z)) if is_complex(z) else
+         xp.where(z < 0, math.pi, 0.0 * z))
+    return a * (180 / math.pi) if deg else a
+
 
 __all__ = exported(globals())

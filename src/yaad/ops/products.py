@@ -23,6 +23,7 @@ import numpy as np
 import opt_einsum
 from numpy.lib.array_utils import normalize_axis_index
 
+from ..backend import dtype_kind
 from ..op import op
 from ..presentation import dtype_of, ndim_of, shape_of
 from . import exported
@@ -43,7 +44,11 @@ from .shape import (
 
 def _c(x):
     """conj(x) for complex values, x itself for real ones (no copy)."""
-    return x.conj() if x.dtype.kind == "c" else x
+    if type(x) is np.ndarray:
+        return x.conj() if x.dtype.kind == "c" else x
+    if dtype_kind(x.dtype) != "c":
+        return x
+    return x.conj() if hasattr(x, "conj") else conj(x)
 
 
 def _conj_product(f, g, others, target):
@@ -52,7 +57,7 @@ def _conj_product(f, g, others, target):
     When the conjugated operands are larger than ``g`` and the gradient together, compute
     ``conj(f(conj(g), *others))`` instead: two small conjugations, no large copy.
     """
-    if not any(o.dtype.kind == "c" for o in others):
+    if not any(dtype_kind(o.dtype) == "c" for o in others):
         return f(g, *others)
     if sum(o.size for o in others) > g.size + target.size:
         return conj(f(conj(g), *others))
@@ -265,7 +270,7 @@ def _vdot_batch(dims, a, b):
     # conj(a) . b of each example's flattened arrays: a batched dot product
     a, b = (flat_examples(x, d) if d is not None else reshape(x, (-1,))
             for x, d in zip((a, b), dims))
-    if a.dtype.kind == "c":
+    if dtype_kind(a.dtype) == "c":
         a = conj(a)
     return _contract("ij,ij->i" if a.ndim == b.ndim == 2 else
                      "ij,j->i" if a.ndim == 2 else "j,ij->i", a, b), 0
@@ -860,7 +865,7 @@ def vecmat(x1: Any, x2: Any, /) -> Any:
     Tensor
         ``conj(x1) @ x2``: shape ``(..., n)``.
     """
-    if dtype_of(x1).kind == "c":
+    if dtype_kind(dtype_of(x1)) == "c":
         x1 = conj(x1)
     return squeeze(matmul(expand_dims(x1, -2), x2), -2)
 

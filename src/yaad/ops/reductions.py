@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from ..backend import dtype_kind, implements, native_dtype
 from ..op import op
 from ..tensor import Tensor
 from . import exported
@@ -77,7 +78,7 @@ def _spread(g, a, axis, keepdims):
 
 
 def _is_complex(x) -> bool:
-    return x.dtype.kind == "c"
+    return dtype_kind(x.dtype) == "c"
 
 
 def _conj_of(x):
@@ -167,7 +168,7 @@ def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
     """
     _no_out("nansum", out)
     a = _as_operand(a)
-    if a.dtype.kind in "fc":
+    if dtype_kind(a.dtype) in "fc":
         a = where(isnan(a), 0, a)
     return sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
@@ -192,7 +193,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
     """
     _no_out("nanmean", out)
     a = _as_operand(a)
-    if a.dtype.kind not in "fc":
+    if dtype_kind(a.dtype) not in "fc":
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
     counts = sum(logical_not(isnan(a)), axis=axis, keepdims=keepdims)
     total = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
@@ -858,6 +859,70 @@ def _searchsorted_batch(dims, a, v, side="left", sorter=None):
 
 _searchsorted = _nondiff(lambda a, v, side="left", sorter=None: np.asarray(
     np.searchsorted(a, v, side=side, sorter=sorter)), "searchsorted", "", _searchsorted_batch)
+
+
+# ---- the bodies on other libraries' arrays, in their array API namespace xp (yaad.backend) --
+
+def _axes(axis):
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+@implements("sum")
+def _sum_xp(xp, a, axis=None, dtype=None, out=None, keepdims=False):
+    _no_out("sum", out)
+    if dtype_kind(a.dtype) == "b":  # (NumPy counts booleans as integers)
+        a = xp.astype(a, xp.int64)
+    return xp.sum(a, axis=_axes(axis), dtype=native_dtype(xp, dtype), keepdims=keepdims)
+
+
+@implements("prod")
+def _prod_xp(xp, a, axis=None, dtype=None, out=None, keepdims=False):
+    _no_out("prod", out)
+    return xp.prod(a, axis=_axes(axis), dtype=native_dtype(xp, dtype), keepdims=keepdims)
+
+
+@implements("mean")
+def _mean_xp(xp, a, axis=None, dtype=None, out=None, keepdims=False):
+    _no_out("mean", out)
+    if dtype is not None:
+        a = xp.astype(a, native_dtype(xp, dtype))
+    return xp.mean(a, axis=_axes(axis), keepdims=keepdims)
+
+
+def _extreme_xp(name):
+    def forward(xp, a, axis=None, out=None, keepdims=False):
+        _no_out(name, out)
+        return getattr(xp, name)(a, axis=_axes(axis), keepdims=keepdims)
+
+    implements(name)(forward)
+
+
+_extreme_xp("max")
+_extreme_xp("min")
+
+
+def _stat_xp(name):
+    def forward(xp, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+                correction=None):
+        _no_out(name, out)
+        if dtype is not None:
+            a = xp.astype(a, native_dtype(xp, dtype))
+        return getattr(xp, name)(a, axis=_axes(axis), keepdims=keepdims,
+                                 correction=ddof if correction is None else correction)
+
+    implements(name)(forward)
+
+
+_stat_xp("std")
+_stat_xp("var")
+
+
+@implements("cumsum")
+def _cumsum_xp(xp, a, axis=None, dtype=None, out=None):
+    _no_out("cumsum", out)
+    if axis is None:
+        a, axis = xp.reshape(a, (-1,)), 0
+    return xp.cumulative_sum(a, axis=axis, dtype=native_dtype(xp, dtype))
 
 
 __all__ = exported(globals())

@@ -15,6 +15,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from ..backend import any_foreign, implements, native_dtype
+from ..backend import call as call_foreign
 from ..batching import batch_axes, per_example, size_of
 from ..grad_mode import state
 from ..graph import mark_modified
@@ -79,7 +81,7 @@ def _call_plain(spec: Any, args: tuple, kw: dict) -> Any:
             stacked = stacked or list(args)
             stacked[i] = _as_operand(a)
     if stacked is None:
-        return spec.forward(*args, **kw)
+        return call_foreign(spec, args, kw) if any_foreign(args) else spec.forward(*args, **kw)
     return spec.fn(*stacked, **kw)
 
 
@@ -1555,5 +1557,93 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
 
 
 # (the helpers of the batching rules are for the ops modules, not yaad's namespace)
+# ---- the bodies on other libraries' arrays, in their array API namespace xp (yaad.backend) --
+
+@implements("reshape")
+def _reshape_xp(xp, a, shape, order="C"):
+    if order != "C":
+        raise NotImplementedError(f"order={order!r}: C order only")
+    return xp.reshape(a, (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+
+
+@implements("transpose")
+def _transpose_xp(xp, a, axes=None):
+    return xp.permute_dims(a, tuple(range(a.ndim - 1, -1, -1)) if axes is None else tuple(axes))
+
+
+@implements("swapaxes")
+def _swapaxes_xp(xp, a, axis1, axis2):
+    axes = list(range(a.ndim))
+    i, j = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
+    axes[i], axes[j] = j, i
+    return xp.permute_dims(a, tuple(axes))
+
+
+implements("moveaxis")(lambda xp, a, source, destination: xp.moveaxis(a, source, destination))
+implements("broadcast_to")(lambda xp, a, shape, subok=False: xp.broadcast_to(a, tuple(shape)))
+implements("copy")(lambda xp, a: xp.asarray(a, copy=True))
+implements("flip")(lambda xp, m, axis=None: xp.flip(m, axis=axis))
+implements("roll")(lambda xp, a, shift, axis=None: xp.roll(a, shift, axis=axis))
+implements("tile")(lambda xp, a, reps: xp.tile(a, (reps,) if isinstance(reps, int) else reps))
+
+
+@implements("expand_dims")
+def _expand_dims_xp(xp, a, axis):
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    for ax in sorted(normalize_axis_tuple(axes, a.ndim + len(axes))):
+        a = xp.expand_dims(a, axis=ax)
+    return a
+
+
+@implements("squeeze")
+def _squeeze_xp(xp, a, axis=None):
+    if axis is None:
+        axis = tuple(k for k, n in enumerate(a.shape) if n == 1)
+    return xp.squeeze(a, axis=axis)
+
+
+@implements("astype")
+def _astype_xp(xp, a, dtype, copy=True):
+    return xp.astype(a, native_dtype(xp, dtype), copy=copy)
+
+
+def _joined_xp(name, fn):
+    def forward(xp, *arrays, axis=0, dtype=None, casting="same_kind"):
+        if dtype is not None:
+            arrays = tuple(xp.astype(a, native_dtype(xp, dtype)) for a in arrays)
+        if axis is None:
+            arrays, axis = tuple(xp.reshape(a, (-1,)) for a in arrays), 0
+        return getattr(xp, fn)(arrays, axis=axis)
+
+    implements(name)(forward)
+
+
+def _full_index(idx):
+    """An index with a trailing Ellipsis: the array API indexes no axis implicitly."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    return idx if any(i is Ellipsis for i in idx) else (*idx, Ellipsis)
+
+
+implements("getitem")(lambda xp, a, idx: a[_full_index(idx)])
+
+
+@implements("scatter_add")
+def _scatter_add_xp(xp, values, idx, shape):
+    if _repeats(idx, shape) is not False:
+        raise NotImplementedError("an index that may address an element twice: no "
+                                  "numpy.add.at in the array API")
+    idx = _full_index(idx)
+    if any(i is None for i in idx):  # new axes (x[None]): none in the assignment
+        idx = tuple(i for i in idx if i is not None)
+        values = xp.reshape(values, np.broadcast_to(np.empty(()), shape)[idx].shape)
+    out = xp.zeros(shape, dtype=values.dtype)
+    out[idx] = values
+    return out
+
+
+_joined_xp("concatenate", "concat")
+_joined_xp("stack", "stack")
+
+
 __all__ = [name for name in exported(globals())
            if name not in ("front", "flat_examples", "aligned", "columns")]
