@@ -94,7 +94,11 @@ def _yaad_step(cupy: Any, w: Any, params: dict, consts: dict) -> Callable[[], tu
                       {"log_softmax": composed_log_softmax(yaad)}))
     ps = [yaad.tensor(cupy.asarray(a), requires_grad=True) for a in params.values()]
     cs = {k: cupy.asarray(v) if isinstance(v, np.ndarray) else v for k, v in consts.items()}
+    return _tape_call(w, xp, ps, cs)
 
+
+def _tape_call(w: Any, xp: Any, ps: list, cs: dict) -> Callable[[], tuple]:
+    """One call of a tape library: clear the gradients, the loss, backward."""
     def call() -> tuple:
         for p in ps:
             p.grad = None
@@ -120,15 +124,7 @@ def _torch_step(w: Any, params: dict, consts: dict) -> Callable[[], tuple]:
     ps = [torch.tensor(a, device="cuda", requires_grad=True) for a in params.values()]
     cs = {k: torch.from_numpy(v).cuda() if isinstance(v, np.ndarray) else v
           for k, v in consts.items()}
-
-    def call() -> tuple:
-        for p in ps:
-            p.grad = None
-        out = w.loss(xp, tuple(ps), cs)
-        out.backward()
-        return out, [p.grad for p in ps]
-
-    return call
+    return _tape_call(w, xp, ps, cs)
 
 
 def benchmark(cupy: Any, args: argparse.Namespace) -> list[tuple]:
