@@ -184,7 +184,8 @@ def root_gradient(t: Tensor, g: Any, k: int, create_graph: bool = False) -> Any:
     """The gradient that output ``k`` of a backward call starts with: ``g`` checked
     against the output's shape, or 1 for a real scalar when ``g`` is None."""
     data = t._data
-    foreign = type(data) is not np.ndarray and is_foreign(data)
+    foreign = (type(data) is not np.ndarray and not isinstance(data, np.generic)
+               and is_foreign(data))
     if g is None:
         if data.size != 1:
             raise error("non-scalar-backward", k=k, shape=t.shape)
