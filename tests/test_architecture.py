@@ -275,7 +275,7 @@ def test_internal_use_is_detected():
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
     ("graph", "backend errors grad_mode graph frames"),
-    ("tensor", "presentation tensor views hooks"),
+    ("tensor", "presentation tensor views hooks lazy"),
     ("op declaration", "modes op levels batching"),
     ("ops", "ops ops.* linalg linalg.* creation fft function"),
     ("bookkeeping", "higher_order gradients targets"),

@@ -51,6 +51,7 @@ INTERNAL = {"yaad.batch_mode", "yaad.batching", "yaad.checkpoint", "yaad.compile
             "yaad.graph", "yaad.forward_mode",
             "yaad.levels", "yaad.views", "yaad.errors", "yaad.frames", "yaad.function",
             "yaad.higher_order", "yaad.hooks", "yaad.modes", "yaad.presentation", "yaad.targets",
+            "yaad.lazy",
             "yaad.numpy_dispatch",
             "yaad.op", "yaad.ops", "yaad.tensor", "yaad.nn.layers", "yaad.nn.module",
             "yaad.sparse.tensor", "yaad.sparse.array_operator",

@@ -40,6 +40,7 @@ from . import nn, optim, optimize
 from . import integrate, sparse
 from .serialization import load, save
 from .compile import CompileWarning, compile  # noqa: A004
+from .lazy import compute
 from . import methods as _methods
 
 __version__ = "0.1.0"

@@ -50,6 +50,7 @@ from .grad_mode import is_grad_enabled as is_grad_enabled
 from .grad_mode import no_grad as no_grad
 from .grad_mode import set_grad_enabled as set_grad_enabled
 from .graph import ShapeDtype as ShapeDtype
+from .lazy import compute as compute
 from .linalg import vecdot as vecdot
 from .op import Op as Op
 from .op import op as op

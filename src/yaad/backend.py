@@ -10,6 +10,8 @@ array API's names costs nothing there).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import sys
 from typing import Any, Callable
 
@@ -261,7 +263,8 @@ def call(spec: Any, arrays: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     NumPy forward where that dispatches to the library (``np.exp`` on a Dask or CuPy
     array). A result that is not of the library (a silent conversion) raises
     :class:`BackendError`, as does a mix of libraries."""
-    library, first = _library_of(spec, arrays)
+    k = _INDEX_ARGUMENT.get(spec.name)  # (NumPy integers in an index are not data)
+    library, first = _library_of(spec, arrays if k is None else arrays[:k] + arrays[k + 1:])
     xp = namespace(first)
     body = _implementations.get(spec.name)
     fn: Callable[..., Any] | None = None
@@ -276,7 +279,11 @@ def call(spec: Any, arrays: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         ans = fn(*arrays, **kw)
     else:
         try:
-            ans = spec.forward(*arrays, **kw)
+            with computing_refused(library):
+                ans = spec.forward(*arrays, **kw)
+        except ComputeRefused:
+            raise no_implementation(spec.name, library, "its NumPy forward would compute "
+                                    "the array") from None
         except (TypeError, ValueError, AttributeError) as e:
             # (CuPy refuses implicit conversion, NumPy finds no method, array_api_strict
             # refuses to convert or lacks a NumPy method)
@@ -284,6 +291,28 @@ def call(spec: Any, arrays: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     if spec.name not in _moves and not _of_library(ans, library):
         raise no_implementation(spec.name, library)
     return ans
+
+
+class ComputeRefused(Exception):
+    """Code run under :func:`computing_refused` tried to compute a Dask array."""
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise ComputeRefused
+
+
+def computing_refused(library: str) -> Any:
+    """For ``library`` ``"dask"``, a context in which computing a Dask collection raises
+    :class:`ComputeRefused` (a NumPy function that Dask does not implement would convert
+    its input to NumPy, computing it); for other libraries, a context that does nothing."""
+    if library != "dask":
+        return contextlib.nullcontext()
+    dask: Any = importlib.import_module("dask")
+    return dask.config.set(scheduler=_refuse)
+
+
+# Ops with an index among their arguments (its position), which may hold NumPy arrays.
+_INDEX_ARGUMENT = {"getitem": 1, "scatter_add": 1}
 
 
 def _of_library(ans: Any, library: str) -> bool:

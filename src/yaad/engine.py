@@ -27,6 +27,7 @@ from .gradients import (
 )
 from .graph import Node, check_saved, clock
 from .hooks import accumulate_grad, dense, node_hooks, own, run_hooks
+from .lazy import is_lazy
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
 from .targets import capture, leading_to
 from .tensor import Tensor
@@ -214,6 +215,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     ready_append = ready.append
     captured = {n for n in targets if type(n) is Node} if targets else None
     general = create_graph or check is not None  # every node through node_gradients
+    if not general:  # (Dask gradients: rules run where a value read is refused)
+        general = any(type(g) is not ndarray and is_lazy(g) for _, g in roots)
     release = not retain_graph
 
     while ready:

@@ -16,9 +16,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .backend import BackendError, backend_name, is_complex, is_foreign, namespace
+from .backend import (
+    BackendError,
+    ComputeRefused,
+    backend_name,
+    computing_refused,
+    is_complex,
+    is_foreign,
+    namespace,
+    no_implementation,
+)
 from .errors import error
 from .higher_order import saved_as_tensors
+from .lazy import is_lazy
 from .ops.elementwise import real
 from .ops.reductions import sum as _sum
 from .ops.shape import astype, reshape
@@ -128,8 +138,10 @@ def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
         args, ans = saved_as_tensors(node)
     else:
         args, ans = saved, node.ans
-    grads = rule_gradients(op, g, ans, args, node.kw or {}, [p is not None for p in parents],
-                           strong_zero if strong and op.elementwise else None)
+    first = next(x for x in g if x is not None) if type(g) is tuple else g
+    rules = _lazy_rules if is_lazy(first) else rule_gradients
+    grads = rules(op, g, ans, args, node.kw or {}, [p is not None for p in parents],
+                  strong_zero if strong and op.elementwise else None)
     for i, gi in enumerate(grads):
         if gi is not None:
             if check is not None:
@@ -137,6 +149,17 @@ def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
             if saved[i] is not None:
                 grads[i] = fit_gradient(gi, saved[i], op.name, i, g, saved)
     return grads
+
+
+def _lazy_rules(op: Any, *args: Any) -> list:
+    """:func:`rule_gradients` on Dask arrays: a rule that would compute one (to read its
+    values) raises, naming the op, instead."""
+    try:
+        with computing_refused("dask"):
+            return rule_gradients(op, *args)
+    except ComputeRefused:
+        raise no_implementation(f"{op.name} (its gradient)", "dask", "its rule reads the "
+                                "values of the arrays") from None
 
 
 def check_output(t: Any, k: int) -> None:

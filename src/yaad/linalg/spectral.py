@@ -45,6 +45,7 @@ from typing import Any, Callable, Literal, NamedTuple, overload
 import numpy as np
 import scipy.linalg as sla
 
+from ..backend import backend_name, implements, no_implementation
 from ..batching import per_example
 from ..frames import user_frames
 from ..grad_mode import is_grad_enabled
@@ -1114,3 +1115,28 @@ def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = F
     if isinstance(a, Tensor):
         return tuple(Tensor(o) if isinstance(o, np.ndarray) else o for o in out)
     return out
+
+
+# ---- other libraries' arrays (Dask: dask.array.linalg, tall-and-skinny matrices) ---------
+
+@implements("linalg.qr")
+def _qr_xp(xp: Any, a: Any, complete: Any = False) -> Any:
+    if complete or a.ndim != 2:
+        raise no_implementation("linalg.qr", backend_name(a),
+                                "mode='complete'" if complete else "a stack of matrices")
+    try:
+        return tuple(xp.linalg.qr(a))
+    except (ValueError, NotImplementedError) as e:  # (Dask: tall-and-skinny, row chunks)
+        raise no_implementation("linalg.qr", backend_name(a), str(e)) from e
+
+
+@implements("linalg.svd")
+def _svd_xp(xp: Any, a: Any, full_matrices: Any = True, hermitian: Any = False,
+            eps: Any = None) -> Any:
+    if a.ndim != 2 or (full_matrices and a.shape[0] != a.shape[1]):
+        raise no_implementation("linalg.svd", backend_name(a), "full_matrices=True"
+                                if a.ndim == 2 else "a stack of matrices")
+    try:
+        return tuple(xp.linalg.svd(a, full_matrices=False))
+    except (ValueError, NotImplementedError) as e:  # (Dask: tall-and-skinny, row chunks)
+        raise no_implementation("linalg.svd", backend_name(a), str(e)) from e

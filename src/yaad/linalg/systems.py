@@ -18,6 +18,7 @@ for real and complex inputs.
 
 from __future__ import annotations
 
+import importlib
 import operator
 from typing import Any, Callable
 
@@ -25,6 +26,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 
+from ..backend import backend_name, implements, no_implementation
 from ..op import op
 from ..ops.elementwise import conj
 from ..ops.products import matmul
@@ -530,3 +532,39 @@ def matrix_power(a: Any, n: int) -> Any:
         if n:
             a = matmul(a, a)
     return result
+
+
+# ---- other libraries' arrays (Dask: dask.array.linalg) ----------------------------------
+
+@implements("linalg.solve")
+def _solve_xp(xp: Any, a: Any, b: Any) -> Any:
+    if a.ndim != 2 or b.ndim > 2:
+        raise no_implementation("linalg.solve", backend_name(a), "a stack of matrices")
+    return xp.linalg.solve(a, b)
+
+
+@implements("linalg.cholesky")
+def _cholesky_xp(xp: Any, a: Any, upper: Any = False) -> Any:
+    if a.ndim != 2:
+        raise no_implementation("linalg.cholesky", backend_name(a), "a stack of matrices")
+    if backend_name(a) == "dask":  # (array-api-compat 1.16 gives Dask's upper factor)
+        dask_linalg: Any = importlib.import_module("dask.array.linalg")
+        low = dask_linalg.cholesky(a, lower=True)
+    else:
+        low = xp.linalg.cholesky(a)
+    return xp.conj(xp.matrix_transpose(low)) if upper else low
+
+
+@implements("linalg.solve_triangular")
+def _solve_triangular_xp(xp: Any, a: Any, b: Any, trans: int | str = 0, lower: bool = False,
+                         unit_diagonal: bool = False, overwrite_b: bool = False,
+                         check_finite: bool = True) -> Any:
+    # (a general solve of the triangle: the array API has no triangular solve)
+    code = _trans_code(trans)
+    t = xp.tril(a) if lower else xp.triu(a)
+    if unit_diagonal:
+        eye = xp.eye(a.shape[-1], dtype=a.dtype)
+        t = t - t * eye + eye
+    if code:
+        t = xp.matrix_transpose(xp.conj(t) if code == 2 else t)
+    return _solve_xp(xp, t, b)

@@ -23,7 +23,7 @@ import numpy as np
 import opt_einsum
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..backend import dtype_kind
+from ..backend import dtype_kind, namespace
 from ..op import op
 from ..presentation import dtype_of, ndim_of, shape_of
 from . import exported
@@ -38,8 +38,17 @@ from .shape import (
     moveaxis,
     reshape,
     squeeze,
+    swapaxes,
     transpose,
 )
+
+
+def _mT(x):  # noqa: N802 - NumPy's name
+    """``x.mT``, the last two axes swapped (a Dask array has no ``mT``)."""
+    try:
+        return x.mT
+    except AttributeError:
+        return swapaxes(x, -1, -2)
 
 
 def _c(x):
@@ -121,28 +130,28 @@ class ScaledIdentity(np.lib.mixins.NDArrayOperatorsMixin):
 
 def _matmul_vjp_a(g, ans, a, b):
     if type(g) is ScaledIdentity:
-        return g.scale * _c(b).mT
+        return g.scale * _mT(_c(b))
     if a.ndim == 1 and b.ndim == 1:
         return g * _c(b)
     if b.ndim == 1:
         return multiply(expand_dims(g, -1), _c(b))
     if a.ndim == 1:
-        return squeeze(_conj_product(lambda g, b: matmul(expand_dims(g, -2), b.mT), g, (b,),
+        return squeeze(_conj_product(lambda g, b: matmul(expand_dims(g, -2), _mT(b)), g, (b,),
                                      a), -2)
-    return _conj_product(lambda g, b: matmul(g, b.mT), g, (b,), a)
+    return _conj_product(lambda g, b: matmul(g, _mT(b)), g, (b,), a)
 
 
 def _matmul_vjp_b(g, ans, a, b):
     if type(g) is ScaledIdentity:
-        return _c(a).mT * g.scale
+        return _mT(_c(a)) * g.scale
     if a.ndim == 1 and b.ndim == 1:
         return g * _c(a)
     if a.ndim == 1:
         return multiply(expand_dims(_c(a), -1), expand_dims(g, -2))
     if b.ndim == 1:
-        return squeeze(_conj_product(lambda g, a: matmul(a.mT, expand_dims(g, -1)), g, (a,),
+        return squeeze(_conj_product(lambda g, a: matmul(_mT(a), expand_dims(g, -1)), g, (a,),
                                      b), -1)
-    return _conj_product(lambda g, a: matmul(a.mT, g), g, (a,), b)
+    return _conj_product(lambda g, a: matmul(_mT(a), g), g, (a,), b)
 
 
 def _matmul_batch(dims, a, b):
@@ -811,7 +820,8 @@ def _vjp_plan(subscripts: str, k: int, shapes: tuple) -> tuple:
 def _contract_vjp(i, g, ans, subscripts, *ops):
     k = i - 1
     steps, consts = _vjp_plan(subscripts, k, tuple([o.shape for o in ops]))
-    extra = [np.eye(n, dtype=g.dtype) if kind == "eye" else np.ones(n, dtype=g.dtype)
+    xp = namespace(g)  # (NumPy for a tensor)
+    extra = [xp.eye(n, dtype=g.dtype) if kind == "eye" else xp.ones(n, dtype=g.dtype)
              for kind, n in consts]
     a = ops[k]
     r = _conj_product(lambda g, *o: _run(steps, (g, *o, *extra)), g, ops[:k] + ops[k + 1:],

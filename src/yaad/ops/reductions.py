@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..backend import dtype_kind, implements, native_dtype
+from ..backend import dtype_kind, implements, namespace, native_dtype
+from ..lazy import is_lazy
 from ..op import op
 from ..tensor import Tensor
 from . import exported
@@ -354,12 +355,13 @@ Tensor
 # ---- products --------------------------------------------------------------------------
 
 def _has_zero(x) -> bool:
-    return not np.all(_values(x))
+    v = _values(x)
+    return is_lazy(v) or not np.all(v)  # (lazy: not looked at; the branch right for both)
 
 
 def _exclusive_cumprod(x):
     """Products of the entries before each position along the last axis (1 at the start)."""
-    ones = np.ones(x.shape[:-1] + (1,), dtype=x.dtype)
+    ones = namespace(_values(x)).ones(x.shape[:-1] + (1,), dtype=x.dtype)
     return concatenate([ones, cumprod(getitem(x, (Ellipsis, slice(None, -1))), axis=-1)],
                        axis=-1)
 
@@ -533,7 +535,7 @@ def _extreme(name: str, fn):
                             f"(NumPy orders complex numbers lexicographically)")
         m = expand_reduced(ans, a.shape, axis, keepdims)
         hit = a == m
-        if np.isnan(_values(ans)).any():
+        if is_lazy(_values(ans)) or np.isnan(_values(ans)).any():
             hit = hit | (isnan(a) & isnan(m))
         count = sum(hit, axis=axis, keepdims=True)
         return where(hit, 1 / astype(count, a.dtype), 0)

@@ -1647,3 +1647,16 @@ _joined_xp("stack", "stack")
 
 __all__ = [name for name in exported(globals())
            if name not in ("front", "flat_examples", "aligned", "columns")]
+
+
+@implements("diag_embed")
+def _diag_embed_xp(xp, d, shape, offset=0, axis1=0, axis2=1):
+    # The diagonal times an identity shifted by ``offset`` (no item assignment).
+    nd = len(shape)
+    axis1, axis2 = normalize_axis_index(axis1, nd), normalize_axis_index(axis2, nd)
+    rows, cols = shape[axis1], shape[axis2]
+    eye = xp.eye(rows, cols, k=offset, dtype=d.dtype)
+    size = rows if offset >= 0 else cols
+    d = xp.concat([d, xp.zeros(d.shape[:-1] + (size - d.shape[-1],), dtype=d.dtype)], axis=-1)
+    out = d[..., :, None] * eye if offset >= 0 else d[..., None, :] * eye
+    return xp.moveaxis(out, (-2, -1), (axis1, axis2))

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..lazy import is_lazy
 from ..op import Op, apply
 from ..tensor import Tensor
 
@@ -18,8 +19,9 @@ def _strong_zero(g: Any, gi: Any) -> Any:
     # A VJP is linear in g, and an elementwise op's is elementwise: where g is 0, gi is 0
     # unless the rule met an inf or a nan there. One sum tells whether there is any.
     # (no errstate around the sum: it would double the cost of the common case; an inf and
-    # a -inf in gi make it warn, once)
-    if np.isfinite(gi.sum() if type(gi) is np.ndarray else np.sum(gi)):
+    # a -inf in gi make it warn, once) A lazy gi is not looked at: the mask is computed
+    # with the rest.
+    if not is_lazy(gi) and np.isfinite(gi.sum() if type(gi) is np.ndarray else np.sum(gi)):
         return gi
     with np.errstate(invalid="ignore"):
         return np.where((g == 0) & ~np.isfinite(gi), 0, gi)
