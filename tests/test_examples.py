@@ -16,7 +16,8 @@ def load(name):
     return module
 
 
-MINE = ("complex_descent", "demo_seed", "ising_ground_state", "mlp_digits", "quantum_vmc")
+MINE = ("complex_descent", "dask_big_gradient", "demo_seed", "ising_ground_state", "mlp_digits",
+        "quantum_vmc")
 
 
 def test_examples_are_documented_scripts():
@@ -91,3 +92,18 @@ def test_complex_descent_descends_and_its_conjugate_runs_away(tmp_path, capsys):
         np.testing.assert_allclose(paths["yaad", z0][1], z0 - 0.05 * expected, rtol=1e-12)
     assert (tmp_path / "descent.png").stat().st_size > 10_000
     assert "diverged" in capsys.readouterr().out
+
+
+def test_dask_big_gradient_small():
+    # The cluster example at a small size: W4 on 3e5 numbers in 3 chunks, checked on 2e5,
+    # and a 4-site MPS of bond 6 (the full size is recorded in docs/examples).
+    r = load("dask_big_gradient").main(["--n", "3e5", "--chunk", "1e5", "--check", "2e5",
+                                        "--sites", "4", "--bond", "6", "--quiet"])
+    w4, mps = r["w4"], r["mps"]
+    for key in ("gradient_vs_numpy", "slice_gradient_vs_numpy", "slice_loss_vs_numpy",
+                "loss_vs_dask"):
+        assert w4[key] < 1e-12, (key, w4[key])
+    assert mps["norm_vs_numpy"] < 1e-12 and mps["gradient_vs_numpy"] < 1e-12
+    assert w4["loss"] > 0 and np.isfinite(w4["gradient_sum"])
+    assert r["workers"] == 2 and not r["worker_restarted"]
+    assert all(p < r["memory_limit"] for p in r["peak_worker_memory"])

@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICK = {
     "complex_descent.py": ["--steps", "20"],
     "custom_op.py": [],
+    "dask_big_gradient.py": ["--n", "2e5", "--chunk", "1e5", "--check", "1e5", "--sites", "3",
+                             "--bond", "4", "--quiet"],
     "demo_seed.py": ["--repeats", "2", "--number", "2"],
     "hessian.py": ["--atoms", "3"],
     "ipeps_heisenberg.py": ["--D", "2", "--chi", "8", "--steps", "5", "--no-check",
