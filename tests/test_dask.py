@@ -136,10 +136,13 @@ CASES = {
     # reductions
     "sum_mean": (lambda x: Y.sum(x, axis=0) + Y.mean(x, axis=0), [(4, 3)]),
     "var_std": (lambda x: Y.var(x) + Y.std(x, axis=0), [(4, 3)]),
-    "prod_max": (lambda x: Y.prod(x, axis=0) + Y.max(x, axis=0), [(4, 3)]),
-    "cumsum": (lambda x: Y.cumsum(x, axis=0), [(4, 3)]),
+    "prod_max_min": (lambda x: Y.prod(x, axis=0) + Y.max(x, axis=0) + Y.min(x, axis=0),
+                     [(4, 3)]),
+    "cumsum_cumprod": (lambda x: Y.cumsum(x, axis=0) + Y.cumprod(x, axis=1), [(4, 3)]),
     # products and contractions
-    "matmul": (lambda x, y: x @ y, [(4, 3), (3, 5)]),
+    "matmul_dot": (lambda x, y: x @ y + Y.dot(x, y), [(4, 3), (3, 5)]),
+    "outer_kron_vdot": (lambda x, y: Y.sum(Y.outer(x, y)) + Y.sum(Y.kron(x, y))
+                        + Y.vdot(x, y), [(4,), (4,)]),
     "batched_matmul": (lambda x, y: x @ y, [(2, 4, 3), (2, 3, 5)]),
     "einsum": (lambda x, y, z: Y.einsum("ij,jk,kl->il", x, y, z), [(4, 3), (3, 5), (5, 2)]),
     "einsum_trace": (lambda x: Y.einsum("ii->", x), [(4, 4)]),
@@ -149,9 +152,13 @@ CASES = {
     # shape ops and indexing
     "reshape_transpose": (lambda x: Y.transpose(Y.reshape(x, (2, 2, 3))), [(4, 3)]),
     "swapaxes": (lambda x: Y.swapaxes(x, 0, 2), [(4, 3, 2)]),
-    "getitem": (lambda x: x[1:3, ::2] + x[np.array([0, 2]), :2], [(4, 3)]),
+    "getitem": (lambda x: x[1:3, ::2] + x[np.array([0, 2]), :2]
+                + x[np.array([True, False, False, True])][:, 1:], [(4, 3)]),
     "concatenate_stack": (lambda x, y: Y.concatenate([x, y], axis=1).sum(1)
                           + Y.stack([x, y]).sum((0, 2)), [(4, 3), (4, 3)]),
+    "flip_roll_pad_tril_astype": (lambda x: Y.flip(x, 0) + Y.roll(x, 1, axis=0)
+                                  + Y.pad(x, 1)[1:-1, 1:-1] + Y.tril(x)
+                                  + Y.real(x.astype(np.complex128)), [(4, 4)]),
     "broadcast_squeeze": (lambda x: Y.squeeze(Y.expand_dims(Y.broadcast_to(x, (4, 3)), 0), 0),
                           [(3,)]),
 }
@@ -174,6 +181,7 @@ LINALG = {
     "qr": (lambda x: Y.linalg.qr(x)[1] + Y.linalg.qr(x)[0][:3], [(12, 3)], [(4, 3)]),
     "cholesky": (lambda x: Y.linalg.cholesky(x), ["spd"], [(2, 2)]),
     "solve": (lambda x, y: Y.linalg.solve(x, y), ["spd", (4, 2)], [(2, 2), (2, 1)]),
+    "inv": (lambda x: Y.linalg.inv(x), ["spd"], [(2, 2)]),
     "solve_vector": (lambda x, y: Y.linalg.solve(x, y), ["spd", (4,)], [(4, 4), (4,)]),
     "solve_triangular": (lambda x, y: Y.linalg.solve_triangular(x, y, lower=True),
                          ["spd", (4, 3)], [(2, 2), (2, 3)]),
@@ -209,6 +217,11 @@ REFUSED = {
     "linalg.qr": lambda x: Y.linalg.qr(x)[1],  # (column chunks: not tall-and-skinny)
     "linalg.det": lambda x: Y.linalg.det(x[:4]),
     "linalg.expm": lambda x: Y.linalg.expm(x[:4]),
+    "linalg.vector_norm": lambda x: Y.linalg.norm(x),
+    "argsort": lambda x: Y.sort(x, axis=0),
+    "logsumexp": lambda x: Y.logsumexp(x, axis=0),
+    "fft.fft": lambda x: Y.fft.fft(x, axis=0),  # (an axis split in chunks)
+    "scatter_add": lambda x: Y.sum(x[np.array([0, 0, 1])]).backward(),  # (a repeat)
 }
 
 

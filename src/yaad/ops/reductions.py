@@ -466,8 +466,14 @@ def _replaced_scans(x):
     """For x of shape (..., n): [..., i, k] = prod_{j <= k, j != i} x_j, the scans of the
     n copies of x with x_i replaced by 1 (n^2 work; used only when x has zeros)."""
     n = x.shape[-1]
-    copies = where(np.eye(n, dtype=bool), 1, reshape(x, x.shape[:-1] + (1, n)))
+    copies = where(namespace(_values(x)).eye(n, dtype=bool), 1, reshape(x, x.shape[:-1] + (1, n)))
     return cumprod(copies, axis=-1)
+
+
+def _upper(like, n):
+    """The mask ``k >= i`` of shape ``(n, n)``, of the library of ``like``'s values."""
+    xp = namespace(_values(like))
+    return xp.triu(xp.ones((n, n), dtype=xp.bool))
 
 
 def _cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
@@ -481,7 +487,7 @@ def _cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
     scans = _replaced_scans(moveaxis(a, axis, -1))
     gm = moveaxis(g, axis, -1)
     n = gm.shape[-1]
-    later = np.triu(np.ones((n, n), dtype=bool))  # [i, k]: k >= i
+    later = _upper(gm, n)  # [i, k]: k >= i
     terms = where(later, reshape(gm, gm.shape[:-1] + (1, n)) * _conj_of(scans), 0)
     return reshape(moveaxis(sum(terms, axis=-1), -1, axis), shape)
 
@@ -496,7 +502,7 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
     scans = _replaced_scans(moveaxis(a, axis, -1))
     tm = moveaxis(t, axis, -1)
     n = tm.shape[-1]
-    later = np.triu(np.ones((n, n), dtype=bool))
+    later = _upper(tm, n)
     terms = where(later, reshape(tm, tm.shape + (1,)) * scans, 0)
     return moveaxis(sum(terms, axis=-2), -1, axis)
 
