@@ -59,7 +59,7 @@ def compute(*values: Any) -> tuple[Any, ...]:
     >>> yaad.compute(loss, x.grad)
     (array(5.), array([0., 2., 4.]))
     """
-    arrays = [v._data if isinstance(v, Tensor) else v for v in values]
+    arrays = [v.data if isinstance(v, Tensor) else v for v in values]
     lazy = [k for k, a in enumerate(arrays) if is_lazy(a)]
     if lazy:
         for k, a in zip(lazy, _dask("dask").compute(*(arrays[k] for k in lazy))):
