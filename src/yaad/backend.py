@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -308,7 +309,12 @@ def computing_refused(library: str) -> Any:
     if library != "dask":
         return contextlib.nullcontext()
     dask: Any = importlib.import_module("dask")
-    return dask.config.set(scheduler=_refuse)
+    stack = contextlib.ExitStack()
+    stack.enter_context(dask.config.set(scheduler=_refuse))
+    stack.enter_context(warnings.catch_warnings())
+    # (Dask's warning that it falls back to NumPy: the fall-back is refused, and said so)
+    warnings.filterwarnings("ignore", "The `numpy.* is not implemented by Dask", FutureWarning)
+    return stack
 
 
 # Ops with an index among their arguments (its position), which may hold NumPy arrays.
