@@ -57,8 +57,14 @@ def mps_norm(sites: list) -> Any:
 
 
 def peak_memory() -> int:
-    """The peak resident memory of the calling process in bytes (run on each worker)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """The peak resident memory of the calling process in bytes (run on each worker):
+    Linux's VmHWM, the process's own since it started (``ru_maxrss`` would count the
+    memory of the process that started it, which it keeps across ``exec``)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # (not Linux)
 
 
 def relative(a: Any, b: Any) -> float:

@@ -12,7 +12,6 @@ memory limit) and none may exceed its limit.
 
 from __future__ import annotations
 
-import resource
 import sys
 from pathlib import Path
 
@@ -33,8 +32,14 @@ MEMORY_LIMIT = 400 * 2**20  # bytes per worker
 
 
 def _peak_rss() -> int:
-    """The peak resident memory of the calling process, in bytes (Linux: kB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """The peak resident memory of the calling process since it started, in bytes: Linux's
+    VmHWM (``ru_maxrss`` keeps the starting process's peak across ``exec``: a worker
+    started by a large pytest process would report that one's)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no VmHWM in /proc/self/status")
 
 
 @pytest.fixture(scope="module")
