@@ -215,8 +215,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     ready_append = ready.append
     captured = {n for n in targets if type(n) is Node} if targets else None
     general = create_graph or check is not None  # every node through node_gradients
-    if not general:  # (Dask gradients: rules run where a value read is refused)
-        general = any(type(g) is not ndarray and is_lazy(g) for _, g in roots)
+    for _, g in roots:  # (Dask gradients: rules run where a value read is refused)
+        if type(g) is not ndarray and is_lazy(g):
+            general = True
     release = not retain_graph
 
     while ready:
