@@ -412,8 +412,8 @@ def move(x: Any, backend: Any) -> Any:
         host = x.get()
     elif source == "dask":
         host = np.asarray(x.compute())
-    else:
-        host = np.asarray(x)
+    else:  # a copy: a view of the other library's memory would bypass its version counts
+        host = np.array(x, copy=True)
     if target == "numpy":
         return host
     module = _import(target)

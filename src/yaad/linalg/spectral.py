@@ -45,7 +45,7 @@ from typing import Any, Callable, Literal, NamedTuple, overload
 import numpy as np
 import scipy.linalg as sla
 
-from ..backend import backend_name, implements, no_implementation
+from ..backend import backend_name, implements, is_foreign, no_implementation
 from ..batching import per_example
 from ..frames import user_frames
 from ..grad_mode import is_grad_enabled
@@ -1110,8 +1110,10 @@ def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = F
             "order is LAPACK's, so the gradient exists only for losses invariant under "
             "those choices, and yaad does not implement it. Use yaad.linalg.eigvals or eig "
             "for losses of eigenvalues, or a.detach() if no gradient is wanted.")
-    out: tuple[Any, ...] = _schur(a.data if isinstance(a, Tensor) else a, output, lwork,
-                                  overwrite_a, sort, check_finite)
+    data = a.data if isinstance(a, Tensor) else a
+    if is_foreign(data):  # (SciPy would turn it into a NumPy array)
+        raise no_implementation("linalg.schur", backend_name(data), "SciPy's LAPACK Schur form")
+    out: tuple[Any, ...] = _schur(data, output, lwork, overwrite_a, sort, check_finite)
     if isinstance(a, Tensor):
         return tuple(Tensor(o) if isinstance(o, np.ndarray) else o for o in out)
     return out
