@@ -28,7 +28,6 @@ from .backend import (
 )
 from .errors import error
 from .higher_order import saved_as_tensors
-from .lazy import is_lazy
 from .ops.elementwise import real
 from .ops.reductions import sum as _sum
 from .ops.shape import astype, reshape
@@ -139,7 +138,7 @@ def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
     else:
         args, ans = saved, node.ans
     first = next(x for x in g if x is not None) if type(g) is tuple else g
-    rules = _lazy_rules if is_lazy(first) else rule_gradients
+    rules = _foreign_rules if is_foreign(first) else rule_gradients
     grads = rules(op, g, ans, args, node.kw or {}, [p is not None for p in parents],
                   strong_zero if strong and op.elementwise else None)
     for i, gi in enumerate(grads):
@@ -151,15 +150,22 @@ def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
     return grads
 
 
-def _lazy_rules(op: Any, *args: Any) -> list:
-    """:func:`rule_gradients` on Dask arrays: a rule that would compute one (to read its
-    values) raises, naming the op, instead."""
+def _foreign_rules(op: Any, *args: Any) -> list:
+    """:func:`rule_gradients` on another library's arrays: a rule written for NumPy only
+    (a NumPy method, or reading a Dask array's values) raises naming the op and the
+    backend instead of failing inside the rule or computing a Dask array."""
+    g = args[0]
+    library = backend_name(next(x for x in g if x is not None) if type(g) is tuple else g)
     try:
-        with computing_refused("dask"):
+        with computing_refused(library):
             return rule_gradients(op, *args)
+    except BackendError:
+        raise
     except ComputeRefused:
-        raise no_implementation(f"{op.name} (its gradient)", "dask", "its rule reads the "
-                                "values of the arrays") from None
+        cause = "its rule reads the values of the arrays"
+    except (AttributeError, TypeError, NotImplementedError) as e:
+        cause = f"its rule is written for NumPy arrays: {type(e).__name__}: {e}"
+    raise no_implementation(f"{op.name} (its gradient)", library, cause) from None
 
 
 def check_output(t: Any, k: int) -> None:

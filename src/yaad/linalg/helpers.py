@@ -13,6 +13,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from ..backend import dtype_kind
 from ..ops.elementwise import conj, real
 from ..ops.products import matmul
 from ..ops.shape import (
@@ -48,8 +49,8 @@ def data_of(x: Any) -> Any:
 
 
 def is_complex(x: Any) -> bool:
-    """Whether ``x`` has a complex dtype."""
-    return bool(x.dtype.kind == "c")
+    """Whether ``x`` has a complex dtype (of any array library)."""
+    return dtype_kind(x.dtype) == "c"
 
 
 def mT(x: Any) -> Any:
