@@ -177,6 +177,18 @@ def test_no_new_import_of_the_package():
     assert gone == [], f"remove from KNOWN_PACKAGE_IMPORTS: {gone}"
 
 
+def test_no_module_imports_its_own_subpackage():
+    # A module inside yaad.ops (or linalg, compiled, ...) that imports its package's
+    # ``__init__`` depends on whatever that ``__init__`` gathers: define the shared name in
+    # a module of its own and import that.
+    graph, _ = import_graph()
+    packages = {name for name, path in _modules(SOURCE).items()
+                if path.name == "__init__.py" and name != PACKAGE}
+    upward = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                    if b in packages and a.startswith(b + "."))
+    assert upward == [], f"modules importing their own package's __init__: {upward}"
+
+
 def test_graph_reader_sees_every_form_of_import(tmp_path):
     """The reader itself, on a made-up package: relative levels, imports inside
     functions, ``from .. import x`` of a name and of a submodule, circles."""

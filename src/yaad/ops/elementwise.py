@@ -21,8 +21,8 @@ import scipy.special as sp
 
 from ..backend import dtype_kind, implements, is_complex, namespace
 from ..op import IN_PLACE_SIZE, fits_into, op
-from . import exported
 from . import parameter_derivatives as _pd
+from .public_names import exported
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)

@@ -17,8 +17,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..batching import example_shape, size_of
 from ..op import op
-from . import exported
 from .elementwise import conj, exp, imag, real, sign, where
+from .public_names import exported
 from .reductions import expand_reduced
 from .reductions import sum as _sum
 from .shape import aligned, broadcast_to, front

@@ -26,8 +26,8 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..backend import dtype_kind, namespace
 from ..op import op
 from ..presentation import dtype_of, ndim_of, shape_of
-from . import exported
 from .elementwise import conj, multiply
+from .public_names import exported
 from .shape import (
     aligned,
     broadcast_to,

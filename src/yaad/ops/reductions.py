@@ -25,8 +25,8 @@ from ..backend import dtype_kind, implements, namespace, native_dtype
 from ..lazy import is_lazy
 from ..op import op
 from ..tensor import Tensor
-from . import exported
 from .elementwise import conj, isnan, logical_not, real, where
+from .public_names import exported
 from .shape import (
     _as_operand,
     _no_out,

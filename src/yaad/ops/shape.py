@@ -23,7 +23,7 @@ from ..graph import mark_modified
 from ..op import apply, op, register_plain_call
 from ..presentation import dtype_of, ndim_of, shape_of
 from ..tensor import Tensor
-from . import exported
+from .public_names import exported
 
 ndarray = np.ndarray
 
