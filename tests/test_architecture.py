@@ -359,3 +359,16 @@ def test_architecture_page_draws_these_layers():
     assert f"```text\n{render_layers()}\n```" in page, (
         "docs/architecture.md's picture of the layers differs from LAYERS in "
         f"tests/test_architecture.py; paste this:\n{render_layers()}")
+
+
+CORE = ("tensor.py", "graph.py", "op.py", "engine.py", "gradients.py")
+
+
+def test_core_stays_under_1500_lines():
+    """The core that one backward() goes through (docs/architecture.md, "The core in
+    numbers") stays under 1,500 lines: what a newcomer reads to follow it."""
+    lines = {name: len((SOURCE / name).read_text().splitlines()) for name in CORE}
+    assert sum(lines.values()) < 1500, (
+        f"the core has {sum(lines.values())} lines ({lines}); move what one backward() "
+        f"does not need into its own module (see docs/architecture.md) and update the "
+        f"table there")

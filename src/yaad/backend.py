@@ -20,7 +20,8 @@ import numpy as np
 
 __all__ = ["BackendError", "is_foreign", "namespace", "backend_name", "dtype_kind",
            "is_complex", "is_inexact", "native_dtype", "describe", "implements", "call",
-           "no_implementation", "any_foreign", "target_name", "namespace_for", "move"]
+           "no_implementation", "any_foreign", "ones_like", "check_same_backend",
+           "target_name", "namespace_for", "move"]
 
 _NUMPY_TYPES = (np.ndarray, np.generic)
 
@@ -153,6 +154,21 @@ def describe(x: Any) -> str:
     if device is not None and backend_name(x) == "cupy":
         text += f", device={device}"
     return text
+
+
+def ones_like(x: Any) -> Any:
+    """Ones of the shape and dtype of ``x``, an array of another library, in its library."""
+    return namespace(x).ones(x.shape, dtype=x.dtype)
+
+
+def check_same_backend(x: Any, like: Any, what: str, argument: str) -> None:
+    """Raise :class:`BackendError` unless the array ``x`` (named ``what`` in the message)
+    is of the library of ``like``; ``argument`` is what the user passes instead."""
+    given, wanted = backend_name(x), backend_name(like)
+    if given != wanted:
+        raise BackendError(
+            f"{what} is a {given} array, but a {wanted} one is needed; pass a {argument} "
+            f"of the {wanted} backend (yaad moves nothing between backends implicitly)")
 
 
 # ---- running an op on another library's arrays -------------------------------------------

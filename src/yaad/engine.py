@@ -16,7 +16,7 @@ import numpy as np
 
 from .backend import is_foreign
 from .errors import error
-from .grad_mode import on_fresh_stack, state
+from .grad_mode import run_pass, state
 from .gradients import (
     check_inputs,
     check_output,
@@ -99,18 +99,6 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
             check = anomaly  # detect_anomaly(): every rule's result is checked
     if retain_graph is None:
         retain_graph = create_graph
-    # Nested passes (a rule or hook calling backward) are counted per thread, and go on
-    # in a fresh thread every few levels, so that deep reentrance is not limited by the
-    # recursion limit (PyTorch runs 2,000 levels; it uses threads too). _running (passes
-    # running in any thread) spares the per-thread count, which is slow to reach, when
-    # no other pass runs.
-    global _running
-    nested = _running
-    if nested:
-        depth = state.depth
-        if depth and not depth % _STACK_LEVELS:
-            return on_fresh_stack(run_backward, outputs, grad_outputs, retain_graph,
-                                   create_graph, inputs, capture, allow_unused)
     roots = []
     for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
         check_output(t, k)
@@ -122,19 +110,8 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
         targets = {}
         for k, t in enumerate(inputs):
             targets.setdefault(_node_of(_edge(t)) or t, []).append(k)
-
-    prev_mode = state.enabled
-    state.enabled = bool(create_graph)
-    if nested:
-        state.depth = depth + 1
-    _running += 1
-    try:
-        results = _execute(roots, retain_graph, create_graph, inputs, targets, check)
-    finally:
-        _running -= 1
-        state.enabled = prev_mode
-        if nested:
-            state.depth = depth
+    results = run_pass(create_graph, _execute, roots, retain_graph, create_graph, inputs,
+                       targets, check)
     if inputs is None:
         return None
     if not capture:  # backward(inputs=...): an unused input keeps its .grad (PyTorch)
@@ -144,10 +121,6 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
         return None
     check_unused(inputs, results, allow_unused)
     return results
-
-
-_STACK_LEVELS = 40  # nested backward passes per thread
-_running = 0  # backward passes running (all threads)
 
 
 _pass_ids = itertools.count(1)
@@ -337,10 +310,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             # detached (detach_, requires_grad_(False)) after the graph was made, or not
             # asked for: neither its hooks nor its .grad
             continue
-        try:  # (an unset slot costs an exception; set it once)
-            hooks = leaf._hooks
-        except AttributeError:
-            hooks = leaf._hooks = None
+        hooks = getattr(leaf, "_hooks", None)
         if hooks:
             g = run_hooks(hooks, g)
         if targets is not None:
@@ -349,10 +319,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             continue
         if not isinstance(g, (np.ndarray, Tensor)) and not is_foreign(g):
             g = np.asarray(g)
-        try:
-            prev = leaf._grad
-        except AttributeError:
-            prev = None
+        prev = getattr(leaf, "_grad", None)
         # (own, not accumulate_grad, for a first gradient: its reference count check
         # must not see accumulate_grad's own references)
         leaf._grad = own(g) if prev is None else accumulate_grad(prev, g, create_graph)

@@ -84,6 +84,17 @@ _MESSAGES: dict[str, tuple[type[Exception], str]] = {
     "detach-view": (RuntimeError, (
         "detach_(): this tensor is a view of another tensor (it shares its memory), and a "
         "view cannot be detached in place. Use .detach() instead.")),
+    "vmap-tensor": (TypeError, (
+        "Tensor(x) of a tensor inside vmap: use yaad.tensor(x) for a copy, or x.detach()")),
+    "object-data": (TypeError, (
+        "a tensor holds numbers (or booleans, strings), but this data is an array of dtype "
+        "object (shape {shape}: Python objects such as None or tensors mixed with "
+        "numbers). Convert it first, e.g. np.asarray(x, dtype=float); to build a tensor "
+        "from tensors use yaad.stack.")),
+    "non-leaf-grad": (UserWarning, (
+        "the .grad of a tensor that is not a leaf is being read: backward() does not fill "
+        "it unless .retain_grad() is called on the tensor first (or use autograd.grad to "
+        "get the gradient of an intermediate tensor)")),
     "grad-shape": (ValueError,
                    "assigned grad has shape {got}, but the tensor has shape {shape}"),
 }

@@ -217,3 +217,36 @@ def on_fresh_stack(fn: Callable[..., Any], *args: Any) -> Any:
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+_STACK_LEVELS = 40  # nested backward passes per thread
+_running = 0  # backward passes running (all threads)
+
+
+def run_pass(create_graph: bool, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` as a backward pass: recording is off during it (on under
+    ``create_graph``, which records the pass).
+
+    A pass nested in others (a rule or hook calling backward) is counted per thread, and
+    goes on in a fresh thread every few levels, so that deep reentrance is not limited by
+    the recursion limit (PyTorch runs 2,000 levels; it uses threads too). ``_running``
+    (passes running in any thread) spares the per-thread count, which is slow to reach,
+    when no other pass runs.
+    """
+    global _running
+    nested = _running
+    if nested:
+        depth = state.depth
+        if depth and not depth % _STACK_LEVELS:
+            return on_fresh_stack(run_pass, create_graph, fn, *args)
+        state.depth = depth + 1
+    prev_mode = state.enabled
+    state.enabled = bool(create_graph)
+    _running += 1
+    try:
+        return fn(*args)
+    finally:
+        _running -= 1
+        state.enabled = prev_mode
+        if nested:
+            state.depth = depth

@@ -20,11 +20,13 @@ from .backend import (
     BackendError,
     ComputeRefused,
     backend_name,
+    check_same_backend,
     computing_refused,
+    dtype_kind,
     is_complex,
     is_foreign,
-    namespace,
     no_implementation,
+    ones_like,
 )
 from .errors import error
 from .higher_order import saved_as_tensors
@@ -50,13 +52,11 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
     return reshape(g, shape) if np.shape(g) != shape else g
 
 
-def cast_gradient(g: Any, dtype: np.dtype) -> Any:
+def cast_gradient(g: Any, dtype: Any) -> Any:
     """Cast a gradient to an input's dtype: the real part for a real input."""
-    gdt = getattr(g, "dtype", None)
-    if gdt is None:
+    if not hasattr(g, "dtype"):
         return np.asarray(g, dtype=dtype)
-    if (gdt.kind == "c" and dtype.kind != "c" if hasattr(gdt, "kind") else
-            is_complex(g) and not namespace(g).isdtype(dtype, "complex floating")):
+    if is_complex(g) and dtype_kind(dtype) != "c":
         g = real(g)
         if g.dtype == dtype:
             return g
@@ -112,7 +112,7 @@ def rule_gradients(op: Any, g: Any, ans: Any, args: Sequence, kw: dict,
     with np.errstate(all="ignore"):
         for i, w in enumerate(wanted):
             gi = call_rule(op, i, g, ans, args, kw) if w else None
-            grads.append(None if gi is None else zero(g, gi))
+            grads.append(gi if gi is None or gi is g else zero(g, gi))
     return grads
 
 
@@ -211,30 +211,21 @@ def unit(dtype: np.dtype, shape: tuple) -> np.ndarray:
 
 def root_gradient(t: Tensor, g: Any, k: int, create_graph: bool = False) -> Any:
     """The gradient that output ``k`` of a backward call starts with: ``g`` checked
-    against the output's shape, or 1 for a real scalar when ``g`` is None."""
+    against the output's shape and backend, or 1 for a real scalar when ``g`` is None."""
     data = t._data
-    foreign = (type(data) is not np.ndarray and not isinstance(data, np.generic)
-               and is_foreign(data))
     if g is None:
         if data.size != 1:
             raise error("non-scalar-backward", k=k, shape=t.shape)
-        if (is_complex(data) if foreign else data.dtype.kind == "c"):
+        if is_complex(data):
             raise error("complex-backward", k=k, dtype=t.dtype)
-        g = (namespace(data).ones(data.shape, dtype=data.dtype) if foreign else
-             unit(data.dtype, data.shape))
+        g = ones_like(data) if is_foreign(data) else unit(data.dtype, data.shape)
     else:
         if isinstance(g, Tensor) and not create_graph and not getattr(g, "_tangents", None):
             g = g._data  # (a batched cotangent stays a tensor: its data are not its value)
         if np.shape(g) != t.shape:
             raise error("root-shape", k=k, got=np.shape(g), shape=t.shape)
-        given = g._data if isinstance(g, Tensor) else g
-        if (foreign or (type(given) is not np.ndarray and is_foreign(given))) and (
-                backend_name(given) != backend_name(data)):
-            given = backend_name(given)
-            raise BackendError(
-                f"backward: the gradient for output {k} is a {given} array, but "
-                f"the output is a {backend_name(data)} one; pass a gradient= of the "
-                f"output's backend (yaad moves nothing between backends implicitly)")
+        check_same_backend(g._data if isinstance(g, Tensor) else g, data,
+                           f"backward: the gradient for output {k}", "gradient=")
         if not isinstance(g, (np.ndarray, Tensor)) and not is_foreign(g):
             g = np.asarray(g, dtype=t.dtype)
     if create_graph and not isinstance(g, Tensor):

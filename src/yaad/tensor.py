@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -61,17 +62,12 @@ class Tensor(ArrayFace, TensorMethods):
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         if isinstance(data, Tensor):
             if type(data) in presenters.values():  # its data are not its value (vmap)
-                raise TypeError("Tensor(x) of a tensor inside vmap: use yaad.tensor(x) "
-                                "for a copy, or x.detach()")
+                raise error("vmap-tensor")
             data = data._data
         elif not isinstance(data, np.ndarray) and not is_foreign(data):
             data = np.asarray(data)  # (another library's array is kept, never converted)
         if isinstance(data, np.ndarray) and data.dtype.hasobject:
-            raise TypeError(
-                f"a tensor holds numbers (or booleans, strings), but this data is an array "
-                f"of dtype object (shape {data.shape}: Python objects such as None or "
-                f"tensors mixed with numbers). Convert it first, e.g. "
-                f"np.asarray(x, dtype=float); to build a tensor from tensors use yaad.stack.")
+            raise error("object-data", shape=data.shape)
         self._data = data
         self._node = None
         self._grad = None
@@ -107,13 +103,7 @@ class Tensor(ArrayFace, TensorMethods):
             state.tracer.read(self, "grad")
         g = getattr(self, "_grad", None)
         if g is None and self._node is not None and not self.retains_grad:
-            import warnings
-
-            warnings.warn(
-                "the .grad of a tensor that is not a leaf is being read: backward() does "
-                "not fill it unless .retain_grad() is called on the tensor first (or use "
-                "autograd.grad to get the gradient of an intermediate tensor)",
-                UserWarning, stacklevel=2)
+            warnings.warn(str(error("non-leaf-grad")), UserWarning, stacklevel=2)
         return g
 
     @grad.setter

@@ -26,7 +26,6 @@ import numpy as np
 
 from ..grad_mode import state
 from ..gradients import (
-    call_rule,
     check_inputs,
     check_output,
     check_unused,
@@ -152,21 +151,18 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
         strong = spec.elementwise and any(o in masked for o in outs)
         values = [rec.value[r.i] if type(r) is Slot else r for r in e.args]
         grads = {}
+        wanted_here = [i in todo for i in range(len(args))]
         with rec.probing() as probe:
+            # (strong: exact zeros where g is zero and the rule met an inf or a nan, a
+            # branch not taken, as in the engine)
+            rec.quiet += int(strong)
+            try:
+                raw = rule_gradients(spec, g, ans, args, kw, wanted_here,
+                                     strong_zero if strong else None)
+            finally:
+                rec.quiet -= int(strong)
             for i in todo:
-                if strong:
-                    # Exact zeros where g is zero and the rule met an inf or a nan (a
-                    # branch not taken), as in the engine.
-                    with np.errstate(all="ignore"):
-                        rec.quiet += 1
-                        try:
-                            gi = call_rule(spec, i, g, ans, args, kw)
-                            if gi is not None and gi is not g:
-                                gi = strong_zero(g, gi)
-                        finally:
-                            rec.quiet -= 1
-                else:
-                    gi = call_rule(spec, i, g, ans, args, kw)
+                gi = raw[i]
                 if gi is not None:
                     gi = fit_gradient(gi, values[i], spec.name, i, g, values)
                     if not isinstance(gi, Tensor):  # made from shapes alone (zeros)
