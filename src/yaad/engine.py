@@ -310,7 +310,10 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             # detached (detach_, requires_grad_(False)) after the graph was made, or not
             # asked for: neither its hooks nor its .grad
             continue
-        hooks = getattr(leaf, "_hooks", None)
+        try:  # (an unset slot costs an exception; set it once)
+            hooks = leaf._hooks
+        except AttributeError:
+            hooks = leaf._hooks = None
         if hooks:
             g = run_hooks(hooks, g)
         if targets is not None:
@@ -319,7 +322,10 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             continue
         if not isinstance(g, (np.ndarray, Tensor)) and not is_foreign(g):
             g = np.asarray(g)
-        prev = getattr(leaf, "_grad", None)
+        try:
+            prev = leaf._grad
+        except AttributeError:
+            prev = None
         # (own, not accumulate_grad, for a first gradient: its reference count check
         # must not see accumulate_grad's own references)
         leaf._grad = own(g) if prev is None else accumulate_grad(prev, g, create_graph)

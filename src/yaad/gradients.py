@@ -216,9 +216,10 @@ def root_gradient(t: Tensor, g: Any, k: int, create_graph: bool = False) -> Any:
     if g is None:
         if data.size != 1:
             raise error("non-scalar-backward", k=k, shape=t.shape)
-        if is_complex(data):
+        foreign = type(data) is not np.ndarray and is_foreign(data)
+        if is_complex(data) if foreign else data.dtype.kind == "c":
             raise error("complex-backward", k=k, dtype=t.dtype)
-        g = ones_like(data) if is_foreign(data) else unit(data.dtype, data.shape)
+        g = ones_like(data) if foreign else unit(data.dtype, data.shape)
     else:
         if isinstance(g, Tensor) and not create_graph and not getattr(g, "_tangents", None):
             g = g._data  # (a batched cotangent stays a tensor: its data are not its value)
