@@ -54,9 +54,11 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
 
 def cast_gradient(g: Any, dtype: Any) -> Any:
     """Cast a gradient to an input's dtype: the real part for a real input."""
-    if not hasattr(g, "dtype"):
+    gdt = getattr(g, "dtype", None)
+    if gdt is None:
         return np.asarray(g, dtype=dtype)
-    if is_complex(g) and dtype_kind(dtype) != "c":
+    if (gdt.kind == "c" and dtype.kind != "c" if isinstance(gdt, np.dtype) else
+            dtype_kind(gdt) == "c" and dtype_kind(dtype) != "c"):
         g = real(g)
         if g.dtype == dtype:
             return g
