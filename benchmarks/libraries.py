@@ -212,6 +212,18 @@ def _yaad_numpy(x):
     return np.asarray(x.data if hasattr(x, "data") else x)
 
 
+# A constant array larger than this is given to yaad as a tensor (sharing its memory, as
+# torch.from_numpy does for PyTorch): yaad.compile reads a captured tensor by reference,
+# but compares a captured NumPy array bit for bit with its recorded copy before every call
+# (an array changed in place must not be replayed stale), which docs/compile.md advises
+# against for large constants. Smaller constants stay NumPy arrays. (Only W5's H, 16 MiB.)
+LARGE_CONSTANT = 1 << 16
+
+
+def _yaad_const(yaad, a):
+    return yaad.as_tensor(a) if a.nbytes > LARGE_CONSTANT else a
+
+
 def _prepare_yaad(workload, params, consts, compiled=False) -> Step:
     yaad, xp = _yaad()
     wrap = None
@@ -221,7 +233,8 @@ def _prepare_yaad(workload, params, consts, compiled=False) -> Step:
             raise Unsupported("yaad.compile does not exist yet (n/a)")
     return _tape_step(xp, workload, params, consts,
                       leaf=lambda a: yaad.tensor(a, requires_grad=True),
-                      const=lambda a: a, to_numpy=_yaad_numpy, wrap=wrap,
+                      const=functools.partial(_yaad_const, yaad), to_numpy=_yaad_numpy,
+                      wrap=wrap,
                       optimizer=lambda ps: yaad.optim.Adam(ps, **workload.train.kwargs()))
 
 
