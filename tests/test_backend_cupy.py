@@ -106,3 +106,45 @@ def test_moves_between_host_and_device_are_explicit_and_recorded():
     np.testing.assert_allclose(x.grad, np.exp(A), rtol=RTOL)
     z = yaad.zeros((2, 3), device="cuda")
     assert isinstance(z.data, cupy.ndarray) and z.shape == (2, 3)
+
+
+@pytest.mark.parametrize("name", sorted(backend_table.LINALG))
+def test_linalg_and_contractions_on_cupy(name):
+    # the table of tests/support/backend_table.py: einsum, tensordot, trace, logsumexp,
+    # eigh/svd/qr/cholesky/solve/inv/det/slogdet/expm with their degenerate cases, through
+    # the array API bodies (cuSOLVER, cuBLAS), values and derivatives against NumPy's
+    assert backend_table.linalg_outcome(name, _gpu, _host, RTOL, ATOL) in ("works", "gauge")
+
+
+INDICES = {
+    "slice, array": (slice(None), np.array([0, 2, 2, -1])),
+    "two arrays apart": (np.array([1, 3]), slice(None), np.array([0, 2])),
+    "mask": (np.arange(20).reshape(4, 5) % 3 == 0,),
+    "int and array": (np.array([0, 2, 2]), 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDICES))
+def test_advanced_indexing_and_its_scatter_on_cupy(case):
+    idx = INDICES[case]
+    a = R.standard_normal((4, 5, 3))
+    x = yaad.tensor(a, requires_grad=True)
+    y = x[idx]
+    cot = R.standard_normal(y.shape)
+    y.backward(gradient=cot)
+    g = yaad.tensor(cupy.asarray(a), requires_grad=True)
+    yg = g[idx]
+    yg.backward(gradient=cupy.asarray(cot))  # cupyx.scatter_add: repeats add up
+    np.testing.assert_allclose(_host(yg.data), y.data, rtol=RTOL)
+    np.testing.assert_allclose(_host(g.grad), x.grad, rtol=RTOL)
+
+
+def test_compile_runs_eagerly_on_cupy_and_says_so():
+    f = yaad.compile(lambda x: yaad.sum(yaad.sin(x) * x))
+    for _ in range(3):  # recorded and replayed on NumPy arrays of the same shape and dtype
+        f(yaad.tensor(A, requires_grad=True)).backward()
+    t = yaad.tensor(cupy.asarray(A), requires_grad=True)
+    with pytest.warns(yaad.CompileWarning, match="cupy arrays"):
+        out = f(t)
+    out.backward()
+    np.testing.assert_allclose(_host(t.grad), np.sin(A) + A * np.cos(A), rtol=RTOL)

@@ -289,9 +289,13 @@ def call(spec: Any, arrays: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         fn = _elementwise_function(spec, xp, library)
     if body is not None:
         try:
-            ans = body(xp, *arrays, **kw)
-        except NotImplementedError as e:  # (a case the array API lacks)
-            raise no_implementation(spec.name, library, str(e)) from e
+            with computing_refused(library):
+                ans = body(xp, *arrays, **kw)
+        except ComputeRefused:
+            raise no_implementation(spec.name, library, "it reads the values of the "
+                                    "array") from None
+        except (NotImplementedError, AttributeError) as e:  # (a case or function the
+            raise no_implementation(spec.name, library, str(e)) from e  # library lacks)
     elif fn is not None:
         ans = fn(*arrays, **kw)
     else:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .backend import any_foreign, backend_name, is_foreign
 from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
 from .compiled.reverse import record_backward
@@ -164,7 +165,7 @@ class Compiled:
             if isinstance(a, Tensor):
                 leaves.append(a)
                 d = a._data
-                parts.append((d.shape, d.dtype, a.requires_grad, a._node is None))
+                parts.append((d.shape, d.dtype, a.requires_grad, a._node is None, d.__class__))
             else:
                 parts.append(_flat(a, leaves, objects))
         if kw:
@@ -189,8 +190,8 @@ class Compiled:
             for a in args:
                 if a.__class__ is not Tensor and not isinstance(a, Tensor):
                     break
-                d = a._data
-                parts.append((d.shape, d.dtype, a.requires_grad, a._node is None))
+                d = a._data  # (its class too: a CuPy or Dask array has NumPy's dtypes)
+                parts.append((d.shape, d.dtype, a.requires_grad, a._node is None, d.__class__))
             else:
                 n = len(args)
                 if n < 2 or (args[0] is not args[1] if n == 2 else
@@ -209,6 +210,13 @@ class Compiled:
         except _Eager as e:
             return self._run_eager(None, str(e), args, kw)
         tree = self._trees.get(key)
+        if tree is None and key not in self._eager and any_foreign(
+                [x._data if isinstance(x, Tensor) else x for x in leaves]):
+            library = next(backend_name(x._data if isinstance(x, Tensor) else x) for x in leaves
+                           if is_foreign(x._data if isinstance(x, Tensor) else x))
+            return self._run_eager(key, f"its inputs are {library} arrays, and a compiled "
+                                        f"replay runs NumPy code only (eager yaad runs on "
+                                        f"{library})", args, kw)
         if tree is not None and tree.call is not None:
             try:
                 out = tree.call(leaves)

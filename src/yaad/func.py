@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Sequence, cast
 import numpy as np
 
 from . import batch_mode, batching
-from .backend import backend_name, is_complex, is_foreign, is_inexact, namespace
+from .backend import BackendError, backend_name, is_complex, is_foreign, is_inexact, namespace
 from .engine import run_backward
 from .forward_mode import forward_level
 from .grad_mode import enable_grad, state
@@ -964,6 +964,7 @@ def _vmap(func: Callable[..., Any], in_axes: Any, out_axes: Any, chunk_size: int
 
     def wrapper(*args: Any) -> Any:
         leaves, tree = _tree_flatten(args)
+        _refuse_foreign_batch(leaves)
         axes = _axes_for(tuple(in_axes) if isinstance(in_axes, list) else in_axes, tree,
                          "in_axes")
         size, axes = _batch_size(leaves, axes)
@@ -1011,6 +1012,20 @@ def _batch_size(leaves: list[Any], axes: list[Any]) -> tuple[int, list[Any]]:
         raise ValueError("vmap: no input is mapped (in_axes is None for all of them); map "
                          "at least one")
     return size, norm
+
+
+def _refuse_foreign_batch(leaves: list[Any]) -> None:
+    """vmap's batching rules are written for NumPy arrays: another library's array raises
+    (rather than being converted to NumPy)."""
+    for x in leaves:
+        d = x._data if isinstance(x, Tensor) else x
+        if is_foreign(d):
+            library = backend_name(d)
+            raise BackendError(
+                f"yaad.func.vmap: no batching for arrays of backend {library} (shape "
+                f"{tuple(d.shape)}): its batching rules run NumPy code. Loop over the examples "
+                f"(each call runs on {library}), write the function for the whole batch, or "
+                f"move the inputs with t.to('numpy') (see docs/backends.md).")
 
 
 def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[Any],

@@ -13,17 +13,19 @@ defined where singular values repeat.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 import scipy.linalg as sla
 
+from ..backend import dtype_kind, implements, namespace
 from ..batching import per_example
 from ..op import op
 from ..ops.elementwise import conj
 from ..ops.products import matmul
 from ..tensor import Tensor
-from .helpers import as_array, mH, mT, public, square_matrices
+from .helpers import as_array, data_of, mH, mT, public, square_matrices
 from .spectral import svd_op
 from .systems import inv
 
@@ -40,7 +42,7 @@ def _block_upper(a: Any, e: Any) -> Any:
 
 
 def _zeros_of(t: Any) -> Any:
-    return np.zeros(t.shape[-2:], dtype=t.dtype)
+    return namespace(data_of(t)).zeros(t.shape[-2:], dtype=t.dtype)
 
 
 block_upper: Callable[..., Any] = op(
@@ -61,7 +63,7 @@ def frechet(f: Any, a: Any, e: Any) -> Any:
 
 
 def _conj(x: Any) -> Any:
-    return conj(x) if x.dtype.kind == "c" else x
+    return conj(x) if dtype_kind(x.dtype) == "c" else x
 
 
 def _matrix_function(name: str, forward: Any) -> Any:
@@ -178,3 +180,60 @@ def polar(a: Any, side: str = "right") -> tuple[Any, ...]:
         u = matmul(inv(p), a)
     # SciPy's values, these derivatives: x - x.detach() is exactly 0 and carries x's
     return u0 + (u - u.detach()), p0 + (p - p.detach())
+
+
+# ---- other libraries' arrays, in their array API namespace xp (yaad.backend) --------------
+
+@implements("linalg.block_upper")
+def _block_upper_xp(xp: Any, a: Any, e: Any) -> Any:
+    batch = np.broadcast_shapes(a.shape[:-2], e.shape[:-2])
+    dtype = xp.result_type(a, e)
+    a = xp.astype(xp.broadcast_to(a, batch + a.shape[-2:]), dtype)
+    e = xp.astype(xp.broadcast_to(e, batch + e.shape[-2:]), dtype)
+    zero = xp.zeros_like(a)
+    return xp.concat([xp.concat([a, e], axis=-1), xp.concat([zero, a], axis=-1)], axis=-2)
+
+
+# Higham's (2005) [13/13] Pade approximant of exp, accurate to double precision for
+# ||A||_1 <= 5.37 (after scaling by a power of two, undone by squaring).
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def _norm1(xp: Any, a: Any) -> Any:
+    """The 1-norm (largest column sum) of each matrix."""
+    return xp.max(xp.sum(xp.abs(a), axis=-2), axis=-1)
+
+
+@implements("linalg.expm")
+def _expm_xp(xp: Any, a: Any) -> Any:
+    a = square_matrices("expm", a)
+    single = dtype_kind(a.dtype) in "fc" and xp.finfo(a.dtype).bits == 32
+    if single or dtype_kind(a.dtype) not in "fc":  # (computed in double precision)
+        a = xp.astype(a, xp.complex128 if dtype_kind(a.dtype) == "c" else xp.float64)
+    if not bool(xp.all(xp.isfinite(a))):
+        raise NotImplementedError("a matrix with inf or NaN entries")
+    eye = xp.eye(a.shape[-1], dtype=a.dtype)
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    # The scaling of Al-Mohy and Higham (2009): by the norms of powers, which for a
+    # non-normal matrix are much smaller than ||A||^k (fewer squarings, less rounding).
+    d6, d8, d10 = (_norm1(xp, p) ** (1 / k) for p, k in ((a6, 6), (a4 @ a4, 8), (a4 @ a6, 10)))
+    eta = xp.minimum(xp.maximum(d6, d8), xp.maximum(d8, d10))
+    top = float(xp.max(eta)) if eta.size else 0.0
+    s = max(0, math.ceil(math.log2(top / _THETA13))) if top > _THETA13 else 0
+    if s:
+        a, a2, a4, a6 = a / 2.0 ** s, a2 / 4.0 ** s, a4 / 16.0 ** s, a6 / 64.0 ** s
+    b = _PADE13
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+             + b[1] * eye)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye
+    r = xp.linalg.solve(v - u, v + u)
+    for _ in range(s):
+        r = r @ r
+    if single:
+        r = xp.astype(r, xp.complex64 if dtype_kind(r.dtype) == "c" else xp.float32)
+    return r

@@ -11,6 +11,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ..backend import implements, namespace
 from ..batching import per_example
 from ..op import op
 from ..ops.elementwise import conj, imag, real, where
@@ -60,8 +61,9 @@ def _nearly_singular(a: Any, det_a: Any) -> bool:
     ``|det(a)|`` at most ``sqrt(eps)`` times the product of the rows' norms (Hadamard's
     bound on it, so the test does not depend on the scale)."""
     a, d = data_of(a), data_of(det_a)
-    bound = np.prod(np.linalg.norm(a, axis=-1), axis=-1)
-    return bool(np.any(np.abs(d) <= np.finfo(a.dtype).eps ** 0.5 * bound))
+    xp = namespace(a)
+    bound = xp.prod(xp.linalg.vector_norm(a, axis=-1), axis=-1)
+    return bool(xp.any(xp.abs(d) <= float(xp.finfo(a.dtype).eps) ** 0.5 * bound))
 
 
 def adjugate(a: Any, det_a: Any) -> Any:
@@ -72,7 +74,7 @@ def adjugate(a: Any, det_a: Any) -> Any:
     """
     if not _nearly_singular(a, det_a):
         return col(col(det_a)) * inv(a)
-    if isinstance(a, Tensor) and a.dtype.kind == "c":
+    if isinstance(a, Tensor) and is_complex(a):
         # Differentiating this SVD route again is wrong for complex matrices (the null
         # singular vectors' phases); refuse rather than return a wrong answer.
         raise NotImplementedError(
@@ -83,7 +85,7 @@ def adjugate(a: Any, det_a: Any) -> Any:
     n = s.shape[-1]
     others = 1
     for j in range(n):  # prod_{j != i} s_j, without dividing by a zero s_i
-        others = others * where(np.arange(n) == j, 1, s[..., j:j + 1])
+        others = others * where(namespace(data_of(s)).arange(n) == j, 1, s[..., j:j + 1])
     phase = det(u) * det(vh)
     return col(col(phase)) * matmul(mH(vh) * row(others), mH(u))
 
@@ -113,7 +115,8 @@ def _slogdet(a: Any) -> Any:
 
 
 def _inv_for_log(a: Any, sign: Any) -> Any:
-    if np.any(data_of(sign) == 0):
+    sign = data_of(sign)
+    if bool(namespace(sign).any(sign == 0)):
         raise np.linalg.LinAlgError(
             "linalg.slogdet: a matrix is singular, so log|det| = -inf has no gradient; use "
             "det, whose gradient is finite there")
@@ -331,3 +334,10 @@ def _matrix_rank(A: Any, tol: Any, hermitian: bool, rtol: Any) -> Any:
 
 _rank_op = op(lambda A, tol, hermitian, rtol: np.asarray(_matrix_rank(A, tol, hermitian, rtol)),
               name="linalg.matrix_rank", batch="broadcast")
+
+
+# ---- other libraries' arrays, in their array API namespace xp (yaad.backend) --------------
+
+implements("linalg.det")(lambda xp, a: xp.linalg.det(square_matrices("det", a)))
+implements("linalg.slogdet")(lambda xp, a: tuple(xp.linalg.slogdet(square_matrices("slogdet",
+                                                                                    a))))

@@ -45,7 +45,7 @@ from typing import Any, Callable, Literal, NamedTuple, overload
 import numpy as np
 import scipy.linalg as sla
 
-from ..backend import backend_name, implements, is_foreign, no_implementation
+from ..backend import backend_name, dtype_kind, implements, is_foreign, namespace, no_implementation
 from ..batching import per_example
 from ..frames import user_frames
 from ..grad_mode import is_grad_enabled
@@ -53,7 +53,7 @@ from ..op import op
 from ..ops.elementwise import conj, imag, real, where
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
-from ..ops.shape import aligned, tril, triu
+from ..ops.shape import aligned, getitem, tril, triu
 from ..tensor import Tensor
 from .helpers import (
     col,
@@ -162,20 +162,35 @@ def require_negligible(num: Any, mask: Any, scale: float, message: str) -> None:
     never above ``sqrt(eps)`` in absolute terms (rounding errors of a cotangent that is
     zero in exact arithmetic, as in second derivatives, carry no scale of their own).
     """
-    num = np.abs(data_of(num))
-    if not num.size or not np.any(mask):
+    num = data_of(num)
+    xp = namespace(num)
+    num = xp.abs(num)
+    if not num.size or not _any(mask):
         return
-    limit = np.sqrt(np.finfo(num.dtype).eps) * max(scale, 1.0)
-    if np.any(np.where(mask, num, 0) > limit):
+    limit = float(np.sqrt(xp.finfo(num.dtype).eps)) * max(scale, 1.0)
+    if _any(mask & (num > limit)):
         raise GaugeError(message)
 
 
 def negligible(x: Any, scale: float) -> Any:
     """Where ``x`` is negligible, in the sense of :func:`require_negligible` (``x`` may be
     the number 0)."""
-    x = np.abs(data_of(x))
-    return x <= np.sqrt(np.finfo(x.dtype if x.dtype.kind in "fc" else float).eps) * max(scale,
-                                                                                     1.0)
+    x = data_of(x)
+    xp = namespace(x)
+    x = xp.abs(x)
+    dtype = x.dtype if dtype_kind(x.dtype) in "fc" else xp.float64
+    return x <= float(np.sqrt(xp.finfo(dtype).eps)) * max(scale, 1.0)
+
+
+def _any(x: Any) -> bool:
+    """Whether any entry of the mask ``x`` (an array of any library, or a bool) holds."""
+    return bool(namespace(x).any(x)) if hasattr(x, "shape") else bool(x)
+
+
+def _conj_t(x: Any) -> Any:
+    """The conjugate transpose of the last two axes of an array (no gradient)."""
+    xp = namespace(x)
+    return xp.conj(xp.matrix_transpose(x))
 
 
 def _differentiated(x: Any) -> bool:
@@ -200,14 +215,14 @@ def second_order_guard(name: str, what: str, values: Any, flat: Any, coupled: An
     turn). Otherwise :class:`GaugeError`.
     """
     d = data_of(values)
-    if _DIFFERENTIATED.get(id(d)) is d and np.any(coupled):
+    if _DIFFERENTIATED.get(id(d)) is d and _any(coupled):
         raise GaugeError(_SECOND.format(name=name, what=what))
-    if not _differentiated(values) or not np.any(flat):
+    if not _differentiated(values) or not _any(flat):
         return
     _DIFFERENTIATED[id(d)] = d
     for t in (getattr(a, "_tangents", None) or {}).values():
         t = data_of(t)
-        if np.any(flat & ~negligible(mix(t), magnitude(t))):
+        if _any(flat & ~negligible(mix(t), magnitude(t))):
             raise GaugeError(_SECOND.format(name=name, what=what))
 
 
@@ -215,24 +230,31 @@ def degenerate_pairs(values: Any, tol: Any, nonzero: bool = True) -> Any:
     """``(i, j)``, ``i != j``, with ``|values_i - values_j| <= tol`` (and ``values_i`` not
     zero if ``nonzero``): a mask of shape ``(..., k, k)``."""
     v = data_of(values)
+    xp = namespace(v)
     k = v.shape[-1]
     t = tol[..., None]
-    pairs = (np.abs(v[..., None, :] - v[..., :, None]) <= t) & ~np.eye(k, dtype=bool)
-    return pairs & (np.abs(v[..., :, None]) > t) if nonzero else pairs
+    pairs = (xp.abs(v[..., None, :] - v[..., :, None]) <= t) & ~xp.eye(k, dtype=xp.bool)
+    return pairs & (xp.abs(v[..., :, None]) > t) if nonzero else pairs
 
 
 def magnitude(*xs: Any) -> float:
     """The largest absolute entry of the arrays ``xs`` (None skipped): the size of the
     gradients a rule receives, which scales the checks of :func:`require_negligible`."""
-    return max((float(np.max(np.abs(data_of(x)))) for x in xs if x is not None and x.size),
-               default=0.0)
+    return max((_largest(data_of(x)) for x in xs if x is not None and x.size), default=0.0)
+
+
+def _largest(d: Any) -> float:
+    xp = namespace(d)
+    return float(xp.max(xp.abs(d)))
 
 
 def degeneracy_tol(values: Any, n: int) -> Any:
     """Values closer than this are equal to working precision: ``100 n eps max|values|``,
     per matrix of the batch, shape ``(..., 1)``."""
-    v = np.abs(data_of(values))
-    return 100 * n * np.finfo(v.dtype).eps * np.max(v, axis=-1, keepdims=True)
+    v = data_of(values)
+    xp = namespace(v)
+    v = xp.abs(v)
+    return 100 * n * float(xp.finfo(v.dtype).eps) * xp.max(v, axis=-1, keepdims=True)
 
 
 def _lorentz(x: Any, eps: float) -> Any:
@@ -250,10 +272,12 @@ def inverse_gaps(diff: Any, tol: Any, eps: Any, num: Any = None, scale: float = 
     result will multiply) vanishes there; with ``eps`` the Lorentzian replaces ``1/x``.
     """
     n = diff.shape[-1]
-    off = ~np.eye(n, dtype=bool)
+    d = data_of(diff)
+    xp = namespace(d)
+    off = ~xp.eye(n, dtype=xp.bool)
     if eps is not None:
-        return _lorentz(diff, eps) * off
-    flat = (np.abs(data_of(diff)) <= tol[..., None]) & off
+        return _lorentz(diff, eps) * (off if xp is np else xp.astype(off, d.dtype))
+    flat = (xp.abs(d) <= tol[..., None]) & off
     if num is not None:
         require_negligible(num, flat, scale, message)
     zero = flat | ~off
@@ -311,19 +335,21 @@ def active_columns(*cotangents: Any) -> Any:
         if x is None:
             continue
         d = data_of(x)
+        xp = namespace(d)
         nz = d != 0
-        nz = nz.reshape(-1, nz.shape[-1]).any(axis=0) if nz.ndim > 1 else nz
+        nz = xp.any(xp.reshape(nz, (-1, nz.shape[-1])), axis=0) if nz.ndim > 1 else nz
         hit = nz if hit is None else hit | nz
-    if hit is None or hit.all():
+    if hit is None or bool(xp.all(hit)):
         return slice(None), None
-    return np.flatnonzero(hit), np.flatnonzero(~hit)
+    return xp.nonzero(hit)[0], xp.nonzero(~hit)[0]
 
 
 def _inverse_or_zero(x: Any, tol: Any, num: Any, scale: float, message: str) -> Any:
     """``1 / x`` (arrays), 0 where ``|x| <= tol`` after checking ``num`` vanishes there."""
-    flat = np.abs(x) <= tol
+    xp = namespace(x)
+    flat = xp.abs(x) <= tol
     require_negligible(num, flat, scale, message)
-    return np.where(flat, 0, 1 / np.where(flat, 1, x))
+    return xp.where(flat, 0.0, 1 / xp.where(flat, 1.0, x))
 
 
 def _resolvent(m: Any, shifts: Any, g: Any, vectors: Any, values: Any, right: Any = None, *, n: Any,
@@ -339,29 +365,30 @@ def _resolvent(m: Any, shifts: Any, g: Any, vectors: Any, values: Any, right: An
     that derivatives reach it; the basis gets none. Values closer than
     ``degeneracy_tol`` (for an ``n x n`` problem) to a shift are masked.
     """
+    xp = namespace(g)
     sh = shifts[..., None, :]
     scale = magnitude(g)
-    top = np.maximum(np.max(np.abs(shifts), axis=-1, keepdims=True),
-                     np.max(np.abs(values), axis=-1, keepdims=True, initial=0.0))
+    top = xp.max(xp.abs(shifts), axis=-1, keepdims=True)
+    if values.shape[-1]:
+        top = xp.maximum(top, xp.max(xp.abs(values), axis=-1, keepdims=True))
     tol = degeneracy_tol(top, n)[..., None]
     cut = _CUT.format(name=name, what="singular values" if right is not None else "eigenvalues")
-    uh = np.conj(np.swapaxes(vectors, -1, -2))
+    uh = xp.conj(xp.matrix_transpose(vectors))
     if right is not None:
         p = vectors.shape[-2]
         cu = uh @ g[..., :p, :]
-        cv = np.conj(np.swapaxes(right, -1, -2)) @ g[..., p:, :]
+        cv = xp.conj(xp.matrix_transpose(right)) @ g[..., p:, :]
         sc = values[..., :, None]
         plus = (cu + cv) * _inverse_or_zero(sh - sc, tol, cu + cv, scale, cut)
         minus = (cu - cv) * _inverse_or_zero(sh + sc, tol, cu - cv, scale, cut)
-        x = np.concatenate([vectors @ ((plus + minus) / 2), right @ ((plus - minus) / 2)],
-                           axis=-2)
-        rest = g - np.concatenate([vectors @ cu, right @ cv], axis=-2)
+        x = xp.concat([vectors @ ((plus + minus) / 2), right @ ((plus - minus) / 2)], axis=-2)
+        rest = g - xp.concat([vectors @ cu, right @ cv], axis=-2)
     else:
         c = uh @ g
         x = vectors @ (c * _inverse_or_zero(sh - values[..., :, None], tol, c, scale, cut))
         rest = g - vectors @ c
     zero = DEGENERATE_ERROR.format(name=name, what="zero singular values")
-    return x + rest * _inverse_or_zero(sh, tol, np.max(np.abs(rest), axis=-2, keepdims=True),
+    return x + rest * _inverse_or_zero(sh, tol, xp.max(xp.abs(rest), axis=-2, keepdims=True),
                                        scale, zero)
 
 
@@ -423,7 +450,10 @@ def _hint(x: Any) -> Any:
 
 
 def _cols(x: Any, idx: Any) -> Any:
-    return x if isinstance(idx, slice) else x[..., idx]
+    """The columns (last axis) ``idx`` (a slice or an index array) of ``x``."""
+    if idx == slice(None) if isinstance(idx, slice) else False:
+        return x
+    return x[..., idx] if isinstance(x, (np.ndarray, Tensor)) else getitem(x, (Ellipsis, idx))
 
 
 # ---- eigh --------------------------------------------------------------------------------
@@ -470,8 +500,8 @@ def _eigh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any
     ga = matmul(vt, matmul(inner, mH(vt)))
     if rest is not None:  # the discarded eigenvectors, as one block
         a_perp = herm(a) - matmul(vt * row(wt), mH(vt))
-        x = resolvent(a_perp, wt, gvt - matmul(vt, j), _hint(v[..., rest]),
-                      _hint(w[..., rest]), n=w.shape[-1], name="linalg.eigh")
+        x = resolvent(a_perp, wt, gvt - matmul(vt, j), _hint(_cols(v, rest)),
+                      _hint(_cols(w, rest)), n=w.shape[-1], name="linalg.eigh")
         ga = ga + herm(matmul(x, mH(vt)))
     return ga
 
@@ -488,10 +518,10 @@ def eigh_coupling_check(flat: Any, coupled: Any, gw: Any, scale: Any) -> None:
     """At equal eigenvalues the term of the Hermitian part of ``V^H gV`` is a 0/0 limit (the
     divided difference of ``f`` in ``V diag(f(w)) V^H``). It is 0 when the loss depends on the
     degenerate eigenvectors only through their span (``gw`` zero there) or not at all."""
-    if gw is None or not np.any(coupled):
+    if gw is None or not _any(coupled):
         return
     quiet = negligible(gw, scale)
-    if np.any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
+    if _any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
         raise GaugeError(_COUPLED.format(
             name="linalg.eigh", what="eigenvalues", example=" (as V diag(f(w)) V^H does)",
             advice="For V f(w) V^H use a matrix function (yaad.linalg.expm, logm, sqrtm), or "
@@ -568,7 +598,7 @@ def _eig_coupling_check(w: Any, tol: Any, gv: Any, gw: Any, scale: Any, a: Any, 
     if gw is None:
         return
     quiet = negligible(gw, scale)
-    if np.any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
+    if _any(coupled & ~(quiet[..., :, None] & quiet[..., None, :])):
         raise GaugeError(_COUPLED.format(
             name="linalg.eig", what="eigenvalues", example=" (as V diag(f(w)) V^-1 does)",
             advice="For V f(w) V^-1 use a matrix function (yaad.linalg.expm, logm, sqrtm). "))
@@ -619,7 +649,7 @@ def _svd_core_vjp(a: Any, u: Any, s: Any, v: Any, gu: Any, gs: Any, gv: Any, eps
         coupled = flat & _touched(gst, scale)
     else:
         x = data_of(j if kk is None else kk if j is None else j + kk)
-        coupled = flat & ~negligible((x + np.conj(np.swapaxes(x, -1, -2))) * 0.5, scale)
+        coupled = flat & ~negligible((x + _conj_t(x)) * 0.5, scale)
     ud, vd = data_of(ut), data_of(vt)
     second_order_guard(name, "singular values", s, flat, coupled, a,
                        lambda t: herm(mH(ud) @ t @ vd))
@@ -651,14 +681,15 @@ def _svd_core_vjp(a: Any, u: Any, s: Any, v: Any, gu: Any, gs: Any, gv: Any, eps
     t = st.shape[-1]
     if (j is not None or kk is not None) and (t < m or t < n):
         # The rest of the space: the discarded columns and the null spaces, as one block.
-        zero = np.zeros(u.shape[:-2] + (m, t), dtype=u.dtype)
+        xp = namespace(data_of(u))
+        zero = xp.zeros(u.shape[:-2] + (m, t), dtype=u.dtype)
         g_u = zero if j is None else gut - matmul(ut, j)
-        g_v = np.zeros(v.shape[:-2] + (n, t), dtype=v.dtype) if kk is None else gvt - matmul(
+        g_v = xp.zeros(v.shape[:-2] + (n, t), dtype=v.dtype) if kk is None else gvt - matmul(
             vt, kk)
         sel = slice(0, 0) if rest is None else rest
         a_perp = a - matmul(ut * row(st), mH(vt))
-        x = resolvent(a_perp, st, concat_last(g_u, g_v, axis=-2), _hint(u[..., sel]),
-                      _hint(s[..., sel]), _hint(v[..., sel]), n=max(m, n), name=name)
+        x = resolvent(a_perp, st, concat_last(g_u, g_v, axis=-2), _hint(_cols(u, sel)),
+                      _hint(_cols(s, sel)), _hint(_cols(v, sel)), n=max(m, n), name=name)
         ga = ga + matmul(x[..., :m, :], mH(vt)) + matmul(ut, mH(x[..., m:, :]))
     return ga
 
@@ -683,33 +714,35 @@ def _svd_degenerate_term(s: Any, tol: Any, j: Any, kk: Any, gs: Any, scale: Any)
     diagonal of ``J + K`` on the block, can make a loss of neither kind pass for one.)
     """
     flat = degenerate_pairs(s, tol)
-    if not flat.any() or (j is None and kk is None):
+    if not _any(flat) or (j is None and kk is None):
         return 0
     x = data_of(j if kk is None else kk if j is None else j + kk)
-    xh = np.conj(np.swapaxes(x, -1, -2))
+    xp = namespace(x)
+    xh = _conj_t(x)
     need = flat & ~negligible((x + xh) * 0.5, scale)
-    if not need.any():
+    if not _any(need):
         return 0
     sd = data_of(s)
     k = sd.shape[-1]
-    off = ~flat & ~np.eye(k, dtype=bool)
-    top = np.maximum(np.max(sd, axis=-1), np.finfo(sd.dtype).tiny)[..., None, None]
+    off = ~flat & ~xp.eye(k, dtype=xp.bool)
+    tiny = float(xp.finfo(sd.dtype).smallest_normal)
+    top = xp.maximum(xp.max(sd, axis=-1), tiny)[..., None, None]
     y = sd[..., :, None] * x
 
     def holds(residual: Any, where: Any) -> Any:
-        return np.all(negligible(residual, scale) | ~where, axis=(-2, -1))
+        return xp.all(negligible(residual, scale) | ~where, axis=(-2, -1))
 
-    informative = np.any(off & ~negligible(x, scale), axis=(-2, -1))
-    bond = holds((y - np.conj(np.swapaxes(y, -1, -2))) / top, off)
+    informative = xp.any(off & ~negligible(x, scale), axis=(-2, -1))
+    bond = holds((y - _conj_t(y)) / top, off)
     rotation = holds(x - xh, off)
-    rows = np.any(flat, axis=-1)
+    rows = xp.any(flat, axis=-1)
     gsd = 0 if gs is None else data_of(gs)
-    diag_ok = np.all(negligible((sd * gsd - np.real(np.diagonal(x, 0, -2, -1)) / 2)
+    diag_ok = xp.all(negligible((sd * gsd - xp.real(xp.linalg.diagonal(x)) / 2)
                                  / top[..., 0], scale) | ~rows, axis=-1)
-    quiet = np.all(negligible(gsd, scale) | ~rows, axis=-1)
-    use_bond = np.where(informative, bond, diag_ok)
-    use_zero = np.where(informative, rotation, quiet) & ~use_bond
-    if np.any(np.any(need, axis=(-2, -1)) & ~(use_bond | use_zero)):
+    quiet = xp.all(negligible(gsd, scale) | ~rows, axis=-1)
+    use_bond = xp.where(informative, bond, diag_ok)
+    use_zero = xp.where(informative, rotation, quiet) & ~use_bond
+    if _any(xp.any(need, axis=(-2, -1)) & ~(use_bond | use_zero)):
         raise GaugeError(_COUPLED.format(
             name="linalg.svd", what="singular values",
             example=" through U and V otherwise than through U diag(s) Vh or a bond "
@@ -823,7 +856,7 @@ def _qr_vjp(g: Any, ans: Any, a: Any, complete: Any = False) -> Any:
     if gr is not None:
         gu, gw = gr[..., :m], gr[..., m:]
     if gw is None:
-        gy = np.zeros(q.shape[:-2] + (m, n - m), dtype=q.dtype)
+        gy = namespace(data_of(q)).zeros(q.shape[:-2] + (m, n - m), dtype=q.dtype)
     else:
         extra = matmul(matmul(q, w), mH(gw))
         gq = extra if gq is None else gq + extra
@@ -847,7 +880,8 @@ def _qr_jvp(t: Any, ans: Any, a: Any, complete: Any = False) -> Any:
         dq, dr = _qr_tall_jvp(q[..., :n], r[..., :n, :], t)
         if q.shape[-1] > n:
             dq = _extend_complement(q, dq, n)
-            dr = concat_last(dr, np.zeros(dr.shape[:-2] + (m - n, n), dtype=dr.dtype), axis=-2)
+            dr = concat_last(dr, namespace(data_of(dr)).zeros(dr.shape[:-2] + (m - n, n),
+                                                              dtype=dr.dtype), axis=-2)
         return dq, dr
     u, w = r[..., :m], r[..., m:]
     dq, du = _qr_tall_jvp(q, u, t[..., :m])
@@ -1121,24 +1155,48 @@ def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = F
 
 # ---- other libraries' arrays (Dask: dask.array.linalg, tall-and-skinny matrices) ---------
 
+@implements("linalg.eigh")
+def _eigh_xp(xp: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any:
+    a = square_matrices("eigh", a)
+    if not hasattr(xp.linalg, "eigh"):
+        raise NotImplementedError(f"{backend_name(a)} has no linalg.eigh")
+    # The Hermitian matrix of the triangle NumPy's LAPACK reads (its diagonal's real part):
+    # the array API leaves a non-Hermitian input's result undefined.
+    low = xp.tril(a, k=-1) if UPLO in ("L", "l") else xp.conj(xp.matrix_transpose(
+        xp.triu(a, k=1)))
+    d = xp.linalg.diagonal(a)
+    eye = xp.eye(a.shape[-1], dtype=a.dtype)
+    h = low + xp.conj(xp.matrix_transpose(low)) + (xp.real(d) if is_complex(d) else d)[
+        ..., None] * eye
+    w, v = xp.linalg.eigh(h)
+    note_call_site(w)
+    return w, v
+
+
 @implements("linalg.qr")
 def _qr_xp(xp: Any, a: Any, complete: Any = False) -> Any:
-    if complete or a.ndim != 2:
-        raise no_implementation("linalg.qr", backend_name(a),
+    library = backend_name(a)
+    if library == "dask" and (complete or a.ndim != 2):
+        raise no_implementation("linalg.qr", library,
                                 "mode='complete'" if complete else "a stack of matrices")
     try:
-        return tuple(xp.linalg.qr(a))
+        return tuple(xp.linalg.qr(a, mode="complete" if complete else "reduced"))
     except (ValueError, NotImplementedError) as e:  # (Dask: tall-and-skinny, row chunks)
-        raise no_implementation("linalg.qr", backend_name(a), str(e)) from e
+        raise no_implementation("linalg.qr", library, str(e)) from e
 
 
 @implements("linalg.svd")
 def _svd_xp(xp: Any, a: Any, full_matrices: Any = True, hermitian: Any = False,
             eps: Any = None) -> Any:
-    if a.ndim != 2 or (full_matrices and a.shape[0] != a.shape[1]):
-        raise no_implementation("linalg.svd", backend_name(a), "full_matrices=True"
+    library = backend_name(a)
+    if hermitian:  # (NumPy's route through eigh gives other signs of the vectors)
+        raise no_implementation("linalg.svd", library, "hermitian=True")
+    if library == "dask" and (a.ndim != 2 or (full_matrices and a.shape[0] != a.shape[1])):
+        raise no_implementation("linalg.svd", library, "full_matrices=True"
                                 if a.ndim == 2 else "a stack of matrices")
     try:
-        return tuple(xp.linalg.svd(a, full_matrices=False))
+        u, s, vh = xp.linalg.svd(a, full_matrices=bool(full_matrices and library != "dask"))
     except (ValueError, NotImplementedError) as e:  # (Dask: tall-and-skinny, row chunks)
-        raise no_implementation("linalg.svd", backend_name(a), str(e)) from e
+        raise no_implementation("linalg.svd", library, str(e)) from e
+    note_call_site(s)
+    return u, s, vh

@@ -536,22 +536,30 @@ def matrix_power(a: Any, n: int) -> Any:
 
 # ---- other libraries' arrays (Dask: dask.array.linalg) ----------------------------------
 
+implements("linalg.inv")(lambda xp, a: xp.linalg.inv(square_matrices("inv", a)))
+
+
 @implements("linalg.solve")
 def _solve_xp(xp: Any, a: Any, b: Any) -> Any:
-    if a.ndim != 2 or b.ndim > 2:
-        raise no_implementation("linalg.solve", backend_name(a), "a stack of matrices")
+    if backend_name(a) == "dask" and (a.ndim != 2 or b.ndim > 2):
+        raise no_implementation("linalg.solve", "dask", "a stack of matrices")
     return xp.linalg.solve(a, b)
 
 
 @implements("linalg.cholesky")
 def _cholesky_xp(xp: Any, a: Any, upper: Any = False) -> Any:
-    if a.ndim != 2:
-        raise no_implementation("linalg.cholesky", backend_name(a), "a stack of matrices")
-    if backend_name(a) == "dask":  # (array-api-compat 1.16 gives Dask's upper factor)
+    library = backend_name(a)
+    if library == "dask":  # (array-api-compat 1.16 gives Dask's upper factor)
+        if a.ndim != 2:
+            raise no_implementation("linalg.cholesky", library, "a stack of matrices")
         dask_linalg: Any = importlib.import_module("dask.array.linalg")
         low = dask_linalg.cholesky(a, lower=True)
-    else:
-        low = xp.linalg.cholesky(a)
+    else:  # (NumPy's LAPACK reads the lower triangle only)
+        low = xp.tril(a, k=-1)
+        d = xp.linalg.diagonal(a)
+        eye = xp.eye(a.shape[-1], dtype=a.dtype)
+        low = xp.linalg.cholesky(low + xp.conj(xp.matrix_transpose(low)) + (
+            xp.real(d) if is_complex(d) else d)[..., None] * eye)
     return xp.conj(xp.matrix_transpose(low)) if upper else low
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from ..backend import dtype_kind, implements, is_complex
 from ..batching import example_shape, size_of
 from ..op import op
 from .elementwise import conj, exp, imag, real, sign, where
@@ -25,7 +26,7 @@ from .shape import aligned, broadcast_to, front
 
 
 def _c(x):
-    return conj(x) if x.dtype.kind == "c" else x
+    return conj(x) if dtype_kind(x.dtype) == "c" else x
 
 
 def _array(x):
@@ -135,7 +136,7 @@ def _lse_derivatives(ans, a, b, axis, keepdims):
     e = exp(a - where(real(lse) == -np.inf, np.inf, lse))
     if b is None:
         return e, None
-    if e.dtype.kind == "c" or getattr(b, "dtype", np.dtype(float)).kind == "c":
+    if dtype_kind(e.dtype) == "c" or dtype_kind(getattr(b, "dtype", np.dtype(float))) == "c":
         return b * e, e
     # For real inputs the result is log|s|; its derivatives carry the sign of s.
     sgn = sign(_sum(b * e, axis=axis, keepdims=True))
@@ -204,7 +205,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False,
         NaN unless ``return_sign`` is set, as in SciPy.
     """
     out = _lse(a, b, axis, keepdims)
-    if out.dtype.kind == "c":
+    if dtype_kind(out.dtype) == "c":
         if not return_sign:
             return out
         return real(out), exp(1j * imag(out))
@@ -244,3 +245,52 @@ _sign_of_sum = op(_sign_of_sum_forward, name="logsumexp_sign", batch=_sign_batch
 
 
 __all__ = exported(globals())
+
+
+# ---- the bodies on other libraries' arrays, in their array API namespace xp (yaad.backend) --
+
+def _shift_xp(xp, x, axis):
+    """:func:`_shift` with the array API: the maximum of the real part, 0 where not finite."""
+    m = xp.max(xp.real(x) if is_complex(x) else x, axis=axis, keepdims=True)
+    return xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+
+
+@implements("softmax")
+def _softmax_xp(xp, x, axis=None):
+    e = xp.exp(x - _shift_xp(xp, x, axis))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+@implements("log_softmax")
+def _log_softmax_xp(xp, x, axis=None):
+    y = x - _shift_xp(xp, x, axis)
+    return y - xp.log(xp.sum(xp.exp(y), axis=axis, keepdims=True))
+
+
+@implements("logsumexp")
+def _logsumexp_xp(xp, a, b, axis, keepdims):
+    m = _shift_xp(xp, a, axis)
+    e = xp.exp(a - m)
+    if b is not None:
+        e = b * e
+    s = xp.sum(e, axis=axis, keepdims=keepdims)
+    if b is not None and not is_complex(s):
+        s = xp.abs(s)
+    return xp.log(s) + xp.reshape(m, s.shape)
+
+
+@implements("logsumexp_sign")
+def _sign_of_sum_xp(xp, a, b, out, axis, keepdims):
+    zero, one = xp.zeros_like(out), xp.ones_like(out)
+    if b is None:
+        return xp.where(out == -xp.inf, zero, one)
+    lse = out if keepdims else xp.reshape(out, _kept_shape(a, b, axis))
+    s = xp.sum(b * xp.exp(a - xp.where(lse == -xp.inf, xp.inf, lse)), axis=axis,
+               keepdims=keepdims)
+    return xp.astype(xp.sign(s), out.dtype)
+
+
+def _kept_shape(a, b, axis):
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    axes = range(len(shape)) if axis is None else normalize_axis_tuple(axis, len(shape))
+    return tuple(1 if k in axes else n for k, n in enumerate(shape))

@@ -23,7 +23,7 @@ import numpy as np
 import opt_einsum
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..backend import dtype_kind, namespace
+from ..backend import dtype_kind, implements, namespace, native_dtype
 from ..op import op
 from ..presentation import dtype_of, ndim_of, shape_of
 from .elementwise import conj, multiply
@@ -236,7 +236,10 @@ def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         return ScaledIdentity(g[()], a.shape[0])
     nd = a.ndim
     axes = (axis1 % nd, axis2 % nd)
-    g = reshape(g, g.shape + (1, 1)) * _eye(a.shape[axis1], a.shape[axis2], offset, g.dtype)
+    n, m = a.shape[axis1], a.shape[axis2]
+    xp = namespace(g)
+    eye = _eye(n, m, offset, g.dtype) if xp is np else xp.eye(n, m, k=offset, dtype=g.dtype)
+    g = reshape(g, g.shape + (1, 1)) * eye
     return g if axes == (nd - 2, nd - 1) else moveaxis(g, (-2, -1), axes)
 
 
@@ -881,3 +884,80 @@ def vecmat(x1: Any, x2: Any, /) -> Any:
 
 
 __all__ = exported(globals())
+
+
+# ---- the bodies on other libraries' arrays, in their array API namespace xp (yaad.backend) --
+# einsum as the array API can say it: diagonals by linalg.diagonal, sums, and each pair of
+# operands as one batched matmul (the GPU's fast product).
+
+@implements("einsum")
+def _einsum_xp(xp, subscripts, *ops):
+    lhs, output = subscripts.split("->")
+    terms = lhs.split(",")
+    term, acc = _distinct_labels(xp, terms[0], ops[0])
+    for k in range(1, len(ops)):
+        keep = output + "".join(terms[k + 1:])
+        tb, b = _distinct_labels(xp, terms[k], ops[k])
+        term, acc = _pair_xp(xp, term, acc, tb, b, keep)
+    term, acc = _summed_out(xp, term, acc, output)
+    return xp.permute_dims(acc, tuple(term.index(c) for c in output))
+
+
+def _distinct_labels(xp, term, x):
+    """Operand ``x`` (labels ``term``) with each repeated label made one diagonal axis."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        i = term.index(c)
+        j = term.index(c, i + 1)
+        rest = [k for k in range(len(term)) if k not in (i, j)]
+        x = xp.linalg.diagonal(xp.permute_dims(x, (*rest, i, j)))
+        term = "".join(term[k] for k in rest) + c
+    return term, x
+
+
+def _summed_out(xp, term, x, keep):
+    """``x`` summed over its labels that are not in ``keep``."""
+    axes = tuple(k for k, c in enumerate(term) if c not in keep)
+    if not axes:
+        return term, x
+    return "".join(c for c in term if c in keep), xp.sum(x, axis=axes)
+
+
+def _pair_xp(xp, ta, a, tb, b, keep):
+    """Two operands contracted as one batched matmul: ``(batch, free a, summed)`` times
+    ``(batch, summed, free b)``; labels of length 1 broadcast against the other's."""
+    ta, a = _summed_out(xp, ta, a, keep + tb)
+    tb, b = _summed_out(xp, tb, b, keep + ta)
+    size = dict(zip(ta, a.shape))
+    for c, n in zip(tb, b.shape):
+        size[c] = max(n, size.get(c, 1))
+    batch = [c for c in ta if c in tb and c in keep]
+    summed = [c for c in ta if c in tb and c not in keep]
+    free_a = [c for c in ta if c not in tb]
+    free_b = [c for c in tb if c not in ta]
+
+    def matrices(term, x, labels, shape):
+        x = xp.permute_dims(x, tuple(term.index(c) for c in labels))
+        x = xp.broadcast_to(x, tuple(size[c] for c in labels))
+        return xp.reshape(x, tuple(math.prod(size[c] for c in part) for part in shape))
+
+    left = matrices(ta, a, batch + free_a + summed, (batch, free_a, summed))
+    right = matrices(tb, b, batch + summed + free_b, (batch, summed, free_b))
+    out = batch + free_a + free_b
+    return "".join(out), xp.reshape(xp.matmul(left, right), tuple(size[c] for c in out))
+
+
+@implements("tensordot")
+def _tensordot_xp(xp, a, b, axes=2):
+    return xp.tensordot(a, b, axes=tuple(_tensordot_axes(axes, a.ndim, b.ndim)))
+
+
+@implements("trace")
+def _trace_xp(xp, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if out is not None:
+        raise TypeError("trace: out= is not supported (results are new tensors)")
+    return xp.linalg.trace(xp.moveaxis(a, (axis1, axis2), (-2, -1)), offset=offset,
+                           dtype=native_dtype(xp, dtype))
+
+
+implements("vdot")(lambda xp, a, b: xp.vecdot(xp.reshape(a, (-1,)), xp.reshape(b, (-1,))))

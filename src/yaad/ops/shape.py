@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..backend import any_foreign, implements, native_dtype
+from ..backend import (
+    any_foreign,
+    backend_name,
+    dtype_kind,
+    implements,
+    namespace,
+    native_dtype,
+)
 from ..backend import call as call_foreign
 from ..batching import batch_axes, per_example, size_of
 from ..grad_mode import state
@@ -465,7 +472,8 @@ Tensor
 def _join_jvp(join):
     """The JVP of a variadic join: the tangent of input i joined with zeros elsewhere."""
     def jvp(i, t, ans, *arrays, **kw):
-        parts = [t if j == i else np.zeros(a.shape, dtype=t.dtype) for j, a in enumerate(arrays)]
+        xp = namespace(_values(t))
+        parts = [t if j == i else xp.zeros(a.shape, dtype=t.dtype) for j, a in enumerate(arrays)]
         return join(*parts, **kw)
 
     return jvp
@@ -1582,6 +1590,10 @@ def _swapaxes_xp(xp, a, axis1, axis2):
 implements("moveaxis")(lambda xp, a, source, destination: xp.moveaxis(a, source, destination))
 implements("broadcast_to")(lambda xp, a, shape, subok=False: xp.broadcast_to(a, tuple(shape)))
 implements("copy")(lambda xp, a: xp.asarray(a, copy=True))
+implements("tril")(lambda xp, m, k=0: xp.tril(m, k=k))
+implements("diagonal")(lambda xp, a, offset=0, axis1=0, axis2=1: xp.linalg.diagonal(
+    xp.moveaxis(a, (axis1, axis2), (-2, -1)), offset=offset))
+implements("triu")(lambda xp, m, k=0: xp.triu(m, k=k))
 implements("flip")(lambda xp, m, axis=None: xp.flip(m, axis=axis))
 implements("roll")(lambda xp, a, shift, axis=None: xp.roll(a, shift, axis=axis))
 implements("tile")(lambda xp, a, reps: xp.tile(a, (reps,) if isinstance(reps, int) else reps))
@@ -1624,12 +1636,41 @@ def _full_index(idx):
     return idx if any(i is Ellipsis for i in idx) else (*idx, Ellipsis)
 
 
-implements("getitem")(lambda xp, a, idx: a[_full_index(idx)])
+@implements("getitem")
+def _getitem_xp(xp, a, idx):
+    if not _has_array(idx):
+        return a[_full_index(idx)]
+    for index in (_full_index(idx), _device_index(xp, idx)):
+        try:  # the library's own advanced indexing (CuPy, Dask: NumPy's semantics)
+            return a[index]
+        except (IndexError, TypeError, ValueError, NotImplementedError):
+            pass
+    plan = _take_plan(xp, idx, a.shape)
+    b = a[plan.basic]
+    flat = xp.reshape(xp.permute_dims(b, plan.perm), (-1, *plan.rest))
+    out = xp.reshape(xp.take(flat, plan.flat_index, axis=0), (*plan.shape, *plan.rest))
+    return out if plan.at == 0 else xp.moveaxis(out, plan.moved, plan.to)
 
 
 @implements("scatter_add")
 def _scatter_add_xp(xp, values, idx, shape):
-    if _repeats(idx, shape) is not False:
+    if _has_array(idx) and backend_name(values) == "cupy":
+        import cupyx
+
+        out = xp.zeros(shape, dtype=values.dtype)
+        cupyx.scatter_add(out, _device_index(xp, idx), values)
+        return out
+    if _has_array(idx) and backend_name(values) != "dask":
+        # The gradient of a gather: a product with the one-hot matrix of the index
+        # (adds repeated entries; the array API has no scatter-add).
+        plan = _take_plan(xp, idx, shape)
+        v = values if plan.at == 0 else xp.moveaxis(values, plan.to, plan.moved)
+        v = xp.reshape(v, (-1, math.prod(plan.rest)))
+        n = math.prod(plan.adv_shape)
+        hot = xp.astype(xp.arange(n)[:, None] == plan.flat_index[None, :], values.dtype)
+        r = xp.reshape(hot @ v, (*plan.adv_shape, *plan.rest))
+        values, idx = xp.permute_dims(r, tuple(np.argsort(plan.perm))), plan.basic
+    elif _repeats(idx, shape) is not False:
         raise NotImplementedError("an index that may address an element twice: no "
                                   "numpy.add.at in the array API")
     idx = _full_index(idx)
@@ -1639,6 +1680,71 @@ def _scatter_add_xp(xp, values, idx, shape):
     out = xp.zeros(shape, dtype=values.dtype)
     out[idx] = values
     return out
+
+
+def _has_array(idx):
+    return any(hasattr(i, "shape") and hasattr(i, "dtype") or isinstance(i, list)
+               for i in (idx if isinstance(idx, tuple) else (idx,)))
+
+
+def _device_index(xp, idx):
+    """The index with its NumPy arrays and lists as arrays of namespace ``xp`` (an index is
+    not data: CuPy moves one to the device itself)."""
+    return tuple(xp.asarray(i) if isinstance(i, (ndarray, list)) else i
+                 for i in (idx if isinstance(idx, tuple) else (idx,)))
+
+
+class _TakePlan(NamedTuple):
+    basic: tuple  # the slices (every axis kept), applied first
+    perm: tuple  # then the indexed axes to the front
+    adv_shape: tuple  # their lengths
+    rest: tuple  # the lengths of the other axes
+    flat_index: Any  # the flat positions taken from the indexed axes (1-d, of xp)
+    shape: tuple  # the broadcast shape of the index arrays
+    at: int  # where NumPy puts the indexed result: 0 in front, else 1
+    moved: tuple  # the result's axes that move there
+    to: tuple
+
+
+def _take_plan(xp, idx, shape):
+    """NumPy's advanced index (integer and boolean arrays, integers and slices) as one
+    ``take`` from the indexed axes flattened, the way the array API can say it."""
+    parts = []
+    for i in _device_index(xp, idx):
+        if hasattr(i, "dtype") and dtype_kind(i.dtype) == "b":
+            parts.extend(xp.nonzero(i))  # (a mask: the positions it selects)
+        elif i is None:
+            raise NotImplementedError("an advanced index with new axes (None)")
+        else:
+            parts.append(i)
+    dots = [k for k, i in enumerate(parts) if i is Ellipsis]
+    if len(dots) > 1 or len(parts) - len(dots) > len(shape):
+        raise IndexError(f"too many indices for an array of shape {shape}")
+    if dots:
+        parts[dots[0]:dots[0] + 1] = [slice(None)] * (len(shape) - len(parts) + 1)
+    parts += [slice(None)] * (len(shape) - len(parts))
+    adv = [k for k, i in enumerate(parts) if not isinstance(i, slice)]
+    arrays = [xp.asarray(parts[k]) for k in adv]
+    for k, i in zip(adv, arrays):
+        n = shape[k]
+        if dtype_kind(i.dtype) not in "iu":
+            raise IndexError(f"index arrays must be integers or booleans, got {i.dtype}")
+        if i.size and bool(xp.any(i >= n) | xp.any(i < -n)):
+            raise IndexError(f"an index is out of bounds for axis {k} of length {n}")
+    basic = tuple(slice(None) if k in adv else i for k, i in enumerate(parts))
+    sliced = np.broadcast_to(np.empty(()), shape)[basic].shape
+    adv_shape = tuple(sliced[k] for k in adv)
+    index_shape = np.broadcast_shapes(*(tuple(i.shape) for i in arrays))
+    flat = 0
+    for i, n in zip(arrays, adv_shape):  # (negative positions count from the end)
+        flat = flat * n + (i % n if n else i)
+    flat = xp.reshape(xp.broadcast_to(flat, index_shape), (-1,))
+    others = [k for k in range(len(shape)) if k not in adv]
+    together = adv == list(range(adv[0], adv[-1] + 1))
+    at = adv[0] if together else 0
+    nd = len(index_shape)
+    return _TakePlan(basic, tuple(adv + others), adv_shape, tuple(sliced[k] for k in others),
+                     flat, index_shape, at, tuple(range(nd)), tuple(range(at, at + nd)))
 
 
 _joined_xp("concatenate", "concat")
