@@ -1,7 +1,9 @@
 """``make gpu-check``: yaad on a GPU (CuPy) -- the CuPy tests, then W1-W8 next to PyTorch CUDA.
 
-1. Runs tests/test_backend_cupy.py (the op-case table and the op families on CuPy arrays,
-   values and derivatives against NumPy's) and prints its counts.
+1. Runs tests/test_backend_cupy.py (the op-case table, the op families, the linear algebra
+   and contraction table of tests/support/backend_table.py, advanced indexing and
+   yaad.compile on CuPy arrays, values and derivatives against NumPy's) and prints its
+   counts.
 2. Runs the workloads W1-W8 of benchmarks/workloads.py (loss + all gradients per call) with
    yaad on CuPy arrays, with the workload's hand-written floor on CuPy arrays (NumPy's
    functions dispatch to CuPy) and with PyTorch on CUDA; checks each against the NumPy

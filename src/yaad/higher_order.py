@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .backend import is_inexact
 from .grad_mode import state
 from .graph import ShapeDtype
 from .tensor import Tensor, make_tensor
@@ -58,6 +59,6 @@ def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
     """A node's saved output as a tensor produced by that node (output ``edge``)."""
     if isinstance(a, ShapeDtype):
         return a
-    diff = a.dtype.kind in "fc"
+    diff = is_inexact(a)  # (of any array library)
     t = make_tensor(a, edge if diff else None, diff, tangents)
     return t

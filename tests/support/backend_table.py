@@ -116,6 +116,7 @@ def _inputs():
         t3=rand(2, 3, 4), t4=rand(4, 3, 2), t5=rand(2, 4, 2), m42=rand(4, 2),
         cvec=rand(6, c=True), lse=rand(3, 4),
         lseinf=np.array([[0.5, -np.inf, 1.0], [-np.inf, -np.inf, -np.inf]]),
+        ties=np.array([[1.0, -1.0, 0.5], [2.0, 2.0, -2.0]]),
     )
 
 
@@ -160,6 +161,8 @@ LINALG: dict[str, tuple] = {
     "expm": (lambda a: L.expm(a), "small"),
     "expm scaled and squared": (lambda a: L.expm(a), "big"),
     "expm complex batched": (lambda a: L.expm(a), "smallc"),
+    "pinv": (lambda a: L.pinv(a), "wide"),
+    "pinv rank-deficient": (lambda a: L.pinv(a), "singular"),
     "matrix_power": (lambda a: L.matrix_power(a, 3), "gen"),
     "einsum matmul": (lambda a, b: yaad.einsum("ijk,kl->ijl", a, b), "t3", "m42"),
     "einsum batched": (lambda a, b: yaad.einsum("bij,bjk->bik", a, b), "t3", "t5"),
@@ -182,6 +185,11 @@ LINALG: dict[str, tuple] = {
     "vdot": (lambda a, b: yaad.vdot(a, b), "cvec", "cvec"),
     "trace": (lambda a: yaad.trace(a), "genc"),
     "trace offset axes": (lambda a: yaad.trace(a, 1, 2, 0), "t3"),
+    "norm (vector 2-norm of all entries)": (lambda a: L.norm(a), "tallc"),
+    "vector_norm inf, ties split": (lambda a: L.vector_norm(a, ord=np.inf, axis=1), "ties"),
+    "vector_norm 3": (lambda a: L.vector_norm(a, ord=3, axis=0), "lse"),
+    "norm nuc and 2": (lambda a: L.norm(a, "nuc") * L.norm(a, 2), "tall"),
+    "matrix_norm 1": (lambda a: L.matrix_norm(a, ord=1), "gen"),
     "logsumexp": (lambda a: yaad.logsumexp(a, axis=1), "lse"),
     "logsumexp b signed": (lambda a, b: yaad.logsumexp(a, axis=0, b=b, return_sign=True)[0],
                            "lse", "lse"),

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from ..backend import implements, namespace
 from ..op import op
 from ..ops.elementwise import abs as _abs
 from ..ops.elementwise import conj, real, sign, where
@@ -43,10 +44,11 @@ def _direction(x: Any, n: Any, axis: Any, ord: Any) -> Any:
     if ord == 0:
         return x * 0
     if math.isinf(ord):
-        hit = np.abs(xd) == nd
-        count = np.sum(hit, axis=normalize_axis_tuple(axis, x.ndim) if axis is not None
+        xp = namespace(xd)
+        hit = xp.astype(xp.abs(xd) == nd, nd.dtype)
+        count = xp.sum(hit, axis=normalize_axis_tuple(axis, x.ndim) if axis is not None
                        else None, keepdims=True)
-        return sign(x) * np.divide(hit, count, dtype=nd.dtype)
+        return sign(x) * (hit / count)
     zero = (xd == 0) | (nd == 0)
     return where(zero, 0, sign(x) * (where(zero, 1, _abs(x)) / where(nd == 0, 1, n)) ** (ord - 1))
 
@@ -200,3 +202,10 @@ def cond(x: Any, p: Any = None) -> Any:
         ratio = s[..., 0] / s[..., -1]
         return 1 / ratio if p == -2 else ratio
     return matrix_norm(x, ord=p) * matrix_norm(inv(x), ord=p)
+
+
+# ---- other libraries' arrays, in their array API namespace xp (yaad.backend) --------------
+
+implements("linalg.vector_norm")(
+    lambda xp, x, axis=None, keepdims=False, ord=2: xp.linalg.vector_norm(
+        x, axis=axis, keepdims=keepdims, ord=ord))

@@ -338,6 +338,13 @@ _rank_op = op(lambda A, tol, hermitian, rtol: np.asarray(_matrix_rank(A, tol, he
 
 # ---- other libraries' arrays, in their array API namespace xp (yaad.backend) --------------
 
+@implements("linalg.pinv")
+def _pinv_xp(xp: Any, a: Any, rcond: Any = None, hermitian: Any = False, rtol: Any = None) -> Any:
+    if hermitian:
+        raise NotImplementedError("hermitian=True (NumPy's route through eigh)")
+    return xp.linalg.pinv(a, rtol=rtol if rtol is not None else rcond)
+
+
 implements("linalg.det")(lambda xp, a: xp.linalg.det(square_matrices("det", a)))
 implements("linalg.slogdet")(lambda xp, a: tuple(xp.linalg.slogdet(square_matrices("slogdet",
                                                                                     a))))

@@ -887,11 +887,14 @@ __all__ = exported(globals())
 
 
 # ---- the bodies on other libraries' arrays, in their array API namespace xp (yaad.backend) --
-# einsum as the array API can say it: diagonals by linalg.diagonal, sums, and each pair of
-# operands as one batched matmul (the GPU's fast product).
+# einsum: the library's own (CuPy's, Dask's blockwise one), else as the array API can say
+# it: diagonals by linalg.diagonal, sums, and each pair of operands as one batched matmul.
 
 @implements("einsum")
 def _einsum_xp(xp, subscripts, *ops):
+    own = getattr(xp, "einsum", None)
+    if own is not None:
+        return own(subscripts, *ops)
     lhs, output = subscripts.split("->")
     terms = lhs.split(",")
     term, acc = _distinct_labels(xp, terms[0], ops[0])
