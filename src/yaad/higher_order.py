@@ -59,6 +59,7 @@ def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
     """A node's saved output as a tensor produced by that node (output ``edge``)."""
     if isinstance(a, ShapeDtype):
         return a
-    diff = is_inexact(a)  # (of any array library)
+    kind = getattr(a.dtype, "kind", None)  # (another library's dtype has none)
+    diff = kind in "fc" if kind is not None else is_inexact(a)
     t = make_tensor(a, edge if diff else None, diff, tangents)
     return t

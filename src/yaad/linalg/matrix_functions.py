@@ -63,7 +63,8 @@ def frechet(f: Any, a: Any, e: Any) -> Any:
 
 
 def _conj(x: Any) -> Any:
-    return conj(x) if dtype_kind(x.dtype) == "c" else x
+    kind = getattr(x.dtype, "kind", None)  # (NumPy's, without a call on its path)
+    return conj(x) if (kind if kind is not None else dtype_kind(x.dtype)) == "c" else x
 
 
 def _matrix_function(name: str, forward: Any) -> Any:

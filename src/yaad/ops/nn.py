@@ -26,7 +26,8 @@ from .shape import aligned, broadcast_to, front
 
 
 def _c(x):
-    return conj(x) if dtype_kind(x.dtype) == "c" else x
+    kind = getattr(x.dtype, "kind", None)  # (NumPy's, without a call on its path)
+    return conj(x) if (kind if kind is not None else dtype_kind(x.dtype)) == "c" else x
 
 
 def _array(x):

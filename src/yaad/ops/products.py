@@ -237,8 +237,8 @@ def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     nd = a.ndim
     axes = (axis1 % nd, axis2 % nd)
     n, m = a.shape[axis1], a.shape[axis2]
-    xp = namespace(g)
-    eye = _eye(n, m, offset, g.dtype) if xp is np else xp.eye(n, m, k=offset, dtype=g.dtype)
+    eye = (_eye(n, m, offset, g.dtype) if isinstance(g, (np.ndarray, np.generic)) else
+           namespace(g).eye(n, m, k=offset, dtype=g.dtype))
     g = reshape(g, g.shape + (1, 1)) * eye
     return g if axes == (nd - 2, nd - 1) else moveaxis(g, (-2, -1), axes)
 
