@@ -522,3 +522,50 @@ def test_second_derivatives_of_linalg_on_array_api_strict(name):
         got = run(xps.asarray)
     for g, e in zip(got, expected):
         _close(g, e)
+
+
+# ---- yaad.func's transforms on array_api_strict arrays ----------------------------------
+# grad, value_and_grad, vjp and jvp run on the arrays' library and give NumPy's numbers;
+# the Jacobians (built by vmap over unit vectors) refuse naming the library.
+
+def _loss(x, z):
+    return yaad.sum(yaad.sin(x) * x) + yaad.sum(yaad.abs(z) ** 2 * x[:2])
+
+
+TRANSFORMS = {
+    "grad": lambda f, x, z: yaad.func.grad(f, argnums=(0, 1))(x, z),
+    "value_and_grad": lambda f, x, z: yaad.func.value_and_grad(f, argnums=(0, 1))(x, z),
+    "vjp": lambda f, x, z: yaad.func.vjp(lambda a: yaad.sin(a) * a, x)[1](
+        x * 0 + 1.5),
+    "jvp": lambda f, x, z: yaad.func.jvp(lambda a: yaad.sin(a) * a, (x,), (x * 0 + 0.5,)),
+    "grad of a tensor": lambda f, x, z: yaad.func.grad(f, argnums=(0, 1))(
+        yaad.as_tensor(x), yaad.as_tensor(z)),
+}
+
+
+def _leaves(r):
+    if isinstance(r, (tuple, list)):
+        return [v for item in r for v in _leaves(item)]
+    return [r.data if isinstance(r, yaad.Tensor) else r]
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_func_transforms_on_array_api_strict(name):
+    x = np.array([0.3, -1.2, 2.0])
+    z = np.array([1.0 - 2.0j, 0.5j])
+    expected = _leaves(TRANSFORMS[name](_loss, x, z))
+    got = _leaves(TRANSFORMS[name](_loss, xps.asarray(x), xps.asarray(z)))
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert type(e) is np.ndarray or np.isscalar(e)
+        _close(g, e)
+        assert _numpy(g).dtype == np.asarray(e).dtype
+
+
+@pytest.mark.parametrize("name", ["jacrev", "jacfwd", "hessian"])
+def test_jacobians_refuse_array_api_strict_naming_it(name):
+    x = xps.asarray(np.array([0.3, -1.2, 2.0]))
+    f = getattr(yaad.func, name)(lambda a: yaad.sum(yaad.sin(a) * a) if name == "hessian"
+                                 else yaad.sin(a) * a)
+    with pytest.raises(BackendError, match=f"{name}: .*array_api_strict.*yaad.func.vjp"):
+        f(x)

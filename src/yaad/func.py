@@ -28,7 +28,15 @@ from typing import Any, Callable, Iterator, Sequence, cast
 import numpy as np
 
 from . import batch_mode, batching
-from .backend import BackendError, backend_name, is_complex, is_foreign, is_inexact, namespace
+from .backend import (
+    BackendError,
+    backend_name,
+    dtype_kind,
+    is_complex,
+    is_foreign,
+    is_inexact,
+    namespace,
+)
 from .engine import run_backward
 from .forward_mode import forward_level
 from .grad_mode import enable_grad, state
@@ -162,7 +170,7 @@ def _export(x: Any, array_mode: bool) -> Any:
             return x
         x = x._data
     elif not array_mode:
-        return Tensor(np.asarray(x))
+        return Tensor(x)  # (another library's array is kept as it is)
     if is_foreign(x):
         return x
     out = np.asarray(x)
@@ -213,6 +221,13 @@ def _zeros(like: Any) -> np.ndarray:
     if is_foreign(data):
         return namespace(data).zeros(data.shape, dtype=data.dtype)  # type: ignore[no-any-return]
     return np.zeros(np.shape(like), dtype=_dtype(like))
+
+
+def _ones(like: Any) -> Any:
+    data = like._data if isinstance(like, Tensor) else like
+    if is_foreign(data):
+        return namespace(data).ones(data.shape, dtype=data.dtype)
+    return np.ones(np.shape(like), dtype=_dtype(like))
 
 
 def _dtype(x: Any) -> np.dtype:
@@ -280,7 +295,7 @@ class _Reverse:
             if np.shape(c) != np.shape(o):
                 raise ValueError(f"{self.fname}: cotangent {k} has shape {np.shape(c)}, but "
                                  f"output {k} has shape {np.shape(o)}")
-            if _dtype(c).kind == "c" and _dtype(o).kind != "c":
+            if dtype_kind(_dtype(c)) == "c" and dtype_kind(_dtype(o)) != "c":
                 raise TypeError(f"{self.fname}: cotangent {k} is complex, but output {k} is "
                                 f"real ({_dtype(o)}); give a real cotangent")
         return leaves
@@ -401,13 +416,13 @@ def _scalar_loss(out: Any, fname: str) -> Any:
                         f"function use yaad.func.jacrev (the Jacobian) or yaad.func.vjp (a "
                         f"vector-Jacobian product), or reduce the output (e.g. .sum()). "
                         f"(see docs/errors.md#grad-non-scalar)")
-    if dtype.kind == "c":
+    if dtype_kind(dtype) == "c":
         raise TypeError(f"{fname}: the function returned a complex value ({dtype}); the "
                         f"gradient is defined for real-valued functions only. Differentiate "
                         f"a real loss (abs(z)**2, z.real), or use yaad.func.vjp or "
                         f"yaad.func.jacrev(..., holomorphic=True). "
                         f"(see docs/errors.md#grad-non-scalar)")
-    if dtype.kind not in "f":
+    if dtype_kind(dtype) != "f":
         raise TypeError(f"{fname}: the function returned a value of dtype {dtype}; a "
                         f"gradient needs a real floating point output.")
     return out
@@ -437,7 +452,7 @@ def value_and_grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
         nums, single = _argnums(argnums, len(args), "grad")
         rev = _Reverse(_bind(f, args, nums), [args[n] for n in nums], has_aux, "grad")
         out = _scalar_loss(rev.out, "grad")
-        grads = rev.gradients(rev.pullback([np.ones(np.shape(out), _dtype(out))],
+        grads = rev.gradients(rev.pullback([_ones(out)],
                                            retain=False))
         value = rev.export(out)
         g = grads[0] if single else grads
@@ -627,6 +642,19 @@ def _zeros_tree(tree: Any) -> Any:
 # ---- Jacobians ----------------------------------------------------------------------------
 
 
+def _refuse_foreign(fname: str, values: Sequence[Any]) -> None:
+    """Raise naming the library if one of ``values`` (tensors or arrays) is another
+    library's array: a Jacobian is built by vmap over unit vectors, which runs on NumPy."""
+    for v in values:
+        data = v._data if isinstance(v, Tensor) else v
+        if is_foreign(data):
+            library = backend_name(data)
+            raise BackendError(
+                f"{fname}: the Jacobian is built by vmap over unit vectors, and vmap does "
+                f"not run on {library} arrays; convert with t.to('numpy'), or take its "
+                f"rows one at a time with yaad.func.vjp (which runs on {library} arrays)")
+
+
 def _basis(shape: tuple[Any, ...], dtype: np.dtype, scale: complex = 1) -> np.ndarray:
     """The unit vectors of arrays of ``shape``, stacked: shape ``(n,) + shape``."""
     n = math.prod(shape)
@@ -692,15 +720,16 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
     def wrapper(*args: Any) -> Any:
         nums, single = _argnums(argnums, len(args), "jacrev")
         rev = _Reverse(_bind(f, args, nums), [args[n] for n in nums], has_aux, "jacrev")
-        complex_in = any(x.dtype.kind == "c" for x in rev.inputs)
-        if holomorphic and not all(x.dtype.kind == "c" for x in rev.inputs):
+        complex_in = any(is_complex(x) for x in rev.inputs)
+        if holomorphic and not all(is_complex(x) for x in rev.inputs):
             raise TypeError("jacrev: holomorphic=True needs complex inputs")
         outs = rev.out_leaves
+        _refuse_foreign("jacrev", [*rev.inputs, *outs])
         cot_zeros = [_zeros(o) for o in outs]
         blocks = []
         for j, o in enumerate(outs):
             o_shape, o_dt = np.shape(o), _dtype(o)
-            cplx = o_dt.kind == "c"
+            cplx = dtype_kind(o_dt) == "c"
             if cplx and complex_in and not holomorphic:
                 raise _complex_pair_error("jacrev")
 
@@ -726,7 +755,7 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
 
 
 def _conj(x: Any) -> Any:
-    if _dtype(x).kind != "c":
+    if dtype_kind(_dtype(x)) != "c":
         return x
     if isinstance(x, Tensor):
         return conj(x)
@@ -745,7 +774,8 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
         nums, single = _argnums(argnums, len(args), "jacfwd")
         leaves, in_tree = _tree_flatten(tuple(args[n] for n in nums))
         xs = [_as_float_tensor(x, "jacfwd", f"input {k}") for k, x in enumerate(leaves)]
-        if holomorphic and not all(x.dtype.kind == "c" for x in xs):
+        _refuse_foreign("jacfwd", xs)
+        if holomorphic and not all(is_complex(x) for x in xs):
             raise TypeError("jacfwd: holomorphic=True needs complex inputs")
         array_mode = _array_mode(leaves)
         g = _bind(f, args, nums)
@@ -766,11 +796,11 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
                 continue
             batched = _vmap(push, (0, None), (None, 0, None), chunk_size, own=True)
             out, t_leaves, aux = batched(_basis(x.shape, x.dtype), i)
-            if x.dtype.kind == "c" and not holomorphic:
+            if is_complex(x) and not holomorphic:
                 # real outputs: the gradient convention, dy/dRe + 1j dy/dIm
                 t2 = batched(_basis(x.shape, x.dtype, 1j), i)[1]
                 for o in t_leaves:
-                    if _dtype(o).kind == "c":
+                    if dtype_kind(_dtype(o)) == "c":
                         raise _complex_pair_error("jacfwd")
                 t_leaves = [a + 1j * b for a, b in zip(t_leaves, t2)]
             cols.append(t_leaves)
@@ -827,8 +857,9 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
         if not holomorphic:
             nums, _ = _argnums(argnums, len(args), "hessian")
             for n in nums:
+                _refuse_foreign("hessian", _tree_flatten(args[n])[0])
                 for x in _tree_flatten(args[n])[0]:
-                    if _dtype(x).kind == "c":
+                    if dtype_kind(_dtype(x)) == "c":
                         raise TypeError(
                             "hessian: an input is complex; the Hessian of a real function "
                             "of complex variables is a real 2n x 2n matrix, not a complex "
