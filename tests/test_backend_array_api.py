@@ -569,3 +569,16 @@ def test_jacobians_refuse_array_api_strict_naming_it(name):
                                  else yaad.sin(a) * a)
     with pytest.raises(BackendError, match=f"{name}: .*array_api_strict.*yaad.func.vjp"):
         f(x)
+
+
+def test_a_strict_array_left_of_a_tensor_is_strict_s_to_refuse():
+    # (docs/backends.md: array_api_strict raises instead of returning NotImplemented;
+    # the other orders run, on strict arrays)
+    a = xps.asarray(np.array([1.0, 2.0]))
+    t = yaad.tensor(xps.asarray(np.array([3.0, 4.0])), requires_grad=True)
+    with pytest.raises(TypeError, match="Expected Array or Python scalar"):
+        a * t
+    for r in (t * a, yaad.multiply(a, t)):
+        _close(r.data, np.array([3.0, 8.0]))
+    yaad.sum(yaad.multiply(a, t)).backward()
+    _close(t.grad, np.array([1.0, 2.0]))
