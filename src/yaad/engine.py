@@ -154,7 +154,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     ready = list(stack)
     while stack:
         node = stack.pop()
-        for p in node.parents:
+        for p in node.more or (node.e0, node.e1):  # (the parents: graph.Node)
             if p is None:
                 continue
             tp = type(p)
@@ -232,7 +232,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             mask = op.selects
         ans = node.ans
         kw = node.kw
-        for p, rule, ref in zip(node.parents, rules, args):
+        for p, rule, ref in zip(node.more or (node.e0, node.e1), rules, args):  # (graph.Node)
             if p is None:
                 continue
             if done:

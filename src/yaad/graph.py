@@ -17,6 +17,7 @@ from .errors import error
 
 ndarray = np.ndarray
 _new = object.__new__
+UNARY = object()  # Node.e1 of a node with one input (neither a Node nor a tuple: no edge)
 
 # Clock of in-place modifications. A node records the clock when it is made; at backward,
 # a saved array whose memory was modified later is an error (see ``mark_modified``).
@@ -52,16 +53,17 @@ class Node:
     # values the rules do not read (None: same shape and dtype as the output). kw: None
     # when empty. ans: the saved output (None when not saved). parents: per input, the
     # edge its gradient goes along (a Node, a (Node, output index) pair, a leaf Tensor),
-    # or None. epoch: the clock when recorded. extra: None, or a NodeExtra for the rarely
-    # used parts. visit, count and acc are the engine's bookkeeping during a backward
-    # pass (the pass id, the consumers still to deliver, the gradient so far).
-    __slots__ = ("op", "args", "kw", "ans", "parents", "epoch", "extra", "visit", "count",
-                 "acc", "__weakref__")
+    # or None; in slots e0, e1 (UNARY for one input) or more (3+ inputs), not a tuple: one
+    # object less per node for the garbage collector (W8, docs/performance.md). epoch: the
+    # clock when recorded. extra: None, or a NodeExtra. visit, count, acc: the engine's
+    # bookkeeping in a pass (its id, the consumers still to deliver, the gradient so far).
+    __slots__ = ("op", "args", "kw", "ans", "e0", "e1", "more", "epoch", "extra", "visit",
+                 "count", "acc", "__weakref__")
     op: Any  # the Op
     args: Any
     kw: dict[str, Any] | None
     ans: Any
-    parents: tuple[Any, ...]
+    more: tuple[Any, ...] | None
     epoch: int
     extra: NodeExtra | None
     visit: int
@@ -74,6 +76,18 @@ class Node:
     @property
     def name(self) -> str:
         return str(self.op.name)
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        if self.more is not None:
+            return self.more
+        return (self.e0,) if self.e1 is UNARY else (self.e0, self.e1)
+
+    @parents.setter
+    def parents(self, edges: tuple[Any, ...]) -> None:
+        n = len(edges)
+        self.e0, self.e1, self.more = ((edges[0], UNARY, None) if n == 1 else (*edges, None)
+                                       if n == 2 else (None, None, tuple(edges)))
 
 
 def new_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,

@@ -30,7 +30,7 @@ from .backend import BackendError, any_foreign, is_foreign, is_inexact
 from .backend import call as call_foreign
 from .errors import error
 from .grad_mode import state
-from .graph import Node, ShapeDtype, clock, new_node
+from .graph import UNARY, Node, ShapeDtype, clock, new_node
 from .modes import run_modes, set_final
 from .tensor import Tensor, make_tensor
 from .views import note_view, note_views
@@ -260,7 +260,7 @@ def _make_function(spec: Op) -> Callable:
                                      ShapeDtype(yd.shape, yd.dtype) if hasattr(yd, "dtype") else yd)
                     node.kw = None
                     node.ans = ans if save_ans else None
-                    node.parents = (px, py)
+                    node.e0, node.e1, node.more = px, py, None  # (the parents: graph.Node)
                     node.epoch = clock[0]
                     node.extra = None
                     node.visit = 0
@@ -300,7 +300,7 @@ def _make_function(spec: Op) -> Callable:
                 node.args = (ShapeDtype(xd.shape, xd.dtype),)
             node.kw = None
             node.ans = ans if save_ans else None
-            node.parents = (x._node or x,)
+            node.e0, node.e1, node.more = x._node or x, UNARY, None
             node.epoch = clock[0]
             node.extra = None
             node.visit = 0
