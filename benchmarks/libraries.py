@@ -5,7 +5,8 @@ names and semantics) through a namespace, and one way to compute the loss and al
 gradients: ``.backward()`` on a tape (yaad, PyTorch, MyGrad) or a ``value_and_grad``
 transform (JAX, HIPS autograd). ``prepare`` returns a :class:`Step`, the call that is
 checked and timed. For a training workload (``workload.train``) the call also updates the
-params with Adam: the library's own ``optim.Adam`` (yaad, PyTorch), else the hand-written
+params with Adam: the library's own ``optim.Adam`` (yaad, PyTorch; for yaad.compile
+``Adam(fused=True)``, its compiled update), else the hand-written
 :class:`~benchmarks.workloads.Adam` (the floor, JAX, HIPS autograd, MyGrad). A library
 that is not installed raises ``ImportError``; one that lacks a function a workload needs
 raises :class:`Unsupported` (both become notes).
@@ -14,6 +15,7 @@ raises :class:`Unsupported` (both become notes).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -231,11 +233,16 @@ def _prepare_yaad(workload, params, consts, compiled=False) -> Step:
         wrap = getattr(yaad, "compile", None)
         if not callable(wrap):  # absent, or only the submodule
             raise Unsupported("yaad.compile does not exist yet (n/a)")
+    # The compiled training step's update is the fused Adam when numba is there (one
+    # compiled loop per parameter, the same bits as the default), as an update runs
+    # inside jax.jit and torch.compile compiles optimizer.step.
+    fused = compiled and importlib.util.find_spec("numba") is not None
     return _tape_step(xp, workload, params, consts,
                       leaf=lambda a: yaad.tensor(a, requires_grad=True),
                       const=functools.partial(_yaad_const, yaad), to_numpy=_yaad_numpy,
                       wrap=wrap,
-                      optimizer=lambda ps: yaad.optim.Adam(ps, **workload.train.kwargs()))
+                      optimizer=lambda ps: yaad.optim.Adam(ps, **workload.train.kwargs(),
+                                                           fused=fused))
 
 
 # ---- PyTorch -----------------------------------------------------------------------------

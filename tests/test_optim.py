@@ -109,7 +109,9 @@ def test_every_option_has_a_torch_reference(name):
     import inspect
 
     params = inspect.signature(getattr(optim, name)).parameters
-    options = {k: p.default for k, p in params.items() if k not in ("self", "params", "lr")}
+    # (fused: the same bits as the default, in every config: tests/test_optim_fused.py)
+    options = {k: p.default for k, p in params.items()
+               if k not in ("self", "params", "lr", "fused")}
     needs = {"dampening": {"momentum"}, "nesterov": {"momentum"}}
     alone = set()
     for n, kw in CONFIGS:

@@ -211,6 +211,9 @@ def _buf(state: dict[str, Any], name: str, p: np.ndarray, fill: float = 0.0) -> 
     return as_real(buf)
 
 
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (adam_kernel's)
+
+
 def _decayed(g: np.ndarray, x: np.ndarray, weight_decay: float) -> np.ndarray:
     return g + weight_decay * x if weight_decay else g
 
@@ -278,6 +281,12 @@ class Adam(Optimizer):
         Use the maximum of past second moments.
     maximize : bool
         Ascend instead of descend.
+    fused : bool, optional
+        True: update each parameter in one compiled loop over its elements (needs the
+        optional ``numba``; the same operations in the same order as the default NumPy
+        update, so the same bits; parameters that are not contiguous float32/float64
+        (or complex64/complex128) arrays take the NumPy update). None or False: the
+        NumPy update (a few NumPy calls per parameter).
     """
 
     decoupled = False
@@ -285,17 +294,27 @@ class Adam(Optimizer):
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, fused: bool | None = None) -> None:
+        name = type(self).__name__
         if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
-            raise ValueError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
+            raise ValueError(f"{name}: betas must be in [0, 1), got {betas}")
+        if fused:
+            import importlib.util
+
+            if importlib.util.find_spec("numba") is None:
+                raise ImportError(f"{name}(fused=True) needs numba (pip install "
+                                  f"'yaad[fused]'); without it use fused=None")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+                                      maximize=maximize, fused=bool(fused)))
 
     def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
         lr, wd = group["lr"], group["weight_decay"]
         beta1, beta2 = group["betas"]
+        if group.get("fused") and x.dtype in _FUSED_DTYPES and x.flags.c_contiguous:
+            self._fused_update(p, x, g, state, group)
+            return
         if self.decoupled:
             x *= 1 - lr * wd
         else:
@@ -313,6 +332,44 @@ class Adam(Optimizer):
         denom = np.sqrt(v) / math.sqrt(1 - beta2 ** t) + group["eps"]
         x -= (lr / (1 - beta1 ** t)) * m / denom
 
+    def _fused_update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray,
+                      state: dict[str, Any], group: dict[str, Any]) -> None:
+        """:meth:`_update` as one kernel call (``adam_kernel``): the same operations
+        on the same values, rounded to the parameter's dtype as NumPy rounds them."""
+        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+        beta1, beta2 = group["betas"]
+        t = state["step"]
+        key = (x.dtype.char, lr, wd, eps, beta1, beta2, t, self.decoupled)
+        scalars = _FUSED_SCALARS.get(key)
+        if scalars is None:
+            if len(_FUSED_SCALARS) > 256:
+                _FUSED_SCALARS.clear()
+            f = x.dtype.type
+            scalars = _FUSED_SCALARS[key] = (
+                f(0 if self.decoupled else wd), f(1 - lr * wd if self.decoupled else 1),
+                f(1 - beta1), f(beta2), f(1 - beta2), f(math.sqrt(1 - beta2 ** t)),
+                f(eps), f(lr / (1 - beta1 ** t)))
+        m = _buf(state, "exp_avg", p).reshape(-1)
+        v = _buf(state, "exp_avg_sq", p).reshape(-1)
+        vmax = (_buf(state, "max_exp_avg_sq", p).reshape(-1) if group["amsgrad"]
+                else _NO_VMAX[x.dtype.char])
+        _adam_kernel()(x.reshape(-1), g.reshape(-1), m, v, vmax, *scalars)
+
+
+# the kernel's scalars, by dtype and settings
+_FUSED_SCALARS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_NO_VMAX = {dt.char: np.zeros(0, dt) for dt in _FUSED_DTYPES}  # vmax of size 0: no AMSGrad
+_KERNEL: list[Any] = []
+
+
+def _adam_kernel() -> Any:
+    """``adam_kernel.adam``, imported on first use (importing numba takes a while)."""
+    if not _KERNEL:
+        from .adam_kernel import adam
+
+        _KERNEL.append(adam)
+    return _KERNEL[0]
+
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` each step).
@@ -325,8 +382,8 @@ class AdamW(Adam):
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
+                 maximize: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
 
 
 class RMSprop(Optimizer):
