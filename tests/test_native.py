@@ -215,7 +215,33 @@ def real_expm(xp, a):
     return xp.sum(xp.expm(a * 3.0) * xp.const(G1))
 
 
+def products(xp, a, b, c, z):
+    """Two-operand contractions that are one matrix product (BLAS's, in the native
+    program) with each operand read straight or transposed and the output either way
+    round; a vector-matrix, a matrix-vector, an outer and a full inner product; several
+    contracted letters (an MPS transfer step, workload W7); complex."""
+    d, e = xp.transpose(b, (1, 0)), xp.transpose(a, (1, 0))  # (5, 4), (4, 3)
+    p1 = xp.einsum("ik,kj->ij", a, b)       # (3, 5)
+    p2 = xp.einsum("kj,kl->jl", a, c)       # a read transposed: (4, 5)
+    p3 = xp.einsum("ik,jk->ij", a, d)       # d read transposed: (3, 5)
+    p4 = xp.einsum("ik,kj->ji", a, b)       # output the other way round: (5, 3)
+    p5 = xp.einsum("ki,jk->ij", c, e)       # both transposed: (5, 4)
+    t = xp.einsum("ab,asc->bsc", xp.tanh(c[:, :3]), a.reshape(3, 2, 2))  # (3, 2, 2)
+    p6 = xp.einsum("bsc,bsd->cd", t, a.reshape(3, 2, 2))  # (2, 2)
+    v, w = a[0] @ b, xp.tensordot(b, c[0], ([1], [0])) @ a[1]  # (5,), ()
+    outer = xp.einsum("i,j->ij", a[1], c[2])
+    inner = xp.einsum("ij,ij->", a, a)
+    zz = xp.einsum("ab,bc->ca", z, xp.conj(z))
+    return (xp.sum(p1 * p3) + xp.sum(xp.sin(p2)) + xp.sum(p5 * p5) + xp.sum(p4 * p4) + xp.sum(p6)
+            + xp.sum(v * v) + w + xp.sum(xp.tanh(outer)) + inner * 0.1
+            + xp.sum(xp.abs(zz)))
+
+
 PROGRAMS = {
+    "products": (products, lambda: [RNG.standard_normal((3, 4)), RNG.standard_normal((4, 5)),
+                                    RNG.standard_normal((3, 5)),
+                                    RNG.standard_normal((3, 3))
+                                    + 1j * RNG.standard_normal((3, 3))]),
     "circuit": (circuit, lambda: [RNG.uniform(-3, 3, 3)]),
     "matrices": (matrices, lambda: [RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))]),
     "moves": (moves, lambda: [RNG.standard_normal((3, 2, 4)),
@@ -268,6 +294,11 @@ def test_native_equals_replay_eager_and_torch(force_native, name):
         assert np.asarray(got).dtype == np.float64
     assert compiled.stats["replayed"] == CALLS - 2
     assert _uses_native(compiled), name
+    if name == "products":  # (the matrix products are BLAS calls, both ways round)
+        code = _end(compiled).fused_bwd[0].code
+        gemms = code[code[:, 0] == native.GEMM]
+        assert len(gemms) >= 20
+        assert {(int(r[7]), int(r[9])) for r in gemms} == {(0, 0), (0, 1), (1, 0), (1, 1)}
 
 
 def test_native_reads_a_captured_tensor_on_every_call(force_native):
@@ -351,7 +382,7 @@ def test_without_numba_same_results(monkeypatch):
     assert not _end(c).fused_call and _end(c).fused_bwd is None
 
 
-@pytest.mark.parametrize("wid", ["W9", "W10"])
+@pytest.mark.parametrize("wid", ["W7", "W9", "W10"])
 def test_workloads_native_against_the_floor(force_native, wid):
     import sys
     from pathlib import Path

@@ -90,6 +90,43 @@ def _triples(subs: str, shapes: list, out_shape: tuple) -> tuple:
     return (flat(out, out_shape), *[flat(t, s) for t, s in zip(terms, shapes)])
 
 
+def _gemm_plan(subs: str, shapes: list) -> tuple | None:
+    """``(swap, M, K, N, ta, tb)`` where the two-operand einsum ``subs`` is one matrix
+    product of its operands' regions read as matrices (``ta``/``tb``: read transposed;
+    ``swap``: the product of the second by the first, for an output laid out the other
+    way round), or None (a batch letter, a letter summed within one operand, broadcasting,
+    or an axis order no matrix reading gives)."""
+    if "..." in subs or "->" not in subs:
+        return None
+    lhs, out = subs.split("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or any(len(set(t)) != len(t) for t in (*terms, out)):
+        return None
+    dims: dict = {}
+    for term, shape in zip(terms, shapes):
+        if len(term) != len(shape):
+            return None
+        for c, d in zip(term, shape):
+            if dims.setdefault(c, d) != d:
+                return None
+    ta_s, tb_s = terms
+    a, b, o = set(ta_s), set(tb_s), set(out)
+    if a & b & o or a - b - o or b - a - o or o - a - b:
+        return None
+    ms = "".join(c for c in ta_s if c in o)
+    ns = "".join(c for c in tb_s if c in o)
+    ks = "".join(c for c in ta_s if c in b)
+    if ks != "".join(c for c in tb_s if c in a):
+        return None
+    ta = {ms + ks: 0, ks + ms: 1}.get(ta_s)
+    tb = {ks + ns: 0, ns + ks: 1}.get(tb_s)
+    swap = {ms + ns: False, ns + ms: True}.get(out)
+    if ta is None or tb is None or swap is None:
+        return None
+    size = lambda letters: int(np.prod([dims[c] for c in letters]))  # noqa: E731
+    return swap, size(ms), size(ks), size(ns), ta, tb
+
+
 def _matmul_subs(sa: tuple, sb: tuple) -> str:
     if not sa or not sb:
         raise _Reject
@@ -116,7 +153,7 @@ _UNARY = {"negative": 0, "cos": 1, "sin": 2, "tan": 3, "exp": 4, "log": 5, "sqrt
 _BINARY = {"add": 0, "subtract": 1, "multiply": 2, "divide": 3}
 # opcodes (see native_kernels)
 (ADD, SUB, MUL, DIV, UNARY, NEG_Z, CONJ, REAL, IMAG, ABS_Z, TO_Z, GATHER, CONTRACT1,
- CONTRACT2, STRONG_ZERO, EXPM, SIGN_Z) = range(17)
+ CONTRACT2, STRONG_ZERO, EXPM, SIGN_Z, GEMM) = range(18)
 
 
 class _Val:
@@ -378,9 +415,9 @@ def _reduce(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
 
 def _contraction(g: _Gen, subs: str, refs: tuple, kind: int, shape: tuple) -> _Val:
     vals = [g.val(r) for r in refs]
-    trip = _triples(subs, [v.shape for v in vals], shape)
     out = g.new(kind, shape)
     if len(vals) == 1:
+        trip = _triples(subs, [v.shape for v in vals], shape)
         _accumulate(g, out, vals[0], trip[0], trip[1])
         return out
     if len(vals) != 2:
@@ -388,6 +425,14 @@ def _contraction(g: _Gen, subs: str, refs: tuple, kind: int, shape: tuple) -> _V
     a, b = vals
     if kind != max(a.kind, b.kind):
         raise _Reject
+    plan = _gemm_plan(subs, [a.shape, b.shape]) if a.kind == b.kind else None
+    if plan is not None:  # (one BLAS call)
+        swap, M, K, N, ta, tb = plan
+        if swap:  # out = (op(a) @ op(b)).T = op(b).T @ op(a).T
+            a, b, M, N, ta, tb = b, a, N, M, 1 - tb, 1 - ta
+        g.op(GEMM, out, a, b, ta, tb, x=K, m=M)
+        return out
+    trip = _triples(subs, [v.shape for v in vals], shape)
     g.op(CONTRACT2, out, a, b, x=g.index(np.concatenate(trip)), m=trip[0].size)
     return out
 

@@ -29,6 +29,8 @@ CONTRACT2 = 13  # out[I[x + t]] += a[I[x + m + t]] * b[I[x + 2m + t]]
 STRONG_ZERO = 14  # out[k] = 0 if a[k sa] == 0 and b[k] not finite, else b[k]
 EXPM = 15  # m: the matrix size
 SIGN_Z = 16  # z / |z| (0 at 0)
+GEMM = 17  # out (m x n) = op(a) (m x K) @ op(b) (K x n), n = out's size / m; x: K;
+# sa, sb: 1 where the operand's region holds the transpose (K x m, n x K); BLAS's product
 
 (F_NEG, F_COS, F_SIN, F_TAN, F_EXP, F_LOG, F_SQRT, F_TANH, F_SINH, F_COSH, F_ABS, F_SQUARE,
  F_RECIP, F_EXPM1, F_LOG1P, F_ARCTAN, F_SIGN) = range(17)
@@ -121,6 +123,20 @@ def _strong_zero(out, o, n, A, a, sa, B, b):
             out[o + k] = 0
         else:
             out[o + k] = gi
+
+
+@jit
+def _gemm(out, o, n, A, a, ta, B, b, tb, K, M):
+    N = n // M
+    if ta == 0 and tb == 0:
+        r = np.dot(A[a:a + M * K].reshape((M, K)), B[b:b + K * N].reshape((K, N)))
+    elif ta == 0:
+        r = np.dot(A[a:a + M * K].reshape((M, K)), B[b:b + K * N].reshape((N, K)).T)
+    elif tb == 0:
+        r = np.dot(A[a:a + M * K].reshape((K, M)).T, B[b:b + K * N].reshape((K, N)))
+    else:
+        r = np.dot(A[a:a + M * K].reshape((K, M)).T, B[b:b + K * N].reshape((N, K)).T)
+    out[o:o + n] = r.reshape(n)
 
 
 @jit
@@ -221,6 +237,11 @@ def execute(code, idx, R, Z):
                 _strong_zero(Z, o, n, R, a, sa, Z, b)
             else:
                 _strong_zero(Z, o, n, Z, a, sa, Z, b)
+        elif op == GEMM:
+            if ko == 0:
+                _gemm(R, o, n, R, a, sa, R, b, sb, x, m)
+            else:
+                _gemm(Z, o, n, Z, a, sa, Z, b, sb, x, m)
         elif op == SIGN_Z:
             for k in range(n):
                 Z[o + k] = _csign(Z[a + k])

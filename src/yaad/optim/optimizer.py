@@ -211,7 +211,7 @@ def _buf(state: dict[str, Any], name: str, p: np.ndarray, fill: float = 0.0) -> 
     return as_real(buf)
 
 
-_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (adam_kernel's)
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (_adam_kernel's)
 
 
 def _decayed(g: np.ndarray, x: np.ndarray, weight_decay: float) -> np.ndarray:
@@ -334,7 +334,7 @@ class Adam(Optimizer):
 
     def _fused_update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray,
                       state: dict[str, Any], group: dict[str, Any]) -> None:
-        """:meth:`_update` as one kernel call (``adam_kernel``): the same operations
+        """:meth:`_update` as one kernel call (``_adam_kernel``): the same operations
         on the same values, rounded to the parameter's dtype as NumPy rounds them."""
         lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
         beta1, beta2 = group["betas"]
@@ -363,9 +363,9 @@ _KERNEL: list[Any] = []
 
 
 def _adam_kernel() -> Any:
-    """``adam_kernel.adam``, imported on first use (importing numba takes a while)."""
+    """``_adam_kernel.adam``, imported on first use (importing numba takes a while)."""
     if not _KERNEL:
-        from .adam_kernel import adam
+        from ._adam_kernel import adam
 
         _KERNEL.append(adam)
     return _KERNEL[0]
