@@ -15,11 +15,14 @@ import numpy as np
 
 
 @numba.njit(cache=True, error_model="numpy")
-def adam(x, g, m, v, vmax, wd, decay, one_b1, b2, one_b2, root, eps, step):
+def adam(x, g, m, v, vmax, s):
     """Update ``x`` (and the moments ``m``, ``v``, ``vmax``) in place from ``g``; all 1-D
-    of one dtype, the scalars of that dtype. ``wd``: the L2 penalty added to the gradient
-    (0: none); ``decay``: the factor of decoupled weight decay (1: none); ``vmax`` of
-    size 0: no AMSGrad."""
+    of one dtype. ``s``: the scalars, in that dtype (one array: each argument costs the
+    call time): the L2 penalty added to the gradient (0: none), the factor of decoupled
+    weight decay (1: none), ``1 - beta1``, ``beta2``, ``1 - beta2``, the root of the
+    second bias correction, ``eps``, the step size. ``vmax`` of size 0: no AMSGrad."""
+    wd, decay, one_b1, b2, one_b2, root, eps, step = s[0], s[1], s[2], s[3], s[4], s[5], \
+        s[6], s[7]
     ams = vmax.size > 0
     for k in range(x.size):
         xk = x[k]
@@ -39,4 +42,3 @@ def adam(x, g, m, v, vmax, wd, decay, one_b1, b2, one_b2, root, eps, step):
             vmax[k] = vm
             vk = vm
         x[k] = xk - step * mk / (np.sqrt(vk) / root + eps)
-

@@ -344,20 +344,19 @@ class Adam(Optimizer):
         if scalars is None:
             if len(_FUSED_SCALARS) > 256:
                 _FUSED_SCALARS.clear()
-            f = x.dtype.type
-            scalars = _FUSED_SCALARS[key] = (
-                f(0 if self.decoupled else wd), f(1 - lr * wd if self.decoupled else 1),
-                f(1 - beta1), f(beta2), f(1 - beta2), f(math.sqrt(1 - beta2 ** t)),
-                f(eps), f(lr / (1 - beta1 ** t)))
+            scalars = _FUSED_SCALARS[key] = np.array(
+                [0 if self.decoupled else wd, 1 - lr * wd if self.decoupled else 1,
+                 1 - beta1, beta2, 1 - beta2, math.sqrt(1 - beta2 ** t), eps,
+                 lr / (1 - beta1 ** t)], dtype=x.dtype)  # (each rounded as NumPy does)
         m = _buf(state, "exp_avg", p).reshape(-1)
         v = _buf(state, "exp_avg_sq", p).reshape(-1)
         vmax = (_buf(state, "max_exp_avg_sq", p).reshape(-1) if group["amsgrad"]
                 else _NO_VMAX[x.dtype.char])
-        _adam_kernel()(x.reshape(-1), g.reshape(-1), m, v, vmax, *scalars)
+        _adam_kernel()(x.reshape(-1), g.reshape(-1), m, v, vmax, scalars)
 
 
 # the kernel's scalars, by dtype and settings
-_FUSED_SCALARS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_FUSED_SCALARS: dict[tuple[Any, ...], np.ndarray] = {}
 _NO_VMAX = {dt.char: np.zeros(0, dt) for dt in _FUSED_DTYPES}  # vmax of size 0: no AMSGrad
 _KERNEL: list[Any] = []
 
