@@ -115,23 +115,25 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                maximize = group.get("maximize", False)
                 for p in group["params"]:
                     g = p.grad
                     if g is None:
                         continue
                     g = g.data if isinstance(g, Tensor) else np.asarray(g)
-                    if p.data.dtype.kind == "c" and not p.data.flags.c_contiguous:
-                        p.data = np.ascontiguousarray(p.data)
-                    x = as_real(p.data)
-                    g = as_real(np.ascontiguousarray(g, dtype=p.dtype))
-                    if group.get("maximize", False):
+                    data = p.data
+                    if data.dtype.kind == "c" and not data.flags.c_contiguous:
+                        p.data = np.ascontiguousarray(data)
+                        data = p.data
+                    g = as_real(np.ascontiguousarray(g, dtype=data.dtype))
+                    if maximize:
                         g = -g
                     state = self.state.get(p)
                     if state is None:
                         state = self.state[p] = {"step": 0}
                     state["step"] += 1
-                    self._update(p.data, x, g, state, group)
-                    mark_modified(p.data)
+                    self._update(data, as_real(data), g, state, group)
+                    mark_modified(data)
         return loss
 
     def _update(self, p: np.ndarray, x: np.ndarray, g: np.ndarray, state: dict[str, Any],
