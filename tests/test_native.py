@@ -276,7 +276,9 @@ def _torch_call(prog, arrays):
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_native_equals_replay_eager_and_torch(force_native, name):
+def test_native_equals_replay_eager_and_torch(force_native, name, monkeypatch):
+    if name == "products":  # (BLAS for these small products too)
+        monkeypatch.setattr(native, "GEMM_MIN_TERMS", 0)
     prog, draw = PROGRAMS[name]
     f = lambda *xs: prog(Yaad, *xs)  # noqa: E731
     compiled = Y.compile(f)
@@ -382,8 +384,9 @@ def test_without_numba_same_results(monkeypatch):
     assert not _end(c).fused_call and _end(c).fused_bwd is None
 
 
-@pytest.mark.parametrize("wid", ["W7", "W9", "W10"])
-def test_workloads_native_against_the_floor(force_native, wid):
+@pytest.mark.parametrize("wid,tiny", [("W7", True), ("W7", False), ("W9", True),
+                                      ("W10", True)])
+def test_workloads_native_against_the_floor(force_native, wid, tiny):
     import sys
     from pathlib import Path
 
@@ -394,11 +397,11 @@ def test_workloads_native_against_the_floor(force_native, wid):
     from benchmarks.workloads import WORKLOADS
 
     w = next(x for x in WORKLOADS if x.id == wid)
-    _, consts = w.inputs(np.random.default_rng(0), True)
+    _, consts = w.inputs(np.random.default_rng(0), tiny)
     _, xp = _yaad()
     c = Y.compile(lambda *ps: w.loss(xp, ps, consts))
     for k in range(4):
-        params, _ = w.inputs(np.random.default_rng(k // 2), True)
+        params, _ = w.inputs(np.random.default_rng(k // 2), tiny)
         arrays = list(params.values())
         got, grads = _yaad_call(c, arrays)
         want, wgrads = w.floor(tuple(arrays), consts)
@@ -406,6 +409,10 @@ def test_workloads_native_against_the_floor(force_native, wid):
         for g, wg in zip(grads, wgrads):
             _close(g, wg)
     assert _uses_native(c)
+    if not tiny:  # W7 at size: the products of bond-16 tensors are BLAS calls (those
+        # with the chain's bond-1 ends, under GEMM_MIN_TERMS terms, loop)
+        code = _end(c).fused_bwd[0].code
+        assert 80 <= (code[:, 0] == native.GEMM).sum() < 96
 
 
 @pytest.mark.parametrize("backend", [fused, native])
