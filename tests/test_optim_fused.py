@@ -6,27 +6,15 @@ import importlib.util
 
 import numpy as np
 import pytest
+from test_optim import CONFIGS as OPTIM_CONFIGS
 
 import yaad
 from yaad import optim
 
 pytest.importorskip("numba")  # (in the test extra: the fused kernel's own dependency)
 
-# Every Adam/AdamW option, alone and combined (as tests/test_optim.py's CONFIGS).
-CONFIGS = [
-    ("Adam", dict(lr=0.05)),
-    ("Adam", dict(lr=0.05, betas=(0.8, 0.9))),
-    ("Adam", dict(lr=0.05, eps=0.1)),
-    ("Adam", dict(lr=0.05, weight_decay=0.1)),
-    ("Adam", dict(lr=0.05, amsgrad=True)),
-    ("Adam", dict(lr=0.05, maximize=True)),
-    ("Adam", dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1, amsgrad=True)),
-    ("AdamW", dict(lr=0.05)),
-    ("AdamW", dict(lr=0.05, weight_decay=0.3)),
-    ("AdamW", dict(lr=0.05, amsgrad=True)),
-    ("AdamW", dict(lr=0.05, maximize=True)),
-    ("AdamW", dict(lr=0.05, weight_decay=0.3, amsgrad=True, maximize=True)),
-]
+# Every Adam/AdamW option, alone and combined: test_optim's configurations.
+CONFIGS = [(name, kw) for name, kw in OPTIM_CONFIGS if name in ("Adam", "AdamW")]
 IDS = [f"{name}-{i}" for i, (name, _) in enumerate(CONFIGS)]
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES = [(5, 7), (7,), (1,), (3, 1, 2)]
