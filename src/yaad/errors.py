@@ -104,3 +104,15 @@ def error(kind: str, **fields: Any) -> Exception:
     """The exception of ``kind`` (a key of the table above), its message filled in."""
     cls, message = _MESSAGES[kind]
     return cls(message.format(**fields))
+
+
+def with_op_name(e: Exception, name: str) -> Exception:
+    """The exception ``e`` raised inside op ``name``'s forward, with the op's name in front
+    of its message (the same exception where it is there already, or cannot be rebuilt)."""
+    msg = str(e)
+    if msg.startswith(name + ":"):
+        return e
+    try:
+        return type(e)(f"{name}: {msg}")
+    except Exception:
+        return e

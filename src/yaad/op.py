@@ -28,7 +28,7 @@ import numpy as np
 
 from .backend import BackendError, any_foreign, is_foreign, is_inexact
 from .backend import call as call_foreign
-from .errors import error
+from .errors import error, with_op_name
 from .grad_mode import state
 from .graph import UNARY, Node, ShapeDtype, clock, new_node
 from .modes import run_modes, set_final
@@ -226,7 +226,7 @@ def _make_function(spec: Op) -> Callable:
             try:
                 ans = forward(xd, yd)
             except Exception as e:
-                raise _named(e, spec.name) from e
+                raise with_op_name(e, spec.name) from e
             out = _new(Tensor)
             out._data = ans
             if st.enabled:
@@ -285,7 +285,7 @@ def _make_function(spec: Op) -> Callable:
         try:
             ans = forward(xd)
         except Exception as e:
-            raise _named(e, spec.name) from e
+            raise with_op_name(e, spec.name) from e
         out = _new(Tensor)
         out._data = ans
         rec = st.enabled
@@ -400,7 +400,7 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
     except BackendError:
         raise
     except Exception as e:
-        raise _named(e, spec.name) from e
+        raise with_op_name(e, spec.name) from e
     if isinstance(ans, ndarray) and ans.dtype.hasobject:
         for a in arrays:
             _refuse_object_operand(spec, a)
@@ -436,17 +436,6 @@ def _tuple_arrays(a: tuple) -> tuple:
         if isinstance(x, Tensor):
             return tuple([x._data if isinstance(x, Tensor) else x for x in a])
     return a
-
-
-def _named(e: Exception, name: str) -> Exception:
-    """The same exception with the op's name in front of its message."""
-    msg = str(e)
-    if msg.startswith(name + ":"):
-        return e
-    try:
-        return type(e)(f"{name}: {msg}")
-    except Exception:
-        return e
 
 
 def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node:
