@@ -34,6 +34,18 @@ from .tensor import Tensor
 
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
+
+
+def _refs_of_a_local() -> int:
+    """What ``_getrefcount(x)`` gives in this module for an object that only the local
+    variable ``x`` holds: 2 interpreted (the variable and the call's argument), 1 when the
+    module is compiled (Cython passes the argument borrowed). The reference-count decisions
+    compare against it, so they hold in either build (tests/test_refcounts.py)."""
+    x = ndarray(0)
+    return _getrefcount(x)
+
+
+_SOLE = _refs_of_a_local()
 _NUMPY_VALUES = frozenset([ndarray, float, complex, int, *set(np.sctypeDict.values())])
 multiply = np.multiply
 
@@ -242,7 +254,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                     gi = rule(ans, *args).conjugate()
                     # gi is often a fresh temporary (cos(x)): multiply into it when large
                     if (type(gi) is ndarray and gi.size >= IN_PLACE_SIZE
-                            and _getrefcount(gi) <= 2 and fits_into(gi, g)):
+                            and _getrefcount(gi) <= _SOLE and fits_into(gi, g)):
                         multiply(gi, g, out=gi)
                     else:
                         gi = g * gi
@@ -326,9 +338,13 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             prev = leaf._grad
         except AttributeError:
             prev = None
-        # (own, not accumulate_grad, for a first gradient: its reference count check
-        # must not see accumulate_grad's own references)
-        leaf._grad = own(g) if prev is None else accumulate_grad(prev, g, create_graph)
+        if prev is None:
+            # g is kept without a copy when nothing else holds it (not another leaf, a
+            # hook, the caller's gradient=): counted here, where g is a local variable
+            sole = _getrefcount(g) <= _SOLE
+            leaf._grad = own(g, sole)
+        else:
+            leaf._grad = accumulate_grad(prev, g, create_graph)
     return results
 
 

@@ -8,7 +8,6 @@ The functions taking ``self`` are bound to :class:`~yaad.tensor.Tensor` as metho
 
 from __future__ import annotations
 
-import sys
 import weakref
 from typing import Any, Callable
 
@@ -19,7 +18,6 @@ from .grad_mode import state
 from .graph import Node, extra_of
 from .tensor import Tensor
 
-_getrefcount = sys.getrefcount
 ndarray = np.ndarray
 
 
@@ -125,19 +123,16 @@ def node_hooks(node: Node, g: Any) -> Any:
     return g
 
 
-def own(g: Any) -> Any:
-    """``g``, copied if anything else may hold it (a leaf's .grad must not alias)."""
+def own(g: Any, sole: bool = False) -> Any:
+    """``g``, copied unless the caller knows nothing else holds it (``sole``: its reference
+    count, taken by the caller) and it is no view: a leaf's .grad must not alias."""
     if isinstance(g, Tensor):
         return g
     if not isinstance(g, np.ndarray):
         if is_foreign(g):  # (another library's array: copied by that library)
             return namespace(g).asarray(g, copy=True)
         return np.asarray(g).copy()
-    # References: the caller's one variable, this parameter and getrefcount's argument.
-    # More means something else holds it (another leaf, a hook, the user's gradient=).
-    if _getrefcount(g) > 3 or g.base is not None:
-        return g.copy()
-    return g
+    return g if sole and g.base is None else g.copy()
 
 
 def accumulate_grad(prev: Any, g: Any, create_graph: bool) -> Any:

@@ -44,6 +44,16 @@ from .views import View, _root
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
 
+
+def _refs_of_a_local() -> int:
+    """``_getrefcount`` of an object only a local variable holds, as this module is built
+    (see ``engine._refs_of_a_local``)."""
+    x = ndarray(0)
+    return _getrefcount(x)
+
+
+_SOLE = _refs_of_a_local()
+
 # NumPy method names (and a few PyTorch ones) that call the yaad function of that name
 # with the tensor first. Names missing from the namespace are skipped.
 METHOD_NAMES = (
@@ -167,9 +177,9 @@ def _check_own_memory(self: Tensor, name: str) -> None:
     base = getattr(self._data, "base", None)
     if self._node is None or not isinstance(base, ndarray):
         return
-    # References to base: the view's, the local variable's and getrefcount's argument,
-    # and those of the tensor's recorded views (NumPy gives them the same base).
-    if _getrefcount(base) > 3 + _views_holding(self, base):
+    # References to base: the local variable's (_SOLE counts them), the view's, and those
+    # of the tensor's recorded views (NumPy gives them the same base).
+    if _getrefcount(base) > _SOLE + 1 + _views_holding(self, base):
         raise RuntimeError(
             f"{name}: this tensor (shape {self.shape}) shares its memory with an array or "
             f"tensor it was not recorded as a view of. Changing it in place while "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -230,8 +231,8 @@ def pooled(ufunc: Any, pool: list, *args: Any) -> Any:
     None``); allocating them anew makes glibc map and unmap the memory every time, a page
     fault per 4 kB (W6: 218 of them, most of the call).
     """
-    buf = pool[0]
-    if buf is not None and _refs(buf) == 3:  # the pool, ``buf`` and the argument
+    buf = free_buffer(pool)
+    if buf is not None:
         return ufunc(*args, out=buf)
     out = ufunc(*args)
     pool[0] = out
@@ -251,10 +252,23 @@ def _one_call(src: str) -> bool:
     return False
 
 
-def _refs(x: Any) -> int:
-    import sys
+def _refs_of_a_local() -> int:
+    """``sys.getrefcount`` of an object only a local variable holds, as this module is
+    built (see ``engine._refs_of_a_local``)."""
+    x = np.ndarray(0)
+    return sys.getrefcount(x)
 
-    return sys.getrefcount(x) - 1
+
+_SOLE = _refs_of_a_local()
+
+
+def free_buffer(pool: list, k: int = 0) -> Any:
+    """``pool[k]`` if nothing but the pool holds it (free to be written over), else None.
+    The count is taken here, on a local variable, whoever calls."""
+    buf = pool[k]
+    if buf is not None and sys.getrefcount(buf) == _SOLE + 1:  # (+1: the pool's)
+        return buf
+    return None
 
 
 def body_lines(items: list, ns: Namespace, indent: str = "    ",
@@ -377,8 +391,8 @@ def build(name: str, params: str, lines: list[str], ns: Namespace) -> Any:
 
 def copy_into(pool: list, x: np.ndarray) -> np.ndarray:
     """A C-contiguous copy of ``x``, in the array of the last call if it is free."""
-    buf = pool[0]
-    if buf is not None and _refs(buf) == 3:
+    buf = free_buffer(pool)
+    if buf is not None:
         np.copyto(buf, x)
         return buf
     buf = np.ascontiguousarray(x)

@@ -529,13 +529,13 @@ def _fuse(items: list, params: list, results: list, value: list,
     meta = [(shapes[s], dtype_of(s), isinstance(value[s], np.ndarray)) for s in want]
     getters = [extra[s] for s in every[len(params):]]
 
-    from .codegen import POOL_MIN, _refs
+    from .codegen import POOL_MIN, free_buffer
 
     pools = [None] * sum(flags)  # output arrays, recycled when nothing else holds them
 
     def buffer(k: int, shape: tuple, dtype: Any) -> np.ndarray:
-        buf = pools[k]
-        if buf is not None and _refs(buf) == 3:  # pools, buf, the argument
+        buf = free_buffer(pools, k)
+        if buf is not None:
             return buf
         buf = np.empty(shape, dtype)
         if buf.size >= POOL_MIN:

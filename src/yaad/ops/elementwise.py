@@ -13,7 +13,6 @@ Non-holomorphic and piecewise functions (``abs``, ``real``, ``angle``, ``maximum
 from __future__ import annotations
 
 import math
-import sys
 import types
 
 import numpy as np
@@ -456,11 +455,11 @@ subtract = op(np.subtract, name="subtract", save_args=False, save_ans=False, ele
 
 
 def _scaled_temporary(t, g, sign=1):
-    """``sign * t * g``, written into ``t`` when ``t`` is a large array nothing else holds
-    (a temporary made by the caller) and the result has its shape and dtype: one large
-    temporary fewer (W4's peak memory). Otherwise, and for tensors, out of place."""
-    if (type(t) is np.ndarray and t.size >= IN_PLACE_SIZE and sys.getrefcount(t) <= 2
-            and fits_into(t, g)):
+    """``sign * t * g``, written into ``t`` when it is a large array and the result has its
+    shape and dtype: one large temporary fewer (W4's peak memory). Otherwise, and for
+    tensors, out of place. ``t`` must be a temporary the caller made: nothing else may hold
+    it (its only caller passes the fresh array ``conj(ans / y)``)."""
+    if type(t) is np.ndarray and t.size >= IN_PLACE_SIZE and fits_into(t, g):
         np.multiply(t, g, out=t)
         if sign == -1:
             np.negative(t, out=t)
