@@ -9,32 +9,47 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed-%: pyproject.toml | $(PY)
-	$(PIP) install -e '.[$*]'
+# COMPILE=1: yaad's hot modules compiled by Cython (setup.py), installed as a regular copy
+# (not editable: an extension module must not shadow the .py being edited), rebuilt when a
+# source changes; the tests then check that they import the compiled modules.
+# COMPILE=0: an editable, pure-Python install.
+COMPILE ?= 0
+ifeq ($(COMPILE),1)
+INSTALL := YAAD_COMPILE=1 $(PIP) install
+INSTALLED_FROM := pyproject.toml setup.py $(shell find src -name '*.py' -o -name '*.pyi')
+else
+INSTALL := $(PIP) install -e
+INSTALLED_FROM := pyproject.toml setup.py
+endif
+
+# (the stamps of the other build are removed: the venv holds one build at a time)
+$(VENV)/.installed-$(COMPILE)-%: $(INSTALLED_FROM) | $(PY)
+	find $(VENV)/ -maxdepth 1 -name '.installed-*' ! -name '.installed-$(COMPILE)-*' -delete
+	$(INSTALL) '.[$*]'
 	touch $@
 
-demo: $(VENV)/.installed-demo
+demo: $(VENV)/.installed-$(COMPILE)-demo
 	$(PY) -m yaad demo $(ARGS)
 
-test: $(VENV)/.installed-test
-	$(PY) -m pytest tests $(ARGS)
+test: $(VENV)/.installed-$(COMPILE)-test
+	YAAD_EXPECT_COMPILED=$(COMPILE) $(PY) -m pytest tests $(ARGS)
 
-lint: $(VENV)/.installed-lint
+lint: $(VENV)/.installed-$(COMPILE)-lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-docs: $(VENV)/.installed-docs
+docs: $(VENV)/.installed-$(COMPILE)-docs
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
-bench: $(VENV)/.installed-bench
+bench: $(VENV)/.installed-$(COMPILE)-bench
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m benchmarks $(ARGS)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m benchmarks.jacobian
 
-fuzz: $(VENV)/.installed-test
+fuzz: $(VENV)/.installed-$(COMPILE)-test
 	YAAD_FUZZ_PROGRAMS=5000 $(PY) -m pytest tests -k fuzz $(ARGS)
 
 # On a machine with a CUDA GPU: the CuPy tests, then W1-W8 on CuPy next to PyTorch CUDA.
-gpu-check: $(VENV)/.installed-test $(VENV)/.installed-gpu
+gpu-check: $(VENV)/.installed-$(COMPILE)-test $(VENV)/.installed-$(COMPILE)-gpu
 	$(PY) tools/gpu_check.py $(ARGS)
 
 clean:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.machinery
 import inspect
 import os
 import shutil
@@ -64,22 +65,28 @@ def _warnings(output: str) -> list[str]:
             if "warning" in line.lower() and "Location 'file:" not in line]  # pip's config
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory) -> Path:
-    """The sdist and the wheel, built from a copy of the sources."""
-    tmp = tmp_path_factory.mktemp("release")
+def _build(tmp: Path, **env: str) -> Path:
+    """The sdist and the wheel, built from a copy of the sources (``env``: the build's
+    settings, see setup.py)."""
     src = tmp / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src)
     shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__",
                                                                              "*.egg-info"))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",
+                                                            "YAAD_COMPILE")} | env
     run = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
                           str(tmp / "dist"), str(src)], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert not _warnings(run.stdout + run.stderr), _warnings(run.stdout + run.stderr)
     return tmp / "dist"
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    """The pure-Python sdist and wheel (the default build)."""
+    return _build(tmp_path_factory.mktemp("release"))
 
 
 def test_build_makes_a_wheel_and_an_sdist_with_metadata(dist):
@@ -100,22 +107,28 @@ def test_build_makes_a_wheel_and_an_sdist_with_metadata(dist):
     assert not any(n.startswith(("tests/", "benchmarks/", "examples/")) for n in names)
 
 
-def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_examples(dist, tmp_path):
-    assert set(QUICK) == {p.name for p in (ROOT / "examples").glob("*.py")}, (
-        "give each example a quick run in QUICK")
-    env_dir = tmp_path / "venv"
+def _install(wheel: Path, where: Path) -> Path:
+    """A fresh virtual environment with ``wheel`` installed (no network); it reaches this
+    one's site-packages for NumPy and the rest. Returns its python."""
+    env_dir = where / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    wheel = next(dist.glob("*.whl"))
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
                               "--no-deps", "--no-index", "--disable-pip-version-check",
-                              str(wheel)], capture_output=True, text=True)
+                              "--force-reinstall", str(wheel)], capture_output=True, text=True)
     assert install.returncode == 0, install.stderr[-3000:]
     assert not _warnings(install.stdout + install.stderr), install.stdout + install.stderr
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path("
                            "'purelib'))"], capture_output=True, text=True, check=True)
     (Path(site.stdout.strip()) / "_test_dependencies.pth").write_text(
         sysconfig.get_path("purelib") + "\n")
+    return python
+
+
+def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_examples(dist, tmp_path):
+    assert set(QUICK) == {p.name for p in (ROOT / "examples").glob("*.py")}, (
+        "give each example a quick run in QUICK")
+    python = _install(next(dist.glob("*.whl")), tmp_path)
     code = f"QUICK = {QUICK!r}\nEXAMPLES = {str(ROOT / 'examples')!r}\n" + RUN_EXAMPLES
     env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
     run = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env,
@@ -123,6 +136,118 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_examples(dist, tmp_pa
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert [line for line in run.stdout.splitlines() if line.startswith("ran ")] == [
         f"ran {name}" for name in QUICK]
+    _check_gradients(python, tmp_path, compiled=False)
+
+
+# ---- the compiled build (setup.py, YAAD_COMPILE=1) ------------------------------------------
+
+def _compiled_modules() -> tuple[str, ...]:
+    """setup.py's COMPILED: the modules a compiled build makes extension modules."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    (value,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                and [t.id for t in n.targets if isinstance(t, ast.Name)] == ["COMPILED"]]
+    return ast.literal_eval(value)
+
+
+def _is_extension(module: object) -> bool:
+    return str(getattr(module, "__file__", "")).endswith(tuple(importlib.machinery
+                                                               .EXTENSION_SUFFIXES))
+
+
+# Gradients of a few kinds of graph in the installed copy, against NumPy's formulas; the
+# modules setup.py compiles are listed with what they are.
+CHECK_GRADIENTS = """
+import importlib, importlib.machinery, sys
+import numpy as np
+import yaad
+assert yaad.__file__.startswith(sys.prefix), yaad.__file__
+rng = np.random.default_rng(0)
+a0, b0 = rng.standard_normal((5, 5)), rng.standard_normal((5, 5))
+a, b = yaad.tensor(a0, requires_grad=True), yaad.tensor(b0, requires_grad=True)
+yaad.trace(a @ b).backward()
+np.testing.assert_allclose(a.grad, b0.T, rtol=1e-14)
+np.testing.assert_allclose(b.grad, a0.T, rtol=1e-14)
+x0 = rng.uniform(0.5, 1.5, 70_000)  # large: the backward's in-place temporaries
+x = yaad.tensor(x0, requires_grad=True)
+y = x
+for _ in range(50):
+    y = yaad.sin(y) * 0.5 + y / 3.0
+loss = y.sum()
+loss.backward(retain_graph=True)
+first = x.grad.copy()
+loss.backward()
+g, v = np.ones_like(x0), [x0]
+for _ in range(50):
+    v.append(np.sin(v[-1]) * 0.5 + v[-1] / 3.0)
+for t in reversed(v[:-1]):
+    g = g * (np.cos(t) * 0.5 + 1 / 3.0)
+np.testing.assert_allclose(first, g, rtol=1e-12)
+np.testing.assert_allclose(x.grad, 2 * g, rtol=1e-12)
+z = yaad.tensor(np.array([1.0 + 2.0j, -0.5j]), requires_grad=True)
+(yaad.abs(z * z) ** 2).sum().backward()  # |z|^4: gradient 4 |z|^2 z (conjugate convention)
+np.testing.assert_allclose(z.grad, 4 * np.abs(z.data) ** 2 * z.data, rtol=1e-14)
+ext = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+for name in MODULES:
+    print(name, importlib.import_module("yaad." + name).__file__.endswith(ext))
+"""
+
+
+def _check_gradients(python: Path, where: Path, compiled: bool) -> None:
+    modules = _compiled_modules()
+    run = subprocess.run([str(python), "-c", f"MODULES = {modules!r}\n" + CHECK_GRADIENTS],
+                         cwd=where, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.stdout.split() == [w for m in modules for w in (m, str(compiled))]
+
+
+def _python_files(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as whl:
+        return {n for n in whl.namelist() if n.startswith("yaad/")}
+
+
+def test_the_compiled_wheel_installs_runs_and_passes_the_refcount_tests(tmp_path_factory):
+    dist = _build(tmp_path_factory.mktemp("compiled"), YAAD_COMPILE="1")
+    (wheel,) = dist.glob("*.whl")
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    assert wheel.name.startswith(f"yaad_autodiff-{yaad.__version__}-{tag}-{tag}-"), wheel.name
+    names = _python_files(wheel)
+    for module in _compiled_modules():  # the extension module, and its source beside it
+        assert {f"yaad/{module}{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES
+                } & names, sorted(names)
+        assert f"yaad/{module}.py" in names
+    where = tmp_path_factory.mktemp("compiled-venv")
+    python = _install(wheel, where)
+    _check_gradients(python, where, compiled=True)
+    # the decisions taken from reference counts, in the compiled build
+    run = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(ROOT / "tests" / "test_refcounts.py"),
+                          str(ROOT / "tests" / "test_engine.py")],
+                         cwd=where, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+
+def test_without_a_c_compiler_the_compiled_build_falls_back_to_pure_python(tmp_path_factory):
+    dist = _build(tmp_path_factory.mktemp("no-compiler"), YAAD_COMPILE="1", CC="false")
+    (wheel,) = dist.glob("*.whl")
+    assert not [n for n in _python_files(wheel)
+                if n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+    where = tmp_path_factory.mktemp("no-compiler-venv")
+    _check_gradients(_install(wheel, where), where, compiled=False)
+
+
+def test_the_build_under_test_is_the_one_asked_for():
+    """``make test`` sets YAAD_EXPECT_COMPILED to the build it installed (1: compiled)."""
+    kinds = {m: _is_extension(importlib.import_module(f"yaad.{m}")) for m in _compiled_modules()}
+    assert len(set(kinds.values())) == 1, f"partly compiled: {kinds}"
+    expected = os.environ.get("YAAD_EXPECT_COMPILED")
+    if expected is not None:
+        assert all(kinds.values()) == (expected == "1"), (expected, kinds)
+
+
+def test_no_extension_module_sits_in_the_source_tree():
+    # An extension built in place would shadow its .py in an editable install (an edit
+    # would silently not run); setup.py never builds in place.
+    assert not [p for p in (ROOT / "src").rglob("*") if p.suffix in (".so", ".pyd", ".c")]
 
 
 # ---- type checking (make lint runs mypy; these checks keep its configuration honest) ----
