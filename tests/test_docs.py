@@ -198,6 +198,8 @@ def _help(program: tuple) -> str:
 
 def check_command(words: list[str], where: str) -> None:
     """A shell command from the docs names what exists."""
+    while re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):  # an environment variable
+        words = words[1:]
     if words[0] == "make":
         assert words[1] in _make_targets(), f"{where}: no make target '{words[1]}'"
         args = next((w[5:] for w in words if w.startswith("ARGS=")), "")
