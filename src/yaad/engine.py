@@ -37,10 +37,9 @@ ndarray = np.ndarray
 
 
 def _refs_of_a_local() -> int:
-    """What ``_getrefcount(x)`` gives in this module for an object that only the local
-    variable ``x`` holds: 2 interpreted (the variable and the call's argument), 1 when the
-    module is compiled (Cython passes the argument borrowed). The reference-count decisions
-    compare against it, so they hold in either build (tests/test_refcounts.py)."""
+    """``_getrefcount`` of an object only a local variable holds, as this module is built:
+    2 interpreted (the variable, the argument), 1 compiled (Cython passes it borrowed).
+    The decisions compare against it, right in either build (tests/test_refcounts.py)."""
     x = ndarray(0)
     return _getrefcount(x)
 
@@ -339,8 +338,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         except AttributeError:
             prev = None
         if prev is None:
-            # g is kept without a copy when nothing else holds it (not another leaf, a
-            # hook, the caller's gradient=): counted here, where g is a local variable
+            # no copy if nothing else (a hook, gradient=) holds it: counted on this local
             sole = _getrefcount(g) <= _SOLE
             leaf._grad = own(g, sole)
         else:
