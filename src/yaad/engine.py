@@ -37,9 +37,8 @@ ndarray = np.ndarray
 
 
 def _refs_of_a_local() -> int:
-    """``_getrefcount`` of an object only a local variable holds, as this module is built:
-    2 interpreted (the variable, the argument), 1 compiled (Cython passes it borrowed).
-    The decisions compare against it, right in either build (tests/test_refcounts.py)."""
+    """``_getrefcount`` of an object only a local variable holds, as this module is built
+    (2 interpreted; 1 compiled, Cython passes it borrowed): see tests/test_refcounts.py."""
     x = ndarray(0)
     return _getrefcount(x)
 
@@ -337,12 +336,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             prev = leaf._grad
         except AttributeError:
             prev = None
-        if prev is None:
-            # no copy if nothing else (a hook, gradient=) holds it: counted on this local
-            sole = _getrefcount(g) <= _SOLE
-            leaf._grad = own(g, sole)
-        else:
-            leaf._grad = accumulate_grad(prev, g, create_graph)
+        # no copy if nothing else (a hook, gradient=) holds it: counted on this local
+        sole = prev is None and _getrefcount(g) <= _SOLE
+        leaf._grad = own(g, sole) if prev is None else accumulate_grad(prev, g, create_graph)
     return results
 
 
