@@ -642,19 +642,6 @@ def _zeros_tree(tree: Any) -> Any:
 # ---- Jacobians ----------------------------------------------------------------------------
 
 
-def _refuse_foreign(fname: str, values: Sequence[Any]) -> None:
-    """Raise naming the library if one of ``values`` (tensors or arrays) is another
-    library's array: a Jacobian is built by vmap over unit vectors, which runs on NumPy."""
-    for v in values:
-        data = v._data if isinstance(v, Tensor) else v
-        if is_foreign(data):
-            library = backend_name(data)
-            raise BackendError(
-                f"{fname}: the Jacobian is built by vmap over unit vectors, and vmap does "
-                f"not run on {library} arrays; convert with t.to('numpy'), or take its "
-                f"rows one at a time with yaad.func.vjp (which runs on {library} arrays)")
-
-
 def _basis(shape: tuple[Any, ...], dtype: np.dtype, scale: complex = 1) -> np.ndarray:
     """The unit vectors of arrays of ``shape``, stacked: shape ``(n,) + shape``."""
     n = math.prod(shape)
@@ -724,7 +711,7 @@ def jacrev(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
         if holomorphic and not all(is_complex(x) for x in rev.inputs):
             raise TypeError("jacrev: holomorphic=True needs complex inputs")
         outs = rev.out_leaves
-        _refuse_foreign("jacrev", [*rev.inputs, *outs])
+        _refuse_foreign([*rev.inputs, *outs], "jacrev", _JACOBIAN_ROWS)
         cot_zeros = [_zeros(o) for o in outs]
         blocks = []
         for j, o in enumerate(outs):
@@ -774,7 +761,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
         nums, single = _argnums(argnums, len(args), "jacfwd")
         leaves, in_tree = _tree_flatten(tuple(args[n] for n in nums))
         xs = [_as_float_tensor(x, "jacfwd", f"input {k}") for k, x in enumerate(leaves)]
-        _refuse_foreign("jacfwd", xs)
+        _refuse_foreign(xs, "jacfwd", _JACOBIAN_ROWS)
         if holomorphic and not all(is_complex(x) for x in xs):
             raise TypeError("jacfwd: holomorphic=True needs complex inputs")
         array_mode = _array_mode(leaves)
@@ -857,7 +844,7 @@ def hessian(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
         if not holomorphic:
             nums, _ = _argnums(argnums, len(args), "hessian")
             for n in nums:
-                _refuse_foreign("hessian", _tree_flatten(args[n])[0])
+                _refuse_foreign(_tree_flatten(args[n])[0], "hessian", _JACOBIAN_ROWS)
                 for x in _tree_flatten(args[n])[0]:
                     if dtype_kind(_dtype(x)) == "c":
                         raise TypeError(
@@ -995,7 +982,8 @@ def _vmap(func: Callable[..., Any], in_axes: Any, out_axes: Any, chunk_size: int
 
     def wrapper(*args: Any) -> Any:
         leaves, tree = _tree_flatten(args)
-        _refuse_foreign_batch(leaves)
+        _refuse_foreign(leaves, "yaad.func.vmap", "Loop over the examples (each call runs "
+                        "on {library}), write the function for the whole batch")
         axes = _axes_for(tuple(in_axes) if isinstance(in_axes, list) else in_axes, tree,
                          "in_axes")
         size, axes = _batch_size(leaves, axes)
@@ -1045,18 +1033,23 @@ def _batch_size(leaves: list[Any], axes: list[Any]) -> tuple[int, list[Any]]:
     return size, norm
 
 
-def _refuse_foreign_batch(leaves: list[Any]) -> None:
-    """vmap's batching rules are written for NumPy arrays: another library's array raises
-    (rather than being converted to NumPy)."""
-    for x in leaves:
-        d = x._data if isinstance(x, Tensor) else x
+# (a Jacobian is built by vmap over unit vectors)
+_JACOBIAN_ROWS = "Take the Jacobian's rows one at a time with yaad.func.vjp (it runs on {library})"
+
+
+def _refuse_foreign(values: Sequence[Any], fname: str, hint: str) -> None:
+    """Raise naming the library if one of ``values`` (tensors or arrays) is another
+    library's array: vmap's batching rules run NumPy code, and it converts nothing.
+    ``hint`` (with ``{library}``) says what to do instead."""
+    for v in values:
+        d = v._data if isinstance(v, Tensor) else v
         if is_foreign(d):
             library = backend_name(d)
             raise BackendError(
-                f"yaad.func.vmap: no batching for arrays of backend {library} (shape "
-                f"{tuple(d.shape)}): its batching rules run NumPy code. Loop over the examples "
-                f"(each call runs on {library}), write the function for the whole batch, or "
-                f"move the inputs with t.to('numpy') (see docs/backends.md).")
+                f"{fname}: no batching for arrays of backend {library} (shape "
+                f"{tuple(d.shape)}): vmap's batching rules run NumPy code. "
+                f"{hint.format(library=library)}, or move the inputs with t.to('numpy') "
+                f"(see docs/backends.md).")
 
 
 def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[Any],
