@@ -426,12 +426,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def _example(name: str) -> Any:
-    """The script ``examples/<name>.py`` of a source checkout as a module, or None."""
+    """The script ``examples/<name>.py`` of the source checkout this module is in, or of
+    the current directory (an installed, not editable, yaad run from a checkout), as a
+    module; None where neither has it."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples",
-                        f"{name}.py")
-    if not os.path.exists(path):
+    places = (os.path.join(os.path.dirname(__file__), os.pardir, os.pardir), os.getcwd())
+    path = next((p for p in (os.path.join(d, "examples", f"{name}.py") for d in places)
+                 if os.path.exists(p)), None)
+    if path is None:
         return None
     spec = importlib.util.spec_from_file_location(f"yaad_example_{name}", path)
     module = importlib.util.module_from_spec(spec)
