@@ -90,20 +90,31 @@ class Node:
                                        if n == 2 else (None, None, tuple(edges)))
 
 
-def new_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,
-             parents: tuple[Any, ...]) -> Node:
-    """A node recorded now: the one constructor (op.py's one- and two-input paths inline
-    it, for speed; tests/test_node_paths.py checks that they build the same node)."""
+def record_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,
+                e0: Any, e1: Any = UNARY, more: tuple[Any, ...] | None = None) -> Node:
+    """A node recorded now, the one constructor: its edges ``e0`` and ``e1`` (``UNARY``
+    for one input), or ``more`` for three inputs or more."""
     node = _new(Node)
     node.op = op
     node.args = args
     node.kw = kw
     node.ans = ans
-    node.parents = parents
+    node.e0 = e0
+    node.e1 = e1
+    node.more = more
     node.epoch = clock[0]
     node.extra = None
     node.visit = 0
     return node
+
+
+def new_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,
+             parents: tuple[Any, ...]) -> Node:
+    """:func:`record_node` with the edges as one sequence (any number of inputs)."""
+    n = len(parents)
+    if n > 2:
+        return record_node(op, args, kw, ans, None, None, tuple(parents))
+    return record_node(op, args, kw, ans, *parents)
 
 
 class NodeExtra:

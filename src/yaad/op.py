@@ -30,7 +30,7 @@ from .backend import BackendError, any_foreign, is_foreign, is_inexact
 from .backend import call as call_foreign
 from .errors import error, with_op_name
 from .grad_mode import state
-from .graph import UNARY, Node, ShapeDtype, clock, new_node
+from .graph import Node, ShapeDtype, new_node, record_node
 from .modes import run_modes, set_final
 from .tensor import Tensor, make_tensor
 from .views import note_view, note_views
@@ -234,11 +234,9 @@ def _make_function(spec: Op) -> Callable:
                 py = (y._node or y) if yt and y.requires_grad else None
                 if (px is not None or py is not None) and (
                         elementwise or ans.dtype.kind in "fc"):
-                    node = _new(Node)
-                    node.op = spec
                     if save_args:
                         if not prunable or (px is not None and py is not None):
-                            node.args = (xd, yd)
+                            saved = (xd, yd)
                         else:  # keep what the one rule that runs reads (x * c: c)
                             r0, r1 = spec.reads[0] if py is None else spec.reads[1]
                             if not r0 and hasattr(xd, "dtype"):  # _meta, inlined
@@ -247,23 +245,18 @@ def _make_function(spec: Op) -> Callable:
                             if not r1 and hasattr(yd, "dtype"):
                                 yd = (None if elementwise and yd.shape == ans.shape
                                       and yd.dtype is ans.dtype else ShapeDtype(yd.shape, yd.dtype))
-                            node.args = (xd, yd)
+                            saved = (xd, yd)
                     elif elementwise:
                         # None: the input has the output's shape and dtype.
-                        node.args = (
+                        saved = (
                             None if px is None or (xd.shape == ans.shape and xd.dtype is ans.dtype)
                             else ShapeDtype(xd.shape, xd.dtype),
                             None if py is None or (yd.shape == ans.shape and yd.dtype is ans.dtype)
                             else ShapeDtype(yd.shape, yd.dtype))
                     else:
-                        node.args = (ShapeDtype(xd.shape, xd.dtype) if hasattr(xd, "dtype") else xd,
-                                     ShapeDtype(yd.shape, yd.dtype) if hasattr(yd, "dtype") else yd)
-                    node.kw = None
-                    node.ans = ans if save_ans else None
-                    node.e0, node.e1, node.more = px, py, None  # (the parents: graph.Node)
-                    node.epoch = clock[0]
-                    node.extra = None
-                    node.visit = 0
+                        saved = (ShapeDtype(xd.shape, xd.dtype) if hasattr(xd, "dtype") else xd,
+                                 ShapeDtype(yd.shape, yd.dtype) if hasattr(yd, "dtype") else yd)
+                    node = record_node(spec, saved, None, ans if save_ans else None, px, py)
                     out._node = node
                     out.requires_grad = True
                     if views2 and ans.base is not None:
@@ -290,20 +283,13 @@ def _make_function(spec: Op) -> Callable:
         out._data = ans
         rec = st.enabled
         if rec and x.requires_grad and (elementwise or ans.dtype.kind in "fc"):
-            node = _new(Node)
-            node.op = spec
             if save_args:
-                node.args = (xd,)
+                saved = (xd,)
             elif elementwise and xd.shape == ans.shape and xd.dtype is ans.dtype:
-                node.args = (None,)
+                saved = (None,)
             else:
-                node.args = (ShapeDtype(xd.shape, xd.dtype),)
-            node.kw = None
-            node.ans = ans if save_ans else None
-            node.e0, node.e1, node.more = x._node or x, UNARY, None
-            node.epoch = clock[0]
-            node.extra = None
-            node.visit = 0
+                saved = (ShapeDtype(xd.shape, xd.dtype),)
+            node = record_node(spec, saved, None, ans if save_ans else None, x._node or x)
             out._node = node
             out.requires_grad = True
         else:
