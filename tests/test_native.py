@@ -268,6 +268,14 @@ def _yaad_call(fn, arrays):
     return out.data, [x.grad for x in xs]
 
 
+def _same_as_eager(compiled, f, a):
+    """The compiled call's value and gradient for input ``a`` equal eager yaad's."""
+    got, (g,) = _yaad_call(compiled, [a])
+    want, (gw,) = _yaad_call(f, [a])
+    _close(got, want)
+    _close(g, gw)
+
+
 def _torch_call(prog, arrays):
     xs = [torch.tensor(a, requires_grad=True) for a in arrays]
     out = prog(Torch, *xs)
@@ -315,10 +323,7 @@ def test_native_reads_a_captured_tensor_on_every_call(force_native):
     c = Y.compile(f)
     for k in range(5):
         a = RNG.standard_normal((4, 3))
-        got, (g,) = _yaad_call(c, [a])
-        want, (gw,) = _yaad_call(f, [a])
-        _close(got, want)
-        _close(g, gw)
+        _same_as_eager(c, f, a)
         if k >= 2:  # (once the native program is built: it checks itself on the
             # recorded values, which share their memory with w)
             w.data[...] = RNG.standard_normal((4, 4))  # changed in place between calls
@@ -350,10 +355,7 @@ def test_uncovered_op_keeps_the_numpy_replay(force_native):
     c = Y.compile(f)
     for _ in range(4):
         a = RNG.standard_normal((3, 3))
-        got, (g,) = _yaad_call(c, [a])
-        want, (gw,) = _yaad_call(f, [a])
-        _close(got, want)
-        _close(g, gw)
+        _same_as_eager(c, f, a)
     end = _end(c)
     assert not end.fused_call and end.fused_bwd is None
     assert c.stats["replayed"] == 2
@@ -428,10 +430,7 @@ def test_merged_subexpression_read_by_the_backward_is_not_stale(monkeypatch, bac
     c = Y.compile(f)
     for _ in range(5):
         a = RNG.standard_normal(6)
-        got, (g,) = _yaad_call(c, [a])
-        want, (gw,) = _yaad_call(f, [a])
-        _close(got, want)
-        _close(g, gw)
+        _same_as_eager(c, f, a)
     assert _end(c).fused_call
 
 
@@ -469,8 +468,5 @@ def test_merged_subexpression_with_default_settings_large_array():
     c = Y.compile(f)
     for _ in range(4):
         a = RNG.standard_normal(200_000)
-        got, (g,) = _yaad_call(c, [a])
-        want, (gw,) = _yaad_call(f, [a])
-        _close(got, want)
-        _close(g, gw)
+        _same_as_eager(c, f, a)
     assert _end(c).fused_call
