@@ -88,7 +88,7 @@ def _jvp_from(d, name, real_only):
     return jvp
 
 
-def elementwise_op(name: str, fn, *derivs, real_only: bool = False, selects: bool = False):
+def elementwise_op(name: str, fn, *derivatives, real_only: bool = False, selects: bool = False):
     """Declare an elementwise function from its derivatives (see the module docstring).
 
     ``None`` in place of a derivative marks a non-differentiable input (an order, say).
@@ -96,16 +96,16 @@ def elementwise_op(name: str, fn, *derivs, real_only: bool = False, selects: boo
     (``maximum``: NumPy compares complex numbers lexicographically): the forward stays
     NumPy's, the gradient raises.
     """
-    used = [d for d in derivs if d is not None]
+    used = [d for d in derivatives if d is not None]
     save_ans = any(_uses(d, 0) for d in used)
-    save_args = any(_uses(d, k) for d in used for k in range(1, len(derivs) + 1))
-    n = len(derivs)
+    save_args = any(_uses(d, k) for d in used for k in range(1, len(derivatives) + 1))
+    n = len(derivatives)
     f = op(fn, name=name,
-           vjp=tuple(None if d is None else _vjp_from(d, name, real_only) for d in derivs),
-           jvp=tuple(None if d is None else _jvp_from(d, name, real_only) for d in derivs),
+           vjp=tuple(None if d is None else _vjp_from(d, name, real_only) for d in derivatives),
+           jvp=tuple(None if d is None else _jvp_from(d, name, real_only) for d in derivatives),
            save_args=save_args, save_ans=save_ans, elementwise=True, selects=selects,
-           reads=[[d is not None and _uses(d, k) for k in range(1, n + 1)] for d in derivs])
-    _rows.append((f.op, derivs, real_only))
+           reads=[[d is not None and _uses(d, k) for k in range(1, n + 1)] for d in derivatives])
+    _rows.append((f.op, derivatives, real_only))
     return f
 
 
@@ -117,16 +117,16 @@ def _bind_to_numpy(namespace: dict) -> None:
     functions behind them: the same code, without dispatch, for the first-order backward
     (design decision 6: higher derivatives must not slow down first derivatives)."""
     plain = {k: (v.op.forward if hasattr(v, "op") else v) for k, v in namespace.items()}
-    for spec, derivs, real_only in _rows:
+    for declared, derivatives, real_only in _rows:
         bound = []
-        for d in derivs:
+        for d in derivatives:
             if d is None:
                 bound.append(None)
                 continue
             fast = types.FunctionType(d.__code__, plain, d.__name__, d.__defaults__,
                                       d.__closure__)
-            bound.append(_checked(fast, spec.name) if real_only else fast)
-        spec.numpy_derivatives = tuple(bound)
+            bound.append(_checked(fast, declared.name) if real_only else fast)
+        declared.numpy_derivatives = tuple(bound)
 
 
 def _checked(d, name):

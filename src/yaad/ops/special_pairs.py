@@ -15,16 +15,16 @@ from ..op import op
 from .elementwise import cos, sin, sinc, where
 
 
-def _pair(fn, name: str, derivs: tuple, doc: str):
+def _pair(fn, name: str, derivatives: tuple, doc: str):
     def vjp(g, ans, x):
         total = 0
-        for gk, d in zip(g, derivs):
+        for gk, d in zip(g, derivatives):
             if gk is not None:
                 total = total + gk * d(x).conjugate()
         return total
 
     f = op(fn, name=name, nout=2, save_ans=False, vjp=vjp, batch="broadcast",
-           jvp=lambda t, ans, x: tuple(t * d(x) for d in derivs))
+           jvp=lambda t, ans, x: tuple(t * d(x) for d in derivatives))
     f.__doc__ = doc
     return f
 
