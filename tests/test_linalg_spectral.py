@@ -621,3 +621,29 @@ def test_gauge_errors_name_the_call_site_of_the_decomposition():
     assert f"test_linalg_spectral.py, line {line}" in msg
     assert "call 3 from that line in this process" in msg
     assert "`u, s, vh = L.svd(m @ x)`" in msg and msg.startswith("linalg.svd: ")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("values", ["eigvalsh", "svdvals"])
+def test_second_order_when_no_column_gets_a_cotangent(values, dtype):
+    # Found by test_fuzz_program[911547] (YAAD_FUZZ_SEED=910000): the maximum takes x
+    # everywhere, so the first gradient's eigenvector (singular vector) terms get exactly
+    # zero cotangents in the second pass; the rule's truncated-block solve then had no
+    # column and its max over zero shifts raised. The loss is sum(x) near x: its Hessian
+    # is zero, and gradgradcheck compares with finite differences.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 2)) + 5
+    if dtype == np.complex128:
+        x = x + 1j * rng.standard_normal((2, 2))
+    fn = getattr(yaad.linalg, values)
+
+    def loss(t):
+        return yaad.sum(yaad.real(yaad.maximum(-fn(t) - 100, yaad.real(t))))
+
+    t = yaad.tensor(x, requires_grad=True)
+    assert gradgradcheck(loss, [t])
+    (g,) = yaad.autograd.grad(loss(t), [t], create_graph=True)
+    assert g.dtype == np.dtype(dtype)
+    (h,) = yaad.autograd.grad(yaad.sum(yaad.real(g) * np.arange(4.0).reshape(2, 2)), [t],
+                              allow_unused=True)
+    assert h is None or np.array_equal(np.asarray(h), np.zeros((2, 2), dtype))
