@@ -48,10 +48,13 @@ def _foreign_type(cls: type) -> bool:
 
 
 def backend_name(x: Any) -> str:
-    """The library an array belongs to, by its top-level module name: ``"numpy"``,
-    ``"cupy"``, ``"dask"``, ``"array_api_strict"``, ..."""
-    if isinstance(x, _NUMPY_TYPES) or not _foreign_type(type(x)):
+    """The library an array (or a tensor's array) belongs to, by its top-level module
+    name: ``"numpy"``, ``"cupy"``, ``"dask"``, ``"array_api_strict"``, ..."""
+    if isinstance(x, _NUMPY_TYPES):
         return "numpy"
+    if not _foreign_type(type(x)):
+        data = getattr(x, "_data", None)  # a tensor: its array's library
+        return "numpy" if data is None else backend_name(data)
     return _library(type(x))
 
 
@@ -61,7 +64,8 @@ def _library(cls: type) -> str:
 
 def namespace(x: Any) -> Any:
     """The array API namespace of ``x``: the ``numpy`` module for NumPy arrays and
-    scalars (and anything else NumPy reads as an array); for another library's array,
+    scalars (and anything else NumPy reads as an array); for a tensor, its array's; for
+    another library's array,
     its namespace through ``array-api-compat`` (e.g. ``array_api_compat.cupy``,
     ``array_api_compat.dask.array``), or its own ``__array_namespace__()``.
 
@@ -73,8 +77,11 @@ def namespace(x: Any) -> Any:
     -------
     module
     """
-    if isinstance(x, _NUMPY_TYPES) or not _foreign_type(type(x)):
+    if isinstance(x, _NUMPY_TYPES):
         return np
+    if not _foreign_type(type(x)):
+        data = getattr(x, "_data", None)  # a tensor (a rule's argument): its array's
+        return np if data is None else namespace(data)
     return _namespace_of_type(type(x), x)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .backend import any_foreign, backend_name, is_foreign
+from .backend import is_foreign
 from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
 from .compiled.reverse import record_backward
@@ -50,7 +50,7 @@ def _flat(x: Any, leaves: list[Any], objects: list[Any]) -> Any:
     if isinstance(x, Tensor):
         leaves.append(x)
         d = x._data
-        return (d.shape, d.dtype, x.requires_grad, x._node is None)
+        return (d.shape, d.dtype, x.requires_grad, x._node is None, d.__class__)
     if isinstance(x, np.ndarray):
         leaves.append(x)
         return (x.shape, x.dtype)
@@ -116,6 +116,16 @@ def _modules_of(fn: Callable[..., Any]) -> list[Any]:
         if isinstance(c, _model_types) and all(c is not m for m in found):
             found.append(c)
     return found
+
+
+def _foreign_array(leaves: list[Any]) -> Any:
+    """The first input that is another library's array (None: NumPy's only): a replay for
+    this signature calls each op as eager mode does on such arrays."""
+    for x in leaves:
+        d = x._data if isinstance(x, Tensor) else x
+        if is_foreign(d):
+            return d
+    return None
 
 
 class Compiled:
@@ -210,13 +220,6 @@ class Compiled:
         except _Eager as e:
             return self._run_eager(None, str(e), args, kw)
         tree = self._trees.get(key)
-        if tree is None and key not in self._eager and any_foreign(
-                [x._data if isinstance(x, Tensor) else x for x in leaves]):
-            library = next(backend_name(x._data if isinstance(x, Tensor) else x) for x in leaves
-                           if is_foreign(x._data if isinstance(x, Tensor) else x))
-            return self._run_eager(key, f"its inputs are {library} arrays, and a compiled "
-                                        f"replay runs NumPy code only (eager yaad runs on "
-                                        f"{library})", args, kw)
         if tree is not None and tree.call is not None:
             try:
                 out = tree.call(leaves)
@@ -244,7 +247,7 @@ class Compiled:
                 return self.fn(*args, **kw)
             self._make_room()
             tree = self._trees[key] = Tree([isinstance(x, Tensor) for x in leaves],
-                                           2 if self.verify else 1)
+                                           2 if self.verify else 1, _foreign_array(leaves))
             try:
                 tree.state = watch(self.fn, objects)  # type: ignore[assignment]  # (Tree untyped)
             except TooMuchState:
@@ -283,7 +286,7 @@ class Compiled:
     def _record(self, key: Any, tree: Tree, args: tuple[Any, ...], kw: dict[Any, Any],
                 leaves: list[Any]) -> Any:
         self.stats["recorded"] += 1
-        rec = Recorder(record_backward)
+        rec = Recorder(record_backward, tree.foreign, tree.lazy)
         views = {}
         for k, x in enumerate(leaves):
             rec.add_input(k, x)
@@ -315,7 +318,8 @@ class Compiled:
         else:
             spec = rec.output_spec(out)
             result = plain_outputs(out)
-            rewrite(rec)
+            if tree.foreign is None:  # (the rewrites spell NumPy)
+                rewrite(rec)
             end = End(rec, spec, f"compiled {self._name}", state.enabled, self.fused)
             status = tree.insert(rec.items, end)
             tree.records += 1

@@ -332,8 +332,7 @@ def to(x: Any, backend: Any) -> Any:
     Tensor or array
         ``x`` itself when it is already there.
     """
-    data = x.data if isinstance(x, Tensor) else x
-    target, source = target_name(backend), backend_name(data)
+    target, source = target_name(backend), backend_name(x)  # (no value read)
     if target == source:
         return x
     if target == "cupy" and type(backend).__name__ == "Device":  # a cupy.cuda.Device

@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..backend import any_foreign
+from ..backend import call as call_foreign
 from ..op import registry
 from ..ops import products
 from .product_ops import TRACE_MM
@@ -271,14 +273,25 @@ def free_buffer(pool: list, k: int = 0) -> Any:
     return None
 
 
+def foreign_call(spec: Any, *args: Any, **kw: Any) -> Any:
+    """One op call of a replay on another library's arrays, as eager mode's op call makes
+    it: the op's body in the namespace of the arrays (see :func:`yaad.backend.call`), or
+    its forward where no argument is another library's array."""
+    if any_foreign(args):
+        return call_foreign(spec, args, kw)
+    return spec.forward(*args, **kw)
+
+
 def body_lines(items: list, ns: Namespace, indent: str = "    ",
                shapes: Any = None, recycle: set = frozenset(),
-               fail: str = "return None") -> list[str]:
+               fail: str = "return None", foreign: bool = False) -> list[str]:
     """The statements of ``items`` (entries, loads, aliases, shape guards). ``shapes(slot)``
     gives a slot's recorded shape (``shapes(slot, True)``: whether it held an ndarray), for
     the cheaper spellings; without it the forwards are called as they are. The slots in
     ``recycle``, made by a ufunc, are written into recycled arrays (see :func:`pooled`).
-    ``fail``: the statement run when a shape guard fails."""
+    ``fail``: the statement run when a shape guard fails. ``foreign``: the values are
+    another library's arrays: each op call goes through :func:`foreign_call`, with none of
+    the NumPy spellings."""
     lines = []
     for it in items:
         t = type(it)
@@ -293,6 +306,9 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
             spec = it.op
             args = [ref_src(r, ns) for r in it.args]
             kwsrc = {k: ref_src(v, ns) for k, v in it.kw.items()} if it.kw else {}
+            if foreign:
+                lines.append(indent + _foreign_line(it, args, kwsrc, ns))
+                continue
             if (it.outs[0] in recycle and isinstance(spec.forward, np.ufunc) and not kwsrc
                     and it.err is None and spec.nout == 1):
                 ns.env["_pooled"] = pooled
@@ -341,12 +357,32 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
     return lines
 
 
+def _foreign_line(it: Entry, args: list, kwsrc: dict, ns: Namespace) -> str:
+    """The statement of entry ``it`` in a replay on another library's arrays: through
+    :func:`foreign_call`, or, for an op of the tape alone (a gradient rule called as it
+    is: no public function), its forward, which calls the rules as the engine does."""
+    spec = it.op
+    lhs = ", ".join(f"v{o}" for o in it.outs) + ("," if spec.nout != 1 else "")
+    parts = args + [f"{k}={v}" for k, v in kwsrc.items()]
+    if spec.fn is None:
+        return f"{lhs} = {ns.name(spec.forward, 'f')}({', '.join(parts)})"
+    ns.env["_foreign_call"] = foreign_call
+    return f"{lhs} = _foreign_call({', '.join([ns.name(spec, 'op'), *parts])})"
+
+
+def shape_of(v: Any) -> tuple:
+    """The shape of a recorded value, read without converting it (another library's
+    array keeps its own ``shape``)."""
+    shape = getattr(v, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(v)
+
+
 class SlotInfo:
     """Recorded shapes of slots, for generated code: ``info(s)`` is slot ``s``'s shape,
     ``info(s, True)`` whether it held an ndarray."""
 
     def __init__(self, values: list) -> None:
-        self.shape = [np.shape(v) for v in values]
+        self.shape = [shape_of(v) for v in values]
         self.array = [isinstance(v, np.ndarray) for v in values]
         self.generic = [isinstance(v, np.generic) for v in values]
 

@@ -20,15 +20,18 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import backend_name, namespace
 from ..engine import run_backward
 from ..grad_mode import state
 from ..gradients import root_gradient, unit
 from ..graph import Node, check_saved, new_node
 from ..graph import clock as _clock
+from ..hooks import own as own_array
+from ..lazy import is_lazy
 from ..op import Op
 from ..tensor import Tensor, make_tensor
 from . import codegen, fused, native
-from .codegen import Namespace, item_defs, item_uses
+from .codegen import Namespace, item_defs, item_uses, shape_of
 from .reverse import reachable, reverse
 from .rewrite import simplify
 from .tape import Alias, Entry, Guard, Load, Recorder, outcome_key, same_item
@@ -74,9 +77,12 @@ def _compiled_vjp(i: int, g: Any, ans: Any, *args: Any, _c: list) -> Any:
                 or end.bwd is None):
             grads = end.eager_vjp(slots, args, g)
         else:
-            seeds = (g,) if end.nout == 1 else tuple(
-                np.zeros(s, d) if x is None else x
-                for x, s, d in zip(g, end.out_shapes, end.out_dtypes))
+            if end.nout == 1:
+                seeds = (g,)
+            else:
+                xp = np if end.foreign is None else namespace(next(x for x in g if x is not None))
+                seeds = tuple(xp.zeros(s, dtype=d) if x is None else x
+                              for x, s, d in zip(g, end.out_shapes, end.out_dtypes))
             try:
                 grads = end.bwd(slots, *seeds)
             except Exception:
@@ -111,11 +117,17 @@ def compiled_op(name: str, nout: int) -> Op:
 
 class End:
     """What a path returns: its outputs, the ``.grad`` accumulations it does, and the
-    node (with a generated backward program) its differentiable outputs hang from."""
+    node (with a generated backward program) its differentiable outputs hang from.
+
+    On another library's arrays (``rec.foreign``) the generated code calls each op as
+    eager mode does, in the arrays' namespace, without the NumPy spellings, the implicit
+    seed's constants or the fused and native backends."""
 
     def __init__(self, rec: Recorder, spec: Any, name: str, grad_enabled: bool,
                  fuse: bool = False) -> None:
         self.spec = spec
+        self.foreign = rec.foreign
+        fuse = fuse and self.foreign is None
         # What the fused backend needs, until it has been tried (see try_fuse).
         self.to_fuse = (rec.value, len([s for s in rec.src if s[0] == "in"])) if fuse \
             else None
@@ -126,14 +138,15 @@ class End:
         self.effects = [(src, s) for src, s in rec.effects]
         self.seen = 1
         self.name = name
-        codegen.specialize(rec.items, rec.value)
+        if self.foreign is None:
+            codegen.specialize(rec.items, rec.value)
         tensor_slots: list[int] = []
         _tensor_outputs(spec, tensor_slots)
         self.node_outs = [s for s in dict.fromkeys(tensor_slots) if rec.diff[s]]
         if not grad_enabled:
             self.node_outs = []
         self.nout = len(self.node_outs)
-        self.out_shapes = [np.shape(rec.value[s]) for s in self.node_outs]
+        self.out_shapes = [shape_of(rec.value[s]) for s in self.node_outs]
         self.out_dtypes = [rec.value[s].dtype for s in self.node_outs]
         self.parents: list = []
         self.parent_src: list = []
@@ -150,7 +163,7 @@ class End:
             self.parents = [s for s in sorted(needed)
                             if rec.diff[s] and rec.src[s][0] in ("in", "ext")]
             self.parent_src = [rec.src[s] for s in self.parents]
-            self.parent_shapes = [np.shape(rec.value[s]) for s in self.parents]
+            self.parent_shapes = [shape_of(rec.value[s]) for s in self.parents]
             self._build_backward(rec)
         self.needs = self._needs()
         self.info = codegen.SlotInfo(rec.value)
@@ -162,7 +175,8 @@ class End:
         """Statements building the outputs from the slot values ``slots`` and the call's
         arguments ``inputs``."""
         ns.env.update(_new=_new, _node=new_node, CT=CompiledTensor, T=Tensor, _clock=_clock,
-                      _accumulate=_accumulate, _plain=_plain_tensor, _scalar=_scalar)
+                      _accumulate=_accumulate if self.foreign is None else _accumulate_own,
+                      _plain=_plain_tensor, _scalar=_scalar)
         lines = []
         names: dict[int, str] = {}
         if self.nout:
@@ -194,7 +208,7 @@ class End:
         """``fast(node, slots, seed, retain)``: backward straight into the leaves' ``.grad``
         (False: the ordinary engine must do it: a parent is not a leaf, or has hooks)."""
         ns = Namespace()
-        ns.env.update(Node=Node, _clock=_clock, end=self, bwd=self.bwd, np=np)
+        ns.env.update(Node=Node, _clock=_clock, end=self, bwd=self.bwd, np=np, _own=own_array)
         n = len(self.parents)
         ps = ", ".join(f"p{j}" for j in range(n)) + ","
         gs = ", ".join(f"g{j}" for j in range(n)) + ","
@@ -216,7 +230,9 @@ class End:
                   "    except Exception:",
                   "        return False  # the engine's path decides (see _compiled_vjp)"]
         for j, copy in enumerate(self.copy):
-            if self.parent_shapes[j] == ():
+            if self.foreign is not None:
+                own = f"_own(g{j})"  # (copied by its library)
+            elif self.parent_shapes[j] == ():
                 own = f"np.array(g{j})"
             elif copy:
                 own = f"g{j}.copy()"
@@ -244,8 +260,9 @@ class End:
         bitems: list = []
         seeds = []
         seed_slots = []
+        xp = np if self.foreign is None else namespace(rec.value[self.node_outs[0]])
         for k, o in enumerate(self.node_outs):
-            v = np.ones(self.out_shapes[k], dtype=self.out_dtypes[k])
+            v = xp.ones(self.out_shapes[k], dtype=self.out_dtypes[k])
             s = rec.new_slot(v, None, ("seed", k), False, None)
             seeds.append((o, rec.tensor_of(s)))
             seed_slots.append(s)
@@ -279,7 +296,9 @@ class End:
     def _generate_backward(self, rec: Recorder, bitems: list, nfwd: int, seeds: list,
                            results: list) -> None:
         info = codegen.SlotInfo(rec.value)
-        codegen.specialize(bitems, rec.value)
+        foreign = self.foreign is not None
+        if not foreign:
+            codegen.specialize(bitems, rec.value)
         wanted = {s for s in results if s is not None}
         kept = simplify(_live_items(bitems, wanted), wanted, info)
         kept = _live_items(kept, wanted)
@@ -324,12 +343,13 @@ class End:
                 for s in sorted((folded - set(seeds)) & used):
                     lines.append(f"        v{s} = {ns.name(rec.value[s], 'k')}")
                 lines += codegen.body_lines(folded_items, ns, indent="        ", shapes=info,
-                                            recycle=recycle, fail="raise _Stale")
+                                            recycle=recycle, fail="raise _Stale",
+                                            foreign=foreign)
                 lines.append(f"        return ({outs},)")
             else:
                 folded = set()
         lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle,
-                                    fail="raise _Stale")
+                                    fail="raise _Stale", foreign=foreign)
         lines.append(f"    return ({outs},)")
         params = "slots, " + ", ".join(f"v{s}" for s in seeds)
         self.bwd = codegen.build("backward", params, lines, ns)
@@ -356,7 +376,7 @@ class End:
             self.fast = True
 
     def _make_one(self) -> None:
-        if self.nout == 1:
+        if self.nout == 1 and self.foreign is None:
             shape, dtype = self.out_shapes[0], self.out_dtypes[0]
             if int(np.prod(shape)) == 1 and dtype.kind != "c":
                 self.one = unit(dtype, shape)  # the implicit gradient of a real scalar
@@ -575,6 +595,12 @@ def _accumulate(t: Tensor, g: Any) -> None:
     t._grad = np.array(g) if prev is None else prev + g
 
 
+def _accumulate_own(t: Tensor, g: Any) -> None:
+    """:func:`_accumulate` for another library's arrays (copied by their library)."""
+    prev = getattr(t, "_grad", None)
+    t._grad = own_array(g) if prev is None else prev + g
+
+
 def _scalar(a: Any) -> Any:
     return a[()] if isinstance(a, np.ndarray) else a
 
@@ -682,8 +708,12 @@ def _outcome(g: Guard) -> Any:
 class Tree:
     """The recorded paths of one input signature, and their generated code."""
 
-    def __init__(self, tensors: list[bool], verify: int) -> None:
+    def __init__(self, tensors: list[bool], verify: int, foreign: Any = None) -> None:
         self.tensors = tensors  # which inputs are tensors (the others are arrays)
+        # The library of the inputs when it is not NumPy (one of their arrays: ``foreign``):
+        # the replay calls each op as eager mode does on its arrays (see End).
+        self.foreign = None if foreign is None else backend_name(foreign)
+        self.lazy = is_lazy(foreign)
         self.verify = verify  # recordings of a path needed before it is replayed
         self.root: Segment | None = None
         self.nslots = len(tensors)
@@ -849,7 +879,8 @@ class Tree:
                     lines.append(f"        return {miss}")
                 else:
                     lines += codegen.body_lines([it], ns, shapes=info[i][2],
-                                                fail=f"return {miss}")
+                                                fail=f"return {miss}",
+                                                foreign=self.foreign is not None)
             lines += [f"    slots[{s}] = v{s}" for s in sorted(defs & across)]
             if single:
                 lines += seg.end.finish_lines(ns)

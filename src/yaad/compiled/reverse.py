@@ -24,6 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import (
+    ComputeRefused,
+    computing_refused,
+    is_foreign,
+    namespace,
+    no_implementation,
+)
 from ..grad_mode import state
 from ..gradients import (
     check_inputs,
@@ -33,6 +40,7 @@ from ..gradients import (
     root_gradient,
     rule_gradients,
 )
+from ..hooks import own
 from ..op import Op
 from ..ops.strong_zero import strong_zero
 from ..tensor import Tensor
@@ -47,7 +55,8 @@ def _rule_value(rec: Recorder, r: Any, differentiable: bool) -> Any:
     if type(r) is SlotTuple:
         items = [_rule_value(rec, x, False) for x in r.items]
         return items if r.is_list else tuple(items)
-    if differentiable and isinstance(r, np.ndarray):
+    if differentiable and (isinstance(r, np.ndarray)
+                           or (rec.foreign is not None and is_foreign(r))):
         # A constant array where a tensor may go: what the rule computes from it (its
         # conjugate, say) is recorded, so it follows in-place changes of the constant.
         return rec.rule_tensor(rec.const_slot(r))
@@ -82,10 +91,12 @@ def reachable(entries: list, roots: set) -> set:
 _RULE_OPS: dict[tuple, Op] = {}
 
 
-def rule_call(spec: Op, todo: tuple, strong: bool) -> Op:
+def rule_call(spec: Op, todo: tuple, strong: bool, foreign: str | None = None) -> Op:
     """An op computing the fitted gradients of ``spec`` for its inputs ``todo`` by calling
-    its rules: ``op(g, ans, *args, **kw)``, one output per input in ``todo``."""
-    key = (spec, todo, strong)
+    its rules: ``op(g, ans, *args, **kw)``, one output per input in ``todo``. ``foreign``:
+    the library of the arrays when it is not NumPy (the rules run as the engine runs them
+    there: nothing computed on a lazy one)."""
+    key = (spec, todo, strong, foreign)
     new = _RULE_OPS.get(key)
     if new is not None:
         return new
@@ -95,14 +106,16 @@ def rule_call(spec: Op, todo: tuple, strong: bool) -> Op:
         wanted[i] = True
 
     def forward(g: Any, ans: Any, *args: Any, **kw: Any) -> Any:
-        grads = rule_gradients(spec, g, ans, args, kw, wanted + [False] * (
-            len(args) - len(wanted)), strong_zero if strong else None)
+        with _rules_on(foreign, name):
+            grads = rule_gradients(spec, g, ans, args, kw, wanted + [False] * (
+                len(args) - len(wanted)), strong_zero if strong else None)
         out = []
         for i in todo:
             gi = grads[i]
             a = args[i]
             if gi is None:  # no gradient this time: zeros add nothing
-                gi = np.zeros(np.shape(a), dtype=a.dtype)
+                gi = (np.zeros(np.shape(a), dtype=a.dtype) if foreign is None else
+                      namespace(a).zeros(a.shape, dtype=a.dtype))
             out.append(fit_gradient(gi, a, name, i, g, args))
         return out[0] if len(out) == 1 else tuple(out)
 
@@ -111,6 +124,29 @@ def rule_call(spec: Op, todo: tuple, strong: bool) -> Op:
              elementwise=False, selects=False, linear=False)
     _RULE_OPS[key] = new
     return new
+
+
+class _rules_on:
+    """Run gradient rules on arrays of library ``foreign`` (None: NumPy's, nothing to do)
+    as the engine does: on a lazy library, a rule that would compute a value raises
+    ``BackendError`` naming the op."""
+
+    def __init__(self, foreign: str | None, name: str) -> None:
+        self.foreign = foreign
+        self.name = name
+        self.refused: Any = None
+
+    def __enter__(self) -> None:
+        if self.foreign is not None:
+            self.refused = computing_refused(self.foreign)
+            self.refused.__enter__()
+
+    def __exit__(self, kind: Any, e: Any, tb: Any) -> None:
+        if self.refused is not None:
+            self.refused.__exit__(kind, e, tb)
+        if kind is not None and issubclass(kind, ComputeRefused):
+            raise no_implementation(f"{self.name} (its gradient)", str(self.foreign),
+                                    "its rule reads the values of the arrays") from None
 
 
 def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
@@ -157,8 +193,9 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
             # branch not taken, as in the engine)
             rec.quiet += int(strong)
             try:
-                raw = rule_gradients(spec, g, ans, args, kw, wanted_here,
-                                     strong_zero if strong else None)
+                with _rules_on(rec.lazy and rec.foreign or None, spec.name):
+                    raw = rule_gradients(spec, g, ans, args, kw, wanted_here,
+                                         strong_zero if strong else None)
             finally:
                 rec.quiet -= int(strong)
             for i in todo:
@@ -166,7 +203,8 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
                 if gi is not None:
                     gi = fit_gradient(gi, values[i], spec.name, i, g, values)
                     if not isinstance(gi, Tensor):  # made from shapes alone (zeros)
-                        gi = rec.tensor_of(rec.const_slot(np.asarray(gi)))
+                        gi = rec.tensor_of(rec.const_slot(
+                            np.asarray(gi) if rec.foreign is None else gi))
                     grads[i] = gi
         if not probe.reasons:
             rec.target.extend(probe.items)
@@ -207,7 +245,7 @@ def _called(rec: Recorder, e: Entry, todo: tuple, strong: bool, gs: list,
     for i in todo:
         gi = probed[i]
         outs.append(rec.new_slot(gi._data, gi, ("op",), False, gi))
-    op = rule_call(spec, todo, strong)
+    op = rule_call(spec, todo, strong, rec.foreign)
     rec.target.append(Entry(op, args, e.kw, tuple(outs), (False,) * len(args),
                             (False,) * len(outs), None,
                             tuple(rec.value[s].dtype for s in outs)))
@@ -220,7 +258,8 @@ def _seed(rec: Recorder, t: Tensor, g: Any, k: int, create_graph: bool) -> Tenso
     g = root_gradient(t, rec.unwatch(g), k, create_graph)
     if isinstance(g, Tensor):
         return rec.tensor_of(rec.slot_of(g))
-    s = rec.lookup_array(g) if isinstance(g, np.ndarray) else None
+    s = (rec.lookup_array(g) if isinstance(g, np.ndarray)
+         or (rec.foreign is not None and is_foreign(g)) else None)
     return rec.tensor_of(s if s is not None else rec.const_slot(g))
 
 
@@ -262,7 +301,8 @@ def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph
                                     "outside the function, or accumulating create_graph "
                                     "gradients", outputs, grad_outputs, create_graph,
                                     inputs, capture, allow_unused)
-    rewrite(rec)
+    if rec.foreign is None:  # (the rewrites spell NumPy: see rewrite)
+        rewrite(rec)
     prev_mode = state.enabled
     state.enabled = bool(create_graph)
     try:
@@ -284,9 +324,9 @@ def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph
         arr = rec.value[gs]
         prev = getattr(t, "_grad", None)
         if prev is None:
-            own = arr.copy()
-            rec.register_array(own, gs)
-            t._grad = own
+            mine = arr.copy() if rec.foreign is None else own(arr)
+            rec.register_array(mine, gs)
+            t._grad = mine
         else:
             t._grad = prev + arr
         src = rec.src[s]

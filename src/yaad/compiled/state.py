@@ -13,7 +13,9 @@ its submodules, parameters and buffers). The check it returns, run before every 
   a function, class or module) holds the same object as when recording;
 - dicts, lists, sets and objects have the same entries (nothing added or removed);
 - every NumPy array reached has the same bits: it may have been changed in place, and
-  what the function derived from it with NumPy was computed when recording.
+  what the function derived from it with NumPy was computed when recording; another
+  library's array the same values, compared in its library (a Dask array: the same graph,
+  by its key, so that nothing is computed).
 
 Tensors are checked by identity: the replay reads their current values (that is how an
 optimizer's in-place updates are seen), and their values reach Python only through the
@@ -30,9 +32,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..backend import is_foreign, namespace
+from ..lazy import is_lazy
 from ..tensor import Tensor
 from .codegen import Namespace, build
-from .tape import same_bits
+from .tape import same_bits, same_foreign
 
 MAX_CHECKS = 20_000  # more than this: the function runs eagerly (with a warning)
 
@@ -58,7 +62,7 @@ def _is_code(v: Any) -> bool:
 class _Walk:
     def __init__(self, module_globals: dict | None) -> None:
         self.ns = Namespace()
-        self.ns.env.update(st_same=same_bits, st_M=_MISSING)
+        self.ns.env.update(st_same=same_bits, st_same_foreign=same_foreign, st_M=_MISSING)
         self.conds: list[str] = []  # each True when the state changed
         self.seen: set[int] = set()
         self.keep: list = []  # snapshots and the objects checked (their ids stay unique)
@@ -108,6 +112,8 @@ class _Walk:
                 self.check(f"not st_same({o}, {self.name(v.copy(), 's')})")
         elif isinstance(v, Tensor):
             return
+        elif is_foreign(v):
+            self.foreign_array(v)
         elif isinstance(v, types.MethodType):
             self.value(v.__self__)
             if isinstance(v.__func__, types.FunctionType):
@@ -137,6 +143,21 @@ class _Walk:
                 self.value(x)
         elif not _is_code(v):
             self.attributes(v)
+
+    def foreign_array(self, v: Any) -> None:
+        """Another library's array: its values, compared in its library (a lazy one's
+        key, which changes with its graph: ``x[i] = ...``); an object that only looks like
+        one (no namespace) is walked as an object."""
+        o = self.name(v, "o")
+        try:
+            if is_lazy(v):
+                self.check(f"{o}.name != {v.name!r}")
+                return
+            snap = namespace(v).asarray(v, copy=True)
+        except Exception:
+            self.attributes(v)
+            return
+        self.check(f"not st_same_foreign({o}, {self.name(snap, 's')})")
 
     def mapping(self, src: str, d: dict) -> None:
         self.check(f"len({src}) != {len(d)}")

@@ -33,9 +33,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..backend import dtype_kind, is_foreign, namespace
 from ..engine import run_backward
 from ..grad_mode import state
 from ..graph import clock as _clock
+from ..lazy import is_lazy
 from ..modes import register_mode, run_modes
 from ..op import Op, registry
 from ..op import apply as _apply
@@ -166,6 +168,8 @@ def same_const(a: Any, b: Any) -> bool:
         return same_const(a._data, b._data)
     if isinstance(a, np.ndarray):
         return same_bits(a, b)
+    if is_foreign(a):
+        return same_foreign(a, b)
     if ta in (tuple, list):
         return len(a) == len(b) and all(same_ref(x, y) for x, y in zip(a, b))
     if ta is dict:
@@ -221,6 +225,21 @@ def same_bits(a: np.ndarray, snap: np.ndarray) -> bool:
     word = np.uint64 if a.nbytes % 8 == 0 else np.uint8
     return bool(np.array_equal(a.reshape(-1).view(np.uint8).view(word),
                                snap.reshape(-1).view(np.uint8).view(word)))
+
+
+def same_foreign(a: Any, snap: Any) -> bool:
+    """Whether another library's array ``a`` equals ``snap`` (shape, dtype, values; -0.0
+    differs from 0.0, a NaN equals a NaN), read in their library: for a lazy one (Dask),
+    whether they are the same graph (its key), so that nothing is computed."""
+    if tuple(a.shape) != tuple(snap.shape) or a.dtype != snap.dtype:
+        return False
+    if is_lazy(a):
+        return bool(a.name == snap.name)
+    xp = namespace(a)
+    same = (a == snap) | ((a != a) & (snap != snap))
+    if dtype_kind(a.dtype) == "f":
+        same = same & (xp.signbit(a) == xp.signbit(snap))
+    return bool(xp.all(same))
 
 
 def outcome_key(v: Any) -> Any:
@@ -346,8 +365,14 @@ class Recorder:
     (:func:`yaad.compiled.reverse.record_backward`, built on this module).
     """
 
-    def __init__(self, record_backward: Callable) -> None:
+    def __init__(self, record_backward: Callable, foreign: str | None = None,
+                 lazy: bool = False) -> None:
         self.record_backward = record_backward  # see backward
+        # The library of the inputs when it is not NumPy (see Tree.foreign), and whether
+        # its arrays are lazy (Dask: no value may be read to decide a branch, since a
+        # replay would compute it to decide again).
+        self.foreign = foreign
+        self.lazy = lazy
         self.items: list = []
         self.target = self.items  # where new items go (a probe redirects them)
         self.value: list = []
@@ -468,7 +493,8 @@ class Recorder:
         # made inside the function from constants): read on every call.
         s = self.new_slot(data, t, ("ext", t), t.requires_grad, edge)
         self.target.append(Load(s, t))
-        self.target.append(Guard(s, "meta", (np.shape(data), data.dtype, t.requires_grad,
+        shape = np.shape(data) if self.foreign is None else tuple(data.shape)
+        self.target.append(Guard(s, "meta", (shape, data.dtype, t.requires_grad,
                                              node is None), user_location()))
         return s
 
@@ -481,6 +507,9 @@ class Recorder:
             return Slot(a.slot, False)
         if t is np.ndarray:
             s = self.lookup_array(a)
+            return Slot(s, False) if s is not None else a
+        if self.foreign is not None and is_foreign(a):
+            s = self.by_array.get(id(a))
             return Slot(s, False) if s is not None else a
         if (t is tuple or t is list) and a:
             items = [self.ref(x) for x in a]
@@ -539,6 +568,10 @@ class Recorder:
         if self.probe is not None:
             self.probe.reasons.append(f"{kind}() of a value")
             return
+        if self.lazy:
+            self.escape(f"{kind}() of a value of a {self.foreign} array (a replay would "
+                        f"compute it to decide which path to take)")
+            return
         try:
             value = GUARD_VALUE[kind](self.value[s])
         except Exception:
@@ -582,6 +615,9 @@ class Recorder:
             for s in slots:
                 v = self.value[s]
                 if hasattr(v, "shape") and hasattr(v, "dtype"):
+                    if self.lazy and any(n != n for n in v.shape):  # (NaN: unknown)
+                        self.escape(f"'{spec.name}' made a {self.foreign} array whose shape "
+                                    f"depends on its values")
                     target.append(Guard(s, "shape", (v.shape, v.dtype), None))
         return out
 

@@ -541,7 +541,9 @@ def _extreme(name: str, fn):
                             f"(NumPy orders complex numbers lexicographically)")
         m = expand_reduced(ans, a.shape, axis, keepdims)
         hit = a == m
-        if is_lazy(_values(ans)) or np.isnan(_values(ans)).any():
+        v = _values(ans)
+        xp = namespace(v)  # (NumPy, or the library of another's array: no conversion)
+        if is_lazy(v) or xp.any(xp.isnan(v)):
             hit = hit | (isnan(a) & isnan(m))
         count = sum(hit, axis=axis, keepdims=True)
         return where(hit, 1 / astype(count, a.dtype), 0)
