@@ -452,3 +452,41 @@ def test_vjp_and_jvp_take_strict_tensors_and_give_numpys_numbers(as_tensor):
         g = g.data if isinstance(g, yaad.Tensor) else g
         w = w.data if isinstance(w, yaad.Tensor) else w
         _close(g, w)
+
+
+def test_strict_and_dask_arrays_as_arguments_are_recorded():
+    # Arrays (not tensors) among the arguments are inputs of the signature too, by class.
+    def f(x, a):
+        return yaad.sum(yaad.sin(x) * a) + yaad.sum(x ** 2 * a)  # (strict: a tensor on the left)
+
+    rng = np.random.default_rng(8)
+    for convert, guard in ((xps.asarray, no_conversion), (_chunked, no_compute)):
+        compiled = yaad.compile(f)
+        for _ in range(3):
+            b, c = rng.standard_normal(4), rng.standard_normal(4)
+            x = yaad.tensor(convert(b), requires_grad=True)
+            with guard():
+                out = compiled(x, convert(c))
+                out.backward()
+            value, grad = yaad.compute(out, x.grad)
+            value = _host(value) if convert is xps.asarray else value
+            grad = _host(grad) if convert is xps.asarray else grad
+            _same(value, np.sum(np.sin(b) * c) + np.sum(c * b ** 2))
+            _same(grad, np.cos(b) * c + 2 * c * b)
+        assert compiled.stats == {"replayed": 1, "recorded": 2, "eager": 0}
+
+
+def test_a_value_dependent_shape_on_dask_runs_eagerly_and_says_so():
+    def masked(x, m):
+        return yaad.sum(x[m] ** 2)
+
+    compiled = yaad.compile(masked)
+    a = np.array([0.5, -1.0, 2.0, 3.0])
+    m = np.array([True, False, True, True])
+    with no_compute(), pytest.warns(yaad.CompileWarning, match="whose shape depends on its "
+                                                               "values"):
+        x = yaad.tensor(_chunked(a), requires_grad=True)
+        out = compiled(x, yaad.tensor(_chunked(m)))
+    assert isinstance(out.data, da.Array)
+    _same(yaad.compute(out)[0], np.sum(a[m] ** 2))
+    assert compiled.stats == {"replayed": 0, "recorded": 1, "eager": 0}

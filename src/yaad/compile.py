@@ -54,6 +54,9 @@ def _flat(x: Any, leaves: list[Any], objects: list[Any]) -> Any:
     if isinstance(x, np.ndarray):
         leaves.append(x)
         return (x.shape, x.dtype)
+    if is_foreign(x):  # another library's array (its class: Dask's dtypes are NumPy's)
+        leaves.append(x)
+        return (tuple(x.shape), x.dtype, x.__class__)
     t = type(x)
     if t is tuple or t is list:
         return (t, tuple([_flat(v, leaves, objects) for v in x]))
@@ -354,8 +357,10 @@ def compile(fn: Callable[..., Any] | None = None, *, verify: bool = True,  # noq
     every operation and every place where Python looked at a value (``bool()``,
     ``float()``, ``int()``, ``.item()``, ``if x.sum() > 0``). Later calls replay the
     recorded forward and backward as generated straight-line NumPy code, without tensors
-    or graph bookkeeping. A call whose values would take a branch not yet recorded records
-    the new path (paths are cached); what cannot be replayed faithfully (NumPy computing
+    or graph bookkeeping (on another library's arrays, CuPy, Dask or an array API one,
+    each op in that library, as eager mode runs it; see ``docs/backends.md``). A call
+    whose values would take a branch not yet recorded records the new path (paths are
+    cached); what cannot be replayed faithfully (NumPy computing
     on a tensor's values, in-place operations, random numbers) makes the function run
     eagerly for those inputs, with a :class:`CompileWarning`. Never a wrong result.
 
