@@ -342,21 +342,7 @@ def _same_gradients_as_numpy(name, f, inputs):
 
 # ---- linear algebra and contractions (tests/support/backend_table.py's LINALG) -----------
 
-class _NoConversion:
-    """While active, converting an array_api_strict array to NumPy fails (as CuPy's
-    implicit conversion does): a NumPy function meeting one would otherwise read it
-    through ``__array__`` and hide the transfer."""
-
-    def __enter__(self):
-        self.saved = STRICT.__array__
-
-        def refuse(*args, **kwargs):
-            raise AssertionError("an array_api_strict array was converted to NumPy")
-
-        STRICT.__array__ = refuse
-
-    def __exit__(self, *exc):
-        STRICT.__array__ = self.saved
+_NoConversion = backend_table.NoStrictConversion
 
 
 @pytest.mark.parametrize("name", sorted(backend_table.LINALG))

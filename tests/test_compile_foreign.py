@@ -18,6 +18,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from support import backend_table
 
 import yaad
 
@@ -25,21 +26,7 @@ STRICT = type(xps.asarray(0.0))
 RTOL = 1e-12
 
 
-class no_conversion:
-    """While active, converting an array_api_strict array to NumPy fails (as CuPy's
-    implicit conversion does): a NumPy function meeting one would read it through
-    ``__array__`` otherwise, hiding the transfer."""
-
-    def __enter__(self):
-        self.saved = STRICT.__array__
-
-        def refuse(*args, **kwargs):
-            raise AssertionError("an array_api_strict array was converted to NumPy")
-
-        STRICT.__array__ = refuse
-
-    def __exit__(self, *exc):
-        STRICT.__array__ = self.saved
+no_conversion = backend_table.NoStrictConversion
 
 
 def _refuse(dsk, keys, **kwargs):

@@ -245,3 +245,23 @@ def linalg_outcome(name: str, convert: Callable[[Any], Any],
         assert g.shape == np.shape(e), (g.shape, np.shape(e))
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     return "works"
+
+
+class NoStrictConversion:
+    """While active, converting an array_api_strict array to NumPy fails (as CuPy's
+    implicit conversion does): a NumPy function meeting one would otherwise read it
+    through ``__array__`` and hide the transfer."""
+
+    def __enter__(self) -> None:
+        import array_api_strict
+
+        self.cls = type(array_api_strict.asarray(0.0))
+        self.saved = self.cls.__array__
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("an array_api_strict array was converted to NumPy")
+
+        self.cls.__array__ = refuse
+
+    def __exit__(self, *exc: Any) -> None:
+        self.cls.__array__ = self.saved
