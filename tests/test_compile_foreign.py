@@ -477,3 +477,29 @@ def test_a_value_dependent_shape_on_dask_runs_eagerly_and_says_so():
     assert isinstance(out.data, da.Array)
     _same(yaad.compute(out)[0], np.sum(a[m] ** 2))
     assert compiled.stats == {"replayed": 0, "recorded": 1, "eager": 0}
+
+
+def test_second_derivatives_through_a_compiled_output_on_strict_arrays():
+    # create_graph re-runs the recorded path on tensors (eager mode's ops, in the arrays'
+    # library): the same numbers as eager mode's second derivative
+    def f(x, w):
+        return yaad.sum(yaad.tanh(x @ w) ** 2)
+
+    compiled = yaad.compile(f)
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((3, 3))
+    results = []
+    for fn in (compiled, compiled, compiled, f):
+        x, w = (yaad.tensor(xps.asarray(v), requires_grad=True) for v in (a, b))
+        with no_conversion():
+            (gx,) = yaad.autograd.grad(fn(x, w), [x], create_graph=True)
+            yaad.sum(gx ** 2).backward()
+        results.append((gx.data, w.grad, x.grad))
+    want = _run(lambda x, w: yaad.sum(yaad.autograd.grad(f(x, w), [x], create_graph=True)[0]
+                                      ** 2), [a, b], np.asarray)[1]
+    for got in results[:3]:
+        for g, e in zip(got, results[3]):
+            _close(g, _host(e), rtol=1e-13)
+        _close(got[1], want[1])
+        _close(got[2], want[0])
+    assert compiled.stats == {"replayed": 1, "recorded": 2, "eager": 0}
