@@ -206,3 +206,43 @@ def test_regression_i1_gradient_at_a_tiny_argument_is_finite():
     x = yaad.tensor(np.array(2.2250738585072014e-308), requires_grad=True)
     yaad.i1(x).backward()
     np.testing.assert_allclose(x.grad, 0.5)
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_regression_gradient_of_equally_spaced_tensor_coordinates_gives_numpys_numbers(
+        edge_order):
+    # Found by make fuzz (test_fuzz_forward_matches_numpy[gradient], YAAD_FUZZ_SEED=911548):
+    # NumPy takes equally spaced coordinates as one spacing (another formula); a tensor's
+    # coordinates kept the general formula, whose numbers differ in the last bits. Now the
+    # values are NumPy's and the derivatives still reach every coordinate.
+    rng = np.random.default_rng(3)
+    mismatches = 0
+    for _ in range(200):
+        x = np.cumsum(np.full(4, rng.uniform(0.5, 1.5)))
+        f = rng.standard_normal(4).astype(np.float32)
+        out = yaad.gradient(yaad.tensor(f, requires_grad=True),
+                            yaad.tensor(x, requires_grad=True), edge_order=edge_order)
+        want = np.gradient(f, x, edge_order=edge_order)
+        assert out.dtype == want.dtype == np.float32
+        mismatches += not np.array_equal(out.numpy(), want)
+    assert mismatches == 0
+    x = yaad.tensor(np.cumsum(np.full(4, 0.7)), requires_grad=True)
+    f = yaad.tensor(rng.standard_normal(4), requires_grad=True)
+    assert gradcheck(lambda a, b: yaad.gradient(a, b, edge_order=edge_order), [f, x])
+    (gx,) = yaad.autograd.grad(yaad.sum(yaad.gradient(f, x, edge_order=edge_order) ** 2), [x])
+    assert np.count_nonzero(np.asarray(gx)) == 4  # every coordinate, not the first spacing only
+
+
+def test_regression_solve_sylvester_with_a_real_and_a_complex_matrix():
+    # Found by make fuzz (test_fuzz_forward_matches_numpy[linalg.solve_sylvester]): the
+    # oracle was wrong, not yaad. SciPy 1.17's solve_sylvester(a, b, q) with a real `a`
+    # whose eigenvalues are complex and a complex `b` returns an x with a @ x + x @ b != q
+    # (0.16 where 4/26 is right); the fuzz oracle now promotes the inputs first. The
+    # residual is the oracle here.
+    a = np.array([[3.0, 1.0], [-1.0, 3.0]], np.float32)
+    b = 2 * np.eye(3, dtype=np.complex128)
+    q = np.ones((2, 3), np.float32)
+    x = yaad.linalg.solve_sylvester(yaad.tensor(a), yaad.tensor(b), yaad.tensor(q)).numpy()
+    assert x.dtype == np.complex128
+    np.testing.assert_allclose(a @ x + x @ b, q, atol=1e-6)
+    np.testing.assert_allclose(x, np.repeat([[4 / 26], [6 / 26]], 3, axis=1), rtol=1e-6)

@@ -1802,6 +1802,9 @@ def _draw_sylvester(data, dtype):
 
 
 def _sylvester_ref(a, b, q):
+    # (promoted first: SciPy 1.17 gives a wrong x for a real `a` with complex eigenvalues
+    # and a complex `b`; see test_regression_solve_sylvester_with_a_real_and_a_complex_matrix)
+    a, b, q = (np.asarray(v, np.result_type(a, b, q)) for v in (a, b, q))
     return np.vectorize(sla.solve_sylvester, signature="(m,m),(n,n),(m,n)->(m,n)")(a, b, q)
 
 

@@ -144,11 +144,18 @@ def _along(axis: int, ndim: int, index: Any) -> tuple:
     return (slice(None),) * axis + (index,)
 
 
-def _spacing(distances: Any, n: int) -> Any:
-    """A scalar spacing as is; coordinates as their differences (a scalar if uniform)."""
+def _spacing(distances: Any, n: int) -> tuple:
+    """A scalar spacing as is; coordinates as their differences (a scalar if uniform).
+
+    Returns ``(dx, equal)``: ``equal`` is, for a tensor's equal differences, the scalar
+    spacing of NumPy's shortcut (else None). The shortcut is a decision on the
+    coordinates' values, and its formula depends on ``dx[0]`` only: a tensor keeps all its
+    differences, so that its gradient reaches every coordinate, and :func:`gradient` takes
+    only the values from the shortcut.
+    """
     d = _operand(distances)
     if d.ndim == 0:
-        return distances
+        return distances, None
     if d.ndim != 1:
         raise ValueError("gradient: distances must be either scalars or 1d")
     if d.shape[0] != n:
@@ -157,12 +164,14 @@ def _spacing(distances: Any, n: int) -> Any:
     if dtype_of(d).kind in "iub":
         d = astype(d, np.float64)
     dx = diff(d)
-    if isinstance(d, Tensor):
-        # NumPy's shortcut for equal spacings is a decision on the coordinates' values:
-        # its formula depends on dx[0] only, so a tensor's gradient would lose the other
-        # coordinates (the values agree to rounding).
-        return dx
-    return dx[0] if np.all(dx == dx[0]) else dx
+    # (not read: another library's values, a Dask array would be computed; a batched
+    # tensor's, which differ from example to example under vmap)
+    values = dx.data if type(dx) is Tensor else dx
+    uniform = isinstance(values, np.ndarray) and bool(np.all(values == values[0]))
+    equal = values[0] if uniform else None
+    if isinstance(dx, Tensor):
+        return dx, equal
+    return (dx, None) if equal is None else (equal, None)
 
 
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
@@ -187,9 +196,9 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     n = f.ndim
     axes = tuple(range(n)) if axis is None else normalize_axis_tuple(axis, n)
     if not varargs:
-        dx = [1.0] * len(axes)
+        dx = [(1.0, None)] * len(axes)
     elif len(varargs) == 1 and ndim_of(varargs[0]) == 0:
-        dx = list(varargs) * len(axes)
+        dx = [(varargs[0], None)] * len(axes)
     elif len(varargs) == len(axes):
         dx = [_spacing(d, f.shape[ax]) for d, ax in zip(varargs, axes)]
     else:
@@ -200,11 +209,15 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     if otype.kind not in "fc":
         f, otype = astype(f, np.float64), np.dtype(np.float64)
     out = []
-    for ax, h in zip(axes, dx):
+    for ax, (h, equal) in zip(axes, dx):
         if f.shape[ax] < edge_order + 1:
             raise ValueError("gradient: shape of array too small to calculate a numerical "
                              "gradient, at least (edge_order + 1) elements are required.")
-        out.append(astype(_gradient_along(f, ax, h, edge_order), otype))
+        value = _gradient_along(f, ax, h, edge_order)
+        if equal is not None:  # NumPy's numbers, the derivatives (any order) of all of h:
+            plain = f.detach() if isinstance(f, Tensor) else f  # (value - value is 0)
+            value = _gradient_along(plain, ax, equal, edge_order) + (value - value.detach())
+        out.append(astype(value, otype))
     return out[0] if len(out) == 1 else tuple(out)
 
 
