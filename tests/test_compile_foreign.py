@@ -503,3 +503,28 @@ def test_second_derivatives_through_a_compiled_output_on_strict_arrays():
         _close(got[1], want[1])
         _close(got[2], want[0])
     assert compiled.stats == {"replayed": 1, "recorded": 2, "eager": 0}
+
+
+def test_a_function_that_moves_numpy_inputs_to_another_library_replays_there():
+    # NumPy inputs, strict values inside (an explicit move): the first recording finds
+    # them and the signature records again as on strict arrays
+    def f(x, w):
+        y = x.to(xps)
+        return yaad.sum(yaad.sin(y) * y) + yaad.sum(w * w).to(xps)
+
+    compiled = yaad.compile(f)
+    for k in range(5):
+        a = np.arange(3.0) - k
+        x = yaad.tensor(a, requires_grad=True)
+        w = yaad.tensor(a[:2], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out = compiled(x, w)
+            out.backward()
+        _close(out.data, np.sum(np.sin(a) * a) + np.sum(a[:2] ** 2))
+        _same(x.grad, np.sin(a) + a * np.cos(a))  # (moved back: NumPy)
+        _same(w.grad, 2 * a[:2])
+        assert type(x.grad) is np.ndarray and type(w.grad) is np.ndarray
+    assert compiled.stats == {"replayed": 2, "recorded": 3, "eager": 0}
+    (tree,) = compiled._trees.values()
+    assert tree.foreign == "array_api_strict"

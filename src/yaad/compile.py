@@ -316,6 +316,13 @@ class Compiled:
         elif tree.state is not None and not tree.state.ok():
             why = ("it changes what it reads besides its arguments (a closure cell, a "
                    "global, an attribute, an item, an array they hold)")
+        moved = None if why is not None or tree.foreign is not None else next(
+            (v for v in rec.value if is_foreign(v)), None)
+        if moved is not None:
+            # The function moved values to another library (t.to(...)): its next call
+            # records again, as on that library's arrays.
+            tree.use_library(moved)
+            return plain_outputs(out)
         if why is not None:
             result = plain_outputs(out)
         else:
