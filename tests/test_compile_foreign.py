@@ -369,6 +369,26 @@ def test_compiled_replay_on_dask_computes_nothing_and_equals_numpy(name):
     assert compiled.stats == {"replayed": 2, "recorded": 2, "eager": 0}
 
 
+def test_a_training_step_compiled_whole_on_dask_computes_nothing():
+    # gradients computed inside the compiled function: the replayed backward builds
+    # graphs too
+    compiled = yaad.compile(_mlp_step)
+    rng = np.random.default_rng(12)
+    w = [rng.standard_normal((3, 5)), rng.standard_normal((5, 2))]
+    for _ in range(4):
+        x, y = rng.standard_normal((8, 3)), rng.standard_normal((8, 2))
+        ts = [yaad.tensor(_chunked(a), requires_grad=True) for a in w]
+        with no_compute():
+            out = compiled(*ts, yaad.tensor(_chunked(x)), yaad.tensor(_chunked(y)))
+        got = yaad.compute(*out)
+        want = _mlp_step(*[yaad.tensor(a, requires_grad=True) for a in w], yaad.tensor(x),
+                         yaad.tensor(y))
+        for g, e in zip(got, want):
+            _same(g, e.data)
+        w = list(got[1:])
+    assert compiled.stats == {"replayed": 2, "recorded": 2, "eager": 0}
+
+
 def test_a_value_read_on_dask_runs_eagerly_and_says_so():
     # A replay would have to compute the array to decide the branch: the recording
     # refuses and the function runs eagerly for these inputs (where float() computes, as
