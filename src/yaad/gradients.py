@@ -36,10 +36,12 @@ from .ops.shape import astype, reshape
 from .ops.strong_zero import strong_zero
 from .tensor import Tensor, make_tensor
 
+_NUMPY = (np.ndarray, np.generic)
+
 
 def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
     """Sum ``g`` over the axes that broadcasting added to reach ``shape``."""
-    gshape = np.shape(g)
+    gshape = g.shape if type(g) is np.ndarray else np.shape(g)
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
@@ -47,6 +49,10 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
         raise error("rule-shape", where=where, got=gshape, shape=shape)
     axes = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
+    if type(g) is np.ndarray:  # (first-order backward: NumPy's own calls, no dispatch)
+        if axes:
+            g = g.sum(axis=axes)
+        return g.reshape(shape) if g.shape != shape else g
     if axes:
         g = _sum(g, axis=axes)
     return reshape(g, shape) if np.shape(g) != shape else g
@@ -57,12 +63,13 @@ def cast_gradient(g: Any, dtype: Any) -> Any:
     gdt = getattr(g, "dtype", None)
     if gdt is None:
         return np.asarray(g, dtype=dtype)
+    numpy = isinstance(g, _NUMPY)  # (first-order backward: NumPy's own calls)
     if (gdt.kind == "c" and dtype.kind != "c" if isinstance(gdt, np.dtype) else
             dtype_kind(gdt) == "c" and dtype_kind(dtype) != "c"):
-        g = real(g)
+        g = g.real if numpy else real(g)
         if g.dtype == dtype:
             return g
-    return astype(g, dtype)
+    return g.astype(dtype) if numpy else astype(g, dtype)
 
 
 def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
@@ -81,11 +88,13 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
     shape = ref.shape
     if g.shape != shape:
         where = f"the gradient of '{name}' for input {k}"
-        outs = out_grad if isinstance(out_grad, tuple) else (out_grad,)
-        most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
-                   + [len(a.shape) for a in args if hasattr(a, "shape")] + [len(shape)])
-        if out_grad is not None and g.ndim > most:
-            raise error("rule-axes", where=where, shape=g.shape, most=most)
+        # (g.ndim against the received gradient's first: the whole count rarely runs)
+        if out_grad is not None and g.ndim > len(getattr(out_grad, "shape", ())):
+            outs = out_grad if isinstance(out_grad, tuple) else (out_grad,)
+            most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
+                       + [len(a.shape) for a in args if hasattr(a, "shape")] + [len(shape)])
+            if g.ndim > most:
+                raise error("rule-axes", where=where, shape=g.shape, most=most)
         g = unbroadcast(g, shape, where)
     dtype = ref.dtype
     gdt = g.dtype

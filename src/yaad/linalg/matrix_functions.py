@@ -80,8 +80,17 @@ def _matrix_function(name: str, forward: Any) -> Any:
     # The VJP is the adjoint of E -> L_f(A, E): conj(L_f(A^T, conj(g))), which holds for
     # every primary matrix function. (L_f(A^H, g) would need f(conj z) = conj f(z), false
     # on the branch cut: sqrtm and logm of a real matrix with a negative eigenvalue.)
-    fn = public(op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast",
-                   vjp=lambda g, ans, A: _conj(frechet(fn, mT(A), _conj(g))),
+    def vjp(g: Any, ans: Any, A: Any) -> Any:
+        if type(g) is np.ndarray and type(A) is np.ndarray:
+            # First-order backward on NumPy arrays: the same forwards as below, called
+            # directly (each yaad call on arrays would only add its dispatch).
+            n = A.shape[-1]
+            e = g.conj() if g.dtype.kind == "c" else g
+            r = fwd(_block_upper(A.swapaxes(-1, -2), e))[..., :n, n:]
+            return r.conj() if r.dtype.kind == "c" else r
+        return _conj(frechet(fn, mT(A), _conj(g)))
+
+    fn = public(op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast", vjp=vjp,
                    jvp=lambda t, ans, A: frechet(fn, A, t)))
     return fn
 

@@ -17,7 +17,7 @@ import math
 import string
 from collections import Counter
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import opt_einsum
@@ -66,11 +66,17 @@ def _conj_product(f, g, others, target):
     When the conjugated operands are larger than ``g`` and the gradient together, compute
     ``conj(f(conj(g), *others))`` instead: two small conjugations, no large copy.
     """
-    if not any(dtype_kind(o.dtype) == "c" for o in others):
+    complex_ = False
+    size = 0
+    for o in others:  # (a loop, no generators: this runs for every product's gradient)
+        d = o.dtype
+        complex_ = complex_ or (d.kind if isinstance(d, np.dtype) else dtype_kind(d)) == "c"
+        size += o.size
+    if not complex_:
         return f(g, *others)
-    if sum(o.size for o in others) > g.size + target.size:
-        return conj(f(conj(g), *others))
-    return f(g, *(_c(o) for o in others))
+    if size > g.size + target.size:
+        return _c(f(_c(g), *others))
+    return f(g, *[_c(o) for o in others])
 
 
 # ---- matmul, trace -------------------------------------------------------------------
@@ -617,12 +623,15 @@ def _plan(subscripts: str, shapes: tuple, optimize: Any) -> tuple:
     return tuple((tuple(step[0]), step[2]) for step in info.contraction_list)
 
 
-def _run(steps: str | tuple, operands: tuple) -> Any:
+def _run(steps: str | tuple, operands: tuple, contract: Callable | None = None) -> Any:
+    """The contraction planned as ``steps``, each step by ``contract`` (the op by
+    default; its forward where every operand is a NumPy array and nothing is recorded)."""
+    contract = contract or _contract
     if isinstance(steps, str):
-        return _contract(steps, *operands)
+        return contract(steps, *operands)
     ops = list(operands)
     for positions, subscripts in steps:
-        ops.append(_contract(subscripts, *[ops.pop(i) for i in positions]))
+        ops.append(contract(subscripts, *[ops.pop(i) for i in positions]))
     return ops[0]
 
 
@@ -658,7 +667,7 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
     if out is not None:
         raise TypeError("einsum: out= is not supported (results are new tensors)")
     subscripts, ops = _split_args(operands)
-    ops = tuple(o if hasattr(o, "shape") else np.asarray(o) for o in ops)
+    ops = tuple([o if hasattr(o, "shape") else np.asarray(o) for o in ops])
     if dtype is not None:
         from .shape import astype
 
@@ -668,7 +677,7 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
                 raise TypeError(f"einsum: cannot cast operand {k} from {o.dtype} to {dtype} "
                                 f"with casting={casting!r}")
         ops = tuple(o if o.dtype == dtype else astype(o, dtype) for o in ops)
-    shapes = tuple(o.shape for o in ops)
+    shapes = tuple([o.shape for o in ops])
     try:
         steps = _plan(subscripts, shapes, _optimize_key(optimize))
     except ValueError as e:
@@ -827,8 +836,12 @@ def _contract_vjp(i, g, ans, subscripts, *ops):
     extra = [xp.eye(n, dtype=g.dtype) if kind == "eye" else xp.ones(n, dtype=g.dtype)
              for kind, n in consts]
     a = ops[k]
-    r = _conj_product(lambda g, *o: _run(steps, (g, *o, *extra)), g, ops[:k] + ops[k + 1:],
-                      a)
+    # First-order backward on NumPy arrays: the op's forward itself (the op would only add
+    # its dispatch); otherwise the op (tensors under create_graph, other libraries' arrays).
+    contract = (_contract_forward if type(g) is np.ndarray
+                and all([type(o) is np.ndarray for o in ops]) else _contract)
+    r = _conj_product(lambda g, *o: _run(steps, (g, *o, *extra), contract), g,
+                      ops[:k] + ops[k + 1:], a)
     if r.shape != a.shape:
         # A label of length 1 here that broadcast against a longer one elsewhere (the
         # engine sums the other way, where this operand's label is the longer one).
