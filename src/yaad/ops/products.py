@@ -781,6 +781,14 @@ def _as_matrices(x, perm: tuple | None, shape: tuple, swap: bool):
     return x.swapaxes(-1, -2) if swap else x
 
 
+# numpy.einsum without a path is its C loop behind a Python dispatcher: call the loop itself
+# where NumPy exposes it (the same function numpy.einsum calls; W9 runs ~120 per step).
+try:
+    from numpy._core.multiarray import c_einsum as _einsum_loop
+except ImportError:  # pragma: no cover - another NumPy layout
+    _einsum_loop = np.einsum
+
+
 def _contract_forward(subscripts: str, *ops):
     if len(ops) == 2:
         a, b = ops
@@ -793,7 +801,7 @@ def _contract_forward(subscripts: str, *ops):
             left, right = (a, b) if a_left else (b, a)
             r = np.matmul(_as_matrices(left, *vl), _as_matrices(right, *vr)).reshape(shape)
             return r if perm is None else r.transpose(perm)
-    return np.einsum(subscripts, *ops)
+    return _einsum_loop(subscripts, *ops)
 
 
 @lru_cache(maxsize=4096)
@@ -832,9 +840,12 @@ def _vjp_plan(subscripts: str, k: int, shapes: tuple) -> tuple:
 def _contract_vjp(i, g, ans, subscripts, *ops):
     k = i - 1
     steps, consts = _vjp_plan(subscripts, k, tuple([o.shape for o in ops]))
-    xp = namespace(g)  # (NumPy for a tensor)
-    extra = [xp.eye(n, dtype=g.dtype) if kind == "eye" else xp.ones(n, dtype=g.dtype)
-             for kind, n in consts]
+    if consts:
+        xp = namespace(g)  # (NumPy for a tensor)
+        extra = [xp.eye(n, dtype=g.dtype) if kind == "eye" else xp.ones(n, dtype=g.dtype)
+                 for kind, n in consts]
+    else:
+        extra = ()
     a = ops[k]
     # First-order backward on NumPy arrays: the op's forward itself (the op would only add
     # its dispatch); otherwise the op (tensors under create_graph, other libraries' arrays).
