@@ -36,12 +36,11 @@ from .ops.shape import astype, reshape
 from .ops.strong_zero import strong_zero
 from .tensor import Tensor, make_tensor
 
-_NUMPY = (np.ndarray, np.generic)
-
 
 def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
     """Sum ``g`` over the axes that broadcasting added to reach ``shape``."""
-    gshape = g.shape if type(g) is np.ndarray else np.shape(g)
+    numpy = type(g) is np.ndarray  # (first-order backward: NumPy's own calls, no dispatch)
+    gshape = g.shape if numpy else np.shape(g)
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
@@ -49,13 +48,9 @@ def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
         raise error("rule-shape", where=where, got=gshape, shape=shape)
     axes = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
-    if type(g) is np.ndarray:  # (first-order backward: NumPy's own calls, no dispatch)
-        if axes:
-            g = g.sum(axis=axes)
-        return g.reshape(shape) if g.shape != shape else g
     if axes:
-        g = _sum(g, axis=axes)
-    return reshape(g, shape) if np.shape(g) != shape else g
+        g = g.sum(axis=axes) if numpy else _sum(g, axis=axes)
+    return g if np.shape(g) == shape else np.reshape(g, shape) if numpy else reshape(g, shape)
 
 
 def cast_gradient(g: Any, dtype: Any) -> Any:
@@ -63,13 +58,12 @@ def cast_gradient(g: Any, dtype: Any) -> Any:
     gdt = getattr(g, "dtype", None)
     if gdt is None:
         return np.asarray(g, dtype=dtype)
-    numpy = isinstance(g, _NUMPY)  # (first-order backward: NumPy's own calls)
     if (gdt.kind == "c" and dtype.kind != "c" if isinstance(gdt, np.dtype) else
             dtype_kind(gdt) == "c" and dtype_kind(dtype) != "c"):
-        g = g.real if numpy else real(g)
+        g = g.real if isinstance(g, (np.ndarray, np.generic)) else real(g)
         if g.dtype == dtype:
             return g
-    return g.astype(dtype) if numpy else astype(g, dtype)
+    return g.astype(dtype) if isinstance(g, (np.ndarray, np.generic)) else astype(g, dtype)
 
 
 def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
@@ -88,7 +82,6 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
     shape = ref.shape
     if g.shape != shape:
         where = f"the gradient of '{name}' for input {k}"
-        # (g.ndim against the received gradient's first: the whole count rarely runs)
         if out_grad is not None and g.ndim > len(getattr(out_grad, "shape", ())):
             outs = out_grad if isinstance(out_grad, tuple) else (out_grad,)
             most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
