@@ -38,6 +38,7 @@ from support.strategies import CASES, available
 
 import yaad as Y
 from yaad import CompileWarning
+from yaad.backend import dtype_kind
 from yaad.compiled import native
 
 NORMAL_PROGRAMS = 300
@@ -287,9 +288,10 @@ def as_function(prog: Program) -> Callable:
                 if not isinstance(o, Y.Tensor):
                     continue
                 pool["k"].append(o)
-                if o.dtype.kind in "fc":
+                kind = dtype_kind(o.dtype)  # (also of an array_api_strict dtype)
+                if kind in "fc":
                     loss = loss + Y.real(Y.sum(o)) * w
-                elif o.dtype.kind in "iub" and o.size:
+                elif kind in "iub" and o.size:
                     loss = loss + Y.sum(Y.astype(o, float)) * 0.5
         if prog.aux:
             return loss, pool["k"][-1] if pool["k"] else loss
@@ -338,14 +340,15 @@ def flip(rng, a: np.ndarray, finite: bool = False) -> np.ndarray:
 
 # ---- running and comparing ---------------------------------------------------------------------
 
-def _leaves(prog, arrays):
-    return [Y.tensor(np.array(a, copy=True), requires_grad=g and a.dtype.kind in "fc")
+def _leaves(prog, arrays, convert):
+    return [Y.tensor(convert(np.array(a, copy=True)), requires_grad=g and a.dtype.kind in "fc")
             for a, g in zip(arrays, prog.grad)]
 
 
-def outcome(fn, prog, arrays):
-    """(value, aux, gradients) of a call with backward, or ("raise", type)."""
-    xs = _leaves(prog, arrays)
+def outcome(fn, prog, arrays, convert=np.asarray):
+    """(value, aux, gradients) of a call with backward, or ("raise", type); the inputs
+    are tensors over ``convert`` of the arrays (NumPy's, or another library's)."""
+    xs = _leaves(prog, arrays, convert)
     try:
         out = fn(*xs)
         loss, aux = out if prog.aux else (out, None)
@@ -387,19 +390,19 @@ def same(got, want) -> bool:
             and all(_close(a, b) for a, b in zip(got[2], want[2])))
 
 
-def run_program(prog: Program, rng) -> None:
+def run_program(prog: Program, rng, convert=np.asarray, counts: dict = COUNTS) -> None:
     f = as_function(prog)
     # Every other program with the native backend forced (kept whatever its speed), so
     # that its programs meet the same flipped inputs.
     force = COUNTS["programs"] % 2 == 1
     prev, native.FORCE[0] = native.FORCE[0], force
     try:
-        _run_program(prog, rng, f)
+        _run_program(prog, rng, f, convert, counts)
     finally:
         native.FORCE[0] = prev
 
 
-def _run_program(prog: Program, rng, f) -> None:
+def _run_program(prog: Program, rng, f, convert, counts: dict) -> None:
     c = Y.compile(f)
     calls = [prog.inputs, prog.inputs]
     calls += [[flip(rng, a, fin) for a, fin in zip(prog.inputs, prog.finite)]
@@ -408,24 +411,24 @@ def _run_program(prog: Program, rng, f) -> None:
         warnings.simplefilter("always")
         for arrays in calls:
             before = dict(c.stats)
-            want = outcome(f, prog, arrays)
-            got = outcome(c, prog, arrays)
-            COUNTS["calls"] += 1
+            want = outcome(f, prog, arrays, convert)
+            got = outcome(c, prog, arrays, convert)
+            counts["calls"] += 1
             for k in ("replayed", "eager", "recorded"):
-                COUNTS[k] += c.stats[k] - before[k]
+                counts[k] += c.stats[k] - before[k]
             if not same(got, want):
-                COUNTS["mismatches"] += 1
+                counts["mismatches"] += 1
                 raise AssertionError(f"compiled {got!r} != eager {want!r} on {arrays!r}")
     if any(isinstance(end.fused_call[0] if end.fused_call else end.fused_bwd and
                       end.fused_bwd[0], native._Program)
            for end in _ends(c)):
-        COUNTS["native programs"] += 1
+        counts["native programs"] += 1
     if c.stats["eager"]:
-        COUNTS["eager programs"] += 1
+        counts["eager programs"] += 1
         REASONS.update(re.sub(r" at \S+:\d+,?", "", why) for why in c.explain())
         assert any(issubclass(w.category, CompileWarning) for w in caught), \
             "a call ran eagerly without a CompileWarning"
-    COUNTS["programs"] += 1
+    counts["programs"] += 1
 
 
 def _ends(c) -> list:
@@ -445,6 +448,34 @@ def test_fuzz_compiled_programs_equal_eager(data):
     note(f"program: {prog.source()}; inputs {prog.inputs!r}")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="flips"))
     run_program(prog, rng)
+
+
+STRICT_PROGRAMS = 100  # (each about 0.1 s)
+
+
+@fuzz_settings(STRICT_PROGRAMS, 10 * STRICT_PROGRAMS, phases=[Phase.explicit, Phase.generate])
+@given(data=st.data())
+def test_fuzz_compiled_programs_on_array_api_strict_equal_eager(data):
+    # The same programs on tensors over array_api_strict arrays: the compiled replay on
+    # another library (each op as eager mode runs it there) against eager yaad on the
+    # same arrays; an op that refuses the library refuses in both
+    import array_api_strict
+
+    prog = draw_program(data)
+    note(f"program: {prog.source()}; inputs {prog.inputs!r}")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="flips"))
+    run_program(prog, rng, array_api_strict.asarray, STRICT_COUNTS)
+
+
+STRICT_COUNTS = dict.fromkeys(COUNTS, 0)
+
+
+def test_zz_strict_counts():
+    """The strict run above replays (on 100 programs: 1 call in 7 or so; most refuse the
+    library in both modes, NumPy-only ops)."""
+    print(f"\ncompile fuzzer on array_api_strict: {STRICT_COUNTS}")
+    if STRICT_COUNTS["programs"] >= STRICT_PROGRAMS:  # (not when run alone)
+        assert STRICT_COUNTS["mismatches"] == 0 and STRICT_COUNTS["replayed"] >= 30
 
 
 def test_zz_counts():
