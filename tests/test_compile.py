@@ -34,14 +34,18 @@ def run(fn, *arrays, dtype=None):
     return out.data, [x.grad for x in xs]
 
 
-def assert_same(fn, compiled, arrays_list, dtype=None, rtol=1e-12):
+def assert_same(fn, compiled, arrays_list, dtype=None, rtol=1e-12, scaled=False):
+    """Values and gradients of ``compiled`` equal ``fn``'s to ``rtol`` (``scaled``: of each
+    gradient's largest entry, where a fused kernel's libm, 1 ulp off NumPy's, meets a
+    cancellation that leaves a tiny entry)."""
     for arrays in arrays_list:
         v0, g0 = run(fn, *arrays, dtype=dtype)
         v1, g1 = run(compiled, *arrays, dtype=dtype)
         np.testing.assert_allclose(v1, v0, rtol=rtol, atol=0)
         assert np.asarray(v1).dtype == np.asarray(v0).dtype
         for a, b in zip(g1, g0):
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-300)
+            atol = rtol * float(np.max(np.abs(b))) if scaled and b.size else 1e-300
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
             assert a.dtype == b.dtype
 
 
@@ -652,7 +656,8 @@ def test_random_elementwise_programs(ops, n, seed):
     c = yaad.compile(f)
     r = np.random.default_rng(seed)
     assert_same(f, c, [[r.standard_normal(n), r.standard_normal(n)] for _ in range(3)],
-                rtol=1e-12)
+                rtol=1e-12, scaled=True)  # (ops=[5, 3, 2, 4, 2, 1], n=3, seed=159: 2e-10
+    # relative on an entry 3e8 times smaller than the largest, 1e-20 absolute)
 
 
 # ---- the fused backend (numba, optional) -------------------------------------------------
