@@ -565,3 +565,24 @@ def test_a_strict_array_left_of_a_tensor_is_strict_s_to_refuse():
         _close(r.data, np.array([3.0, 8.0]))
     yaad.sum(yaad.multiply(a, t)).backward()
     _close(t.grad, np.array([1.0, 2.0]))
+
+
+def test_item_len_and_iteration_on_strict_and_dask_tensors():
+    # The array API has no .item(), no len() and no .tolist(): a tensor's conversions read
+    # its shape and its 0-d values instead (AttributeError and TypeError before).
+    t = yaad.tensor(xps.asarray([1.5, -2.0]))
+    assert len(t) == 2
+    got = [x.item() for x in t]
+    assert got == [1.5, -2.0] and all(type(v) is float for v in got)
+    for data, want in [(xps.asarray([[3]]), 3), (xps.asarray([1j]), 1j),
+                       (xps.asarray(True), True), (xps.asarray([7], dtype=xps.uint8), 7)]:
+        value = yaad.tensor(data).item()
+        assert value == want and type(value) is type(want)
+    with pytest.raises(ValueError, match="one-element"):
+        t.item()
+    with pytest.raises(TypeError, match=r"tolist\(\).*t.to\('numpy'\)"):
+        t.tolist()
+    da = pytest.importorskip("dask.array")
+    d = yaad.tensor(da.arange(3.0, chunks=1))
+    assert len(d) == 3
+    assert d[2].item() == 2.0

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .backend import describe, is_foreign
+from .backend import describe, dtype_kind, is_foreign, namespace
 from .grad_mode import state
 
 
@@ -73,6 +73,9 @@ class ArrayFace:
         """The data as nested Python lists."""
         if state.tracer is not None:
             state.tracer.read(self, "tolist")
+        if not hasattr(self._data, "tolist"):  # (the array API has no tolist)
+            raise TypeError(f"tolist(): this tensor's data has no lists "
+                            f"({describe(self._data)}); move it first: t.to('numpy').tolist()")
         return self._data.tolist()
 
     def item(self) -> Any:
@@ -82,17 +85,23 @@ class ArrayFace:
         if self._data.size != 1:
             raise ValueError(f"item(): only a one-element tensor can be converted to a "
                              f"Python scalar; this one has shape {self.shape}")
-        return self._data.item()
+        data = self._data
+        if hasattr(data, "item"):
+            return data.item()
+        # (the array API has no item: its 0-d arrays convert by float(), int(), ...)
+        scalar = namespace(data).reshape(data, ())
+        convert = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+        return convert[dtype_kind(data.dtype)](scalar)
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return len(self._data)
+        return self._data.shape[0]
 
     def __iter__(self) -> Iterator[Any]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        for i in range(len(self._data)):
+        for i in range(self._data.shape[0]):
             yield self[i]  # type: ignore[index]  # (bound by methods.install)
 
     def __bool__(self) -> bool:
