@@ -586,3 +586,18 @@ def test_item_len_and_iteration_on_strict_and_dask_tensors():
     d = yaad.tensor(da.arange(3.0, chunks=1))
     assert len(d) == 3
     assert d[2].item() == 2.0
+
+
+def test_bitwise_functions_by_their_array_api_names():
+    # NumPy's invert, left_shift and right_shift are bitwise_invert, bitwise_left_shift and
+    # bitwise_right_shift in the array API (they raised BackendError on strict arrays).
+    a, b = np.array([5, -3, 0], np.int64), np.array([1, 2, 0], np.int64)
+    for name in ("invert", "left_shift", "right_shift"):
+        fn = getattr(yaad, name)
+        args = (a,) if name == "invert" else (a, b)
+        got = fn(*(yaad.tensor(xps.asarray(v)) for v in args)).data
+        assert type(got) is type(xps.asarray(a))
+        np.testing.assert_array_equal(np.asarray(yaad.tensor(got).to("numpy").numpy()),
+                                      getattr(np, name)(*args))
+    mask = yaad.tensor(xps.asarray([True, False]))
+    assert yaad.invert(mask).to("numpy").numpy().tolist() == [False, True]

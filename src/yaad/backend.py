@@ -194,7 +194,8 @@ _implementations: dict[str, Callable[..., Any]] = {}
 _ARRAY_API_NAMES = {
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
     "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2", "power": "pow",
-    "absolute": "abs", "conjugate": "conj", "true_divide": "divide",
+    "absolute": "abs", "conjugate": "conj", "true_divide": "divide", "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
 }
 
 
