@@ -3,7 +3,9 @@
 ``pip install .`` builds pure Python (no compiler, no Cython needed). With
 ``YAAD_COMPILE=1`` in the environment, the modules named in ``COMPILED`` are compiled by
 Cython (it becomes a build requirement) from the very same ``.py`` files, in Cython's
-pure-Python mode: one implementation, interpreted or compiled. If compiling fails (no C
+pure-Python mode: one implementation, interpreted or compiled. The ``.pxd`` files beside
+some of them only declare C types for the compiled build (graph.pxd: the Node as a C
+struct; engine.pxd: the backward loop's locals). If compiling fails (no C
 compiler), the build warns and stays pure Python; the results are the same either way.
 An editable install (``pip install -e .``) is always pure Python, since an extension
 module built in place would shadow later edits of its ``.py`` file.
@@ -41,7 +43,7 @@ class BuildExt(build_ext):
             from Cython.Build import cythonize
 
             for ext in self.extensions:  # (the .py sources become C sources)
-                (made,) = cythonize([ext], compiler_directives=DIRECTIVES,
+                (made,) = cythonize([ext], compiler_directives=DIRECTIVES, include_path=["src"],
                                     build_dir="build/cython", quiet=True)
                 ext.sources = made.sources
             super().run()

@@ -189,6 +189,8 @@ np.testing.assert_allclose(z.grad, 4 * np.abs(z.data) ** 2 * z.data, rtol=1e-14)
 ext = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 for name in MODULES:
     print(name, importlib.import_module("yaad." + name).__file__.endswith(ext))
+# graph.pxd's declarations were read: Node is the C type they declare, not a class
+print("typed", not yaad.graph.Node.__flags__ & (1 << 9))  # (Py_TPFLAGS_HEAPTYPE)
 """
 
 
@@ -197,7 +199,7 @@ def _check_gradients(python: Path, where: Path, compiled: bool) -> None:
     run = subprocess.run([str(python), "-c", f"MODULES = {modules!r}\n" + CHECK_GRADIENTS],
                          cwd=where, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert run.stdout.split() == [w for m in modules for w in (m, str(compiled))]
+    assert run.stdout.split() == [w for m in (*modules, "typed") for w in (m, str(compiled))]
 
 
 def _python_files(wheel: Path) -> set[str]:

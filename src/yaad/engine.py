@@ -168,17 +168,19 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             if p is None:
                 continue
             tp = type(p)
-            if tp is tuple:
-                p = p[0]
-            elif tp is not Node:
+            if tp is Node:
+                q = p
+            elif tp is tuple:
+                q = p[0]
+            else:
                 continue
-            if p.visit == pid:
-                p.count += 1
-            elif needed is None or p in needed:
-                p.visit = pid
-                p.count = 1
-                p.acc = None
-                stack.append(p)
+            if q.visit == pid:
+                q.count += 1
+            elif needed is None or q in needed:
+                q.visit = pid
+                q.count = 1
+                q.acc = None
+                stack.append(q)
 
     # 2. Seed the roots, then run nodes as their counts reach zero: the rules of each
     # node get its whole gradient, and what they return goes along the node's edges.
@@ -196,7 +198,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     leaves_get = leaves.get
     ready_pop = ready.pop
     ready_append = ready.append
-    captured = {n for n in targets if type(n) is Node} if targets else None
+    captured = {t for t in targets if type(t) is Node} if targets else None
     general = create_graph or check is not None  # every node through node_gradients
     for _, g in roots:  # (Dask gradients: rules run where a value read is refused)
         if type(g) is not ndarray and is_lazy(g):
@@ -269,18 +271,19 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                         gi = _fit(gi, ref, node, g)
             # Deliver gi along the edge: to a node, one output of a node, or a leaf.
             if type(p) is Node:
-                if p.visit != pid:
-                    _off_path(p, p, gi, pid, stops, stopped)
+                q = p
+                if q.visit != pid:
+                    _off_path(p, q, gi, pid, stops, stopped)
                     continue
                 if gi is not None:
-                    prev = p.acc
-                    p.acc = gi if prev is None else prev + gi
+                    prev = q.acc
+                    q.acc = gi if prev is None else prev + gi
                     if mask:
-                        masked.add(p)
-                c = p.count - 1
-                p.count = c
+                        masked.add(q)
+                c = q.count - 1
+                q.count = c
                 if not c:
-                    ready_append(p)
+                    ready_append(q)
             elif type(p) is tuple:
                 n = p[0]
                 if n.visit != pid:
@@ -307,7 +310,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             g = stopped.get(node)
         else:
             g = [stopped.get((node, k)) for k in range(node.op.nout)]
-            g = None if all(x is None for x in g) else g
+            g = g if [x for x in g if x is not None] else None
         capture(node, node_hooks(node, g), targets[node], inputs, results)
 
     # 4. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's

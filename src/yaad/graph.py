@@ -16,7 +16,6 @@ import numpy as np
 from .errors import error
 
 ndarray = np.ndarray
-_new = object.__new__
 UNARY = object()  # Node.e1 of a node with one input (neither a Node nor a tuple: no edge)
 
 # Clock of in-place modifications. A node records the clock when it is made; at backward,
@@ -94,7 +93,7 @@ def record_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: 
                 e0: Any, e1: Any = UNARY, more: tuple[Any, ...] | None = None) -> Node:
     """A node recorded now, the one constructor: its edges ``e0`` and ``e1`` (``UNARY``
     for one input), or ``more`` for three inputs or more."""
-    node = _new(Node)
+    node = Node.__new__(Node)
     node.op = op
     node.args = args
     node.kw = kw
