@@ -5,7 +5,7 @@
 Cython (it becomes a build requirement) from the very same ``.py`` files, in Cython's
 pure-Python mode: one implementation, interpreted or compiled. The ``.pxd`` files beside
 some of them only declare C types for the compiled build (graph.pxd: the Node as a C
-struct; engine.pxd: the backward loop's locals). If compiling fails (no C
+struct; op.pxd: the Op; engine.pxd: the backward loop's locals). If compiling fails (no C
 compiler), the build warns and stays pure Python; the results are the same either way.
 An editable install (``pip install -e .``) is always pure Python, since an extension
 module built in place would shadow later edits of its ``.py`` file.
