@@ -17,7 +17,7 @@ $(PY):
 COMPILE ?= 1
 ifeq ($(COMPILE),1)
 INSTALL := YAAD_COMPILE=1 $(PIP) install
-INSTALLED_FROM := pyproject.toml setup.py $(shell find src -name '*.py' -o -name '*.pyi')
+INSTALLED_FROM := pyproject.toml setup.py $(shell find src -name '*.py' -o -name '*.pyi' -o -name '*.pxd')
 else
 INSTALL := $(PIP) install -e
 INSTALLED_FROM := pyproject.toml setup.py
