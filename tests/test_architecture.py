@@ -286,7 +286,7 @@ def test_internal_use_is_detected():
 # Bottom first. A module imports only from its own layer or those below it; ``name.*``
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
-    ("graph", "backend errors grad_mode graph frames"),
+    ("graph", "_pure_cython backend errors grad_mode graph frames"),
     ("tensor", "presentation tensor views hooks lazy"),
     ("op declaration", "modes op levels batching"),
     ("ops", "ops ops.* linalg linalg.* creation fft function"),

@@ -168,11 +168,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             if p is None:
                 continue
             tp = type(p)
-            if tp is Node:
-                q = p
-            elif tp is tuple:
-                q = p[0]
-            else:
+            q = p if tp is Node else p[0] if tp is tuple else None
+            if q is None:
                 continue
             if q.visit == pid:
                 q.count += 1

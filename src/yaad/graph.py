@@ -9,26 +9,16 @@ saved value whose memory changed afterwards (:func:`check_saved`).
 from __future__ import annotations
 
 import weakref
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from .errors import error
 
-
-def _unchanged(cls: Any) -> Any:
-    return cls
-
-
-def _trashcan(on: bool) -> Any:
-    return _unchanged
-
-
-try:  # Cython's pure-Python mode: the compiled build reads the class decorators below
+try:  # Cython's pure-Python mode: the compiled build reads Node's decorators below
     import cython  # type: ignore[import-untyped, unused-ignore]
-except ImportError:  # (without Cython they change nothing)
-    cython = SimpleNamespace(cclass=_unchanged, trashcan=_trashcan)
+except ImportError:
+    from ._pure_cython import cython
 
 ndarray = np.ndarray
 UNARY = object()  # Node.e1 of a node with one input (neither a Node nor a tuple: no edge)
@@ -60,9 +50,7 @@ class ShapeDtype:
         return f"ShapeDtype(shape={self.shape}, dtype={self.dtype})"
 
 
-# A C type in the compiled build (graph.pxd); trashcan: freeing a chain of a million nodes
-# frees them one after the other, not recursively (which would overflow the C stack), as
-# CPython does for the class in pure Python.
+# A C type in the compiled build (graph.pxd), freeing a long chain iteratively (trashcan).
 @cython.trashcan(True)
 @cython.cclass
 class Node:

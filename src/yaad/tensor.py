@@ -46,9 +46,8 @@ class Tensor(ArrayFace, TensorMethods):
         Whether operations on this tensor are recorded.
     """
 
-    # _grad, _hooks, _tangents, _base and _views are left unset until used: creating a
-    # tensor stores three slots only. _base: the views.View this tensor was made by, when it
-    # shares memory with its input; _views: weak references to the tensors made so.
+    # Unset until used (a new tensor stores three): _grad, _hooks, _tangents, _base (the
+    # views.View that made it, sharing its input's memory), _views (weakrefs to those made so).
     __slots__ = ("_data", "requires_grad", "_node", "_grad", "_hooks", "_tangents", "_base",
                  "_views", "__weakref__")
     __array_priority__ = 1000
@@ -77,9 +76,8 @@ class Tensor(ArrayFace, TensorMethods):
             self.requires_grad_(True)
 
     # ---- the value -----------------------------------------------------------------
-    # yaad's op machinery and engine read ``_data``. Everything else reads the value
-    # through the public points below, each of which tells a recording of yaad.compile
-    # (``state.tracer``) what Python saw: a guard, or a reason to run eagerly.
+    # The op machinery and engine read ``_data``; all else reads the value through the points
+    # below, which tell a recording of yaad.compile (``state.tracer``) what Python saw.
 
     @property
     def data(self) -> np.ndarray:
@@ -176,11 +174,9 @@ class Tensor(ArrayFace, TensorMethods):
         """
         self._run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
 
-    # _run_backward, the engine's entry point (yaad.engine.run_backward), is bound by
-    # methods.install: the engine sits above the tensor.
-
-    # NumPy interoperability (__array_ufunc__, __array_function__): bound by
-    # methods.install to yaad.numpy_dispatch, which sits above the ops.
+    # Bound by methods.install (both sit above the tensor): _run_backward, the engine's
+    # entry point (engine.run_backward), and NumPy's __array_ufunc__ and __array_function__
+    # (numpy_dispatch).
 
 
 def make_tensor(data: Any, node: Any = None, requires_grad: bool = False,
