@@ -548,3 +548,19 @@ def test_a_function_that_moves_numpy_inputs_to_another_library_replays_there():
     assert compiled.stats == {"replayed": 2, "recorded": 3, "eager": 0}
     (tree,) = compiled._trees.values()
     assert tree.foreign == "array_api_strict"
+
+
+def test_item_of_a_strict_tensor_is_a_guard():
+    # Found by make fuzz (test_fuzz_compiled_programs_on_array_api_strict_equal_eager, 2 in
+    # 326 programs): once Tensor.item() worked on strict arrays, the recording's guard still
+    # called .item() on the array (which the array API lacks), failed, and left no guard:
+    # the replay reused the first call's value. One conversion (backend.item) serves both.
+    def f(v):
+        return yaad.sum(v * v[0].item())
+
+    g = yaad.compile(f)
+    for v in ([0.8, 1.1, -0.6], [0.8, 1.1, -0.6], [-0.8, 1.1, -0.6], [2.0, 1.0, 1.0]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = g(yaad.tensor(xps.asarray(v), requires_grad=True))
+        assert float(out.to("numpy").numpy()) == pytest.approx(sum(v) * v[0], rel=1e-14)

@@ -151,6 +151,15 @@ def native_dtype(xp: Any, dtype: Any) -> Any:
     return getattr(xp, name, dtype)
 
 
+def item(x: Any) -> Any:
+    """The one element of array ``x`` as a Python scalar, on any library (``.item()``
+    where it has one; the array API has none, its 0-d arrays convert by ``float()``...)."""
+    if hasattr(x, "item"):
+        return x.item()
+    convert = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+    return convert[dtype_kind(x.dtype)](namespace(x).reshape(x, ()))
+
+
 def describe(x: Any) -> str:
     """``shape, dtype, backend`` of a non-NumPy array, read without computing it or
     moving it (a Dask array stays lazy, a CuPy array stays on its device)."""

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .backend import describe, dtype_kind, is_foreign, namespace
+from .backend import describe, is_foreign, item
 from .grad_mode import state
 
 
@@ -85,13 +85,7 @@ class ArrayFace:
         if self._data.size != 1:
             raise ValueError(f"item(): only a one-element tensor can be converted to a "
                              f"Python scalar; this one has shape {self.shape}")
-        data = self._data
-        if hasattr(data, "item"):
-            return data.item()
-        # (the array API has no item: its 0-d arrays convert by float(), int(), ...)
-        scalar = namespace(data).reshape(data, ())
-        convert = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
-        return convert[dtype_kind(data.dtype)](scalar)
+        return item(self._data)
 
     def __len__(self) -> int:
         if self._data.ndim == 0:

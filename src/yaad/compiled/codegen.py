@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backend import any_foreign
+from ..backend import any_foreign, item
 from ..backend import call as call_foreign
 from ..op import registry
 from ..ops import products
@@ -395,7 +395,7 @@ class SlotInfo:
 # Source computing a guard's outcome as a key (see ``tape.outcome_key``: floats by bits).
 GUARD_SRC = {
     "bool": "bool(v{s})", "int": "int(v{s})", "float": "_key(float(v{s}))",
-    "complex": "_key(complex(v{s}))", "index": "_index(v{s})", "item": "_key(v{s}.item())",
+    "complex": "_key(complex(v{s}))", "index": "_index(v{s})", "item": "_key(_item(v{s}))",
     "meta": "(v{s}.shape, v{s}.dtype, {x}.requires_grad, {x}._node is None)",
     "shape": "_key((v{s}.shape, v{s}.dtype))",
 }
@@ -414,6 +414,7 @@ def build(name: str, params: str, lines: list[str], ns: Namespace) -> Any:
     from .tape import outcome_key
 
     ns.env.setdefault("_index", operator.index)
+    ns.env.setdefault("_item", item)
     ns.env.setdefault("_key", outcome_key)
     src = f"def {name}({params}):\n" + "\n".join(lines) + "\n"
     code = compile(src, f"<yaad.compile {name}>", "exec")

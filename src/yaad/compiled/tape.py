@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backend import dtype_kind, is_foreign, namespace
+from ..backend import dtype_kind, is_foreign, item, namespace
 from ..engine import run_backward
 from ..grad_mode import state
 from ..graph import clock as _clock
@@ -295,7 +295,7 @@ def _same_rng(a: tuple, b: tuple) -> bool:
 
 GUARD_VALUE = {
     "bool": bool, "float": float, "int": int, "complex": complex,
-    "index": operator.index, "item": lambda a: a.item(),
+    "index": operator.index, "item": item,
 }
 
 # What each public read that is not a guard does, for the message.
