@@ -59,23 +59,34 @@ def _gather_to(shape_in: tuple, shape_out: tuple) -> np.ndarray:
     return np.broadcast_to(np.arange(n).reshape(shape_in), shape_out).ravel()
 
 
-def _triples(subs: str, shapes: list, out_shape: tuple) -> tuple:
-    """(out index, operand indices...) of every term of an einsum over explicit
-    subscripts; size-1 axes broadcast."""
+def _letters(subs: str, shapes: list, broadcast: bool) -> tuple | None:
+    """``(terms, out, dims)`` of an einsum over explicit subscripts (``dims``: each letter's
+    size; with ``broadcast``, size-1 axes stretch to the others), or None if it has none."""
     if "..." in subs or "->" not in subs:
-        raise _Reject
+        return None
     lhs, out = subs.split("->")
     terms = lhs.split(",")
     if len(terms) != len(shapes):
-        raise _Reject
+        return None
     dims: dict = {}
     for term, shape in zip(terms, shapes):
         if len(term) != len(shape):
-            raise _Reject
+            return None
         for c, d in zip(term, shape):
-            if dims.get(c, 1) not in (1, d) and d != 1:
-                raise _Reject
-            dims[c] = max(dims.get(c, 1), d)
+            seen = dims.setdefault(c, d)
+            if seen != d and not (broadcast and 1 in (seen, d)):
+                return None
+            dims[c] = max(seen, d)
+    return terms, out, dims
+
+
+def _triples(subs: str, shapes: list, out_shape: tuple) -> tuple:
+    """(out index, operand indices...) of every term of an einsum over explicit
+    subscripts; size-1 axes broadcast."""
+    parsed = _letters(subs, shapes, broadcast=True)
+    if parsed is None:
+        raise _Reject
+    terms, out, dims = parsed
     letters = list(dims)
     total = int(np.prod([dims[c] for c in letters]))
     if total > MAX_TERMS or tuple(dims[c] for c in out) != tuple(out_shape):
@@ -99,19 +110,12 @@ def _gemm_plan(subs: str, shapes: list) -> tuple | None:
     ``swap``: the product of the second by the first, for an output laid out the other
     way round), or None (a batch letter, a letter summed within one operand, broadcasting,
     or an axis order no matrix reading gives)."""
-    if "..." in subs or "->" not in subs:
+    parsed = _letters(subs, shapes, broadcast=False)
+    if parsed is None:
         return None
-    lhs, out = subs.split("->")
-    terms = lhs.split(",")
+    terms, out, dims = parsed
     if len(terms) != 2 or any(len(set(t)) != len(t) for t in (*terms, out)):
         return None
-    dims: dict = {}
-    for term, shape in zip(terms, shapes):
-        if len(term) != len(shape):
-            return None
-        for c, d in zip(term, shape):
-            if dims.setdefault(c, d) != d:
-                return None
     ta_s, tb_s = terms
     a, b, o = set(ta_s), set(tb_s), set(out)
     if a & b & o or a - b - o or b - a - o or o - a - b:
