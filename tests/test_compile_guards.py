@@ -180,6 +180,34 @@ def test_value_dependent_output_shape_is_guarded():
     assert c.stats["eager"] == 0
 
 
+@pytest.mark.parametrize("seed", [None, 1.0, 2.5])
+def test_shape_guards_of_the_backward_hold_for_the_implicit_seed(seed):
+    """A gradient whose shape depends on a mask argument: ``scatter_add`` broadcasts
+    ``v`` (one value) to the selected places, so its gradient, the selection of ``g``,
+    sums over them. Recorded where one place is selected, replayed where two are: the
+    backward's shape guard must hold in the branch for the implicit seed 1 too (it was
+    dropped there, and ``v.grad`` came out with two entries, found by the compile fuzzer)."""
+    weights = Y.tensor([1.0, 2.0, 4.0])
+    fn = lambda v, mask: Y.sum(Y.scatter_add(v, mask, (3,)) * weights)  # noqa: E731
+    compiled = Y.compile(fn)
+    masks = [[True, False, False]] * 2 + [[True, True, False], [False, True, True],
+                                          [False, False, False], [True, False, False]]
+    for mask in masks:
+        mask = np.array(mask)
+        grads = []
+        for f in (compiled, fn):
+            v = Y.tensor([1.5], requires_grad=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CompileWarning)
+                out = f(v, mask)
+            out.backward() if seed is None else out.backward(Y.tensor(seed))
+            grads.append(v.grad)
+        expected = (1.0 if seed is None else seed) * np.array([[1.0, 2.0, 4.0]]) @ mask
+        for g in grads:
+            assert g.shape == (1,) and g.dtype == np.float64
+            np.testing.assert_array_equal(g, expected)
+
+
 def test_strong_zeros_are_the_engines():
     """Below a selecting op, a rule's inf or NaN where the gradient is zero becomes 0, and
     a finite result keeps its bits (-0.0 here), in the replay as in eager mode (one

@@ -332,11 +332,13 @@ class End:
             for it in kept:
                 if type(it) is Entry and item_uses(it) <= folded and _immutable(it):
                     folded.update(item_defs(it))
+            # (an item is folded when it reads and writes folded slots only: a shape guard
+            # writes nothing, and stays unless what it checks is a folded constant)
+            folded_items = [it for it in kept
+                            if not (item_uses(it) | set(item_defs(it))) <= folded]
             used = set(wanted)
-            for it in kept:
-                if not set(item_defs(it)) <= folded:
-                    used |= item_uses(it)
-            folded_items = [it for it in kept if not set(item_defs(it)) <= folded]
+            for it in folded_items:
+                used |= item_uses(it)
             if len(folded_items) < len(kept):
                 lines.append(f"    if {seeds[0]} is {ns.name(self.one, 'one')}:".replace(
                     f"{seeds[0]} is", f"v{seeds[0]} is"))
