@@ -401,10 +401,12 @@ GUARD_SRC = {
 }
 
 
-def guard_src(g: Guard, ns: Namespace, tensor: Any) -> str:
-    """Source computing a guard's outcome (its key)."""
+def guard_src(g: Guard, ns: Namespace, tensor: Any, foreign: bool = False) -> str:
+    """Source computing a guard's outcome (its key); ``foreign``: on another library's
+    arrays (``.item()`` is NumPy's method; ``backend.item`` converts any library's)."""
     x = ns.name(tensor, "x") if tensor is not None else ""
-    return GUARD_SRC[g.kind].format(s=g.slot, x=x)
+    src = GUARD_SRC[g.kind] if foreign or g.kind != "item" else "_key(v{s}.item())"
+    return src.format(s=g.slot, x=x)
 
 
 def build(name: str, params: str, lines: list[str], ns: Namespace) -> Any:

@@ -895,7 +895,7 @@ class Tree:
             if seg.guard is None:
                 lines.append(f"    return {ns.name(seg.end, 'end')}")
             else:
-                src = codegen.guard_src(seg.guard, ns, None)
+                src = codegen.guard_src(seg.guard, ns, None, self.foreign is not None)
                 lines.append(f"    return {ns.name(seg.table, 'branch')}.get({src})")
             seg.fn = codegen.build(f"segment{i}", "slots", lines, ns)
         for seg in segs.values():
