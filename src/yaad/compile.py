@@ -369,7 +369,8 @@ def compile(fn: Callable[..., Any] | None = None, *, verify: bool = True,  # noq
     whose values would take a branch not yet recorded records the new path (paths are
     cached); what cannot be replayed faithfully (NumPy computing
     on a tensor's values, in-place operations, random numbers) makes the function run
-    eagerly for those inputs, with a :class:`CompileWarning`. Never a wrong result.
+    eagerly for those inputs, with a :class:`CompileWarning`. Every value and gradient is
+    meant to be eager mode's (``tests/test_fuzz_compile.py`` checks it on random programs).
 
     Parameters
     ----------
