@@ -9,6 +9,9 @@ signed weights, matrix_rank, det and inv at singular matrices, eigh and svd at d
 ones, searchsorted, and Python branching and looping on values (``float()``, ``int()``,
 ``bool()``, ``.item()``); the other steps are ops of ``yaad.registry`` called as
 ``tests/support/strategies.py`` draws them. The loss mixes the results with fixed weights.
+Its gradients come from ``.backward()`` (the implicit seed 1, which the compiled backward
+treats apart), from ``.backward(seed)``, or from ``autograd.grad(create_graph=True)``
+inside the function, their squares added to the loss (second order through the replay).
 
 Each program is compiled and called on its recorded inputs twice (recording, verifying),
 then on ``REPLAYS`` inputs of the same shapes made to flip its decisions: permuted
@@ -237,9 +240,12 @@ class Program:
     steps: list = field(default_factory=list)  # (description, fn) or ("case", ...)
     weights: list = field(default_factory=list)
     aux: bool = False
+    # How the gradients are taken: .backward() (the implicit seed 1), .backward(seed), or
+    # inside the function, create_graph, into a loss of second order (see as_function)
+    backward: str = "implicit"
 
     def source(self) -> str:
-        return "; ".join(d for d, _ in self.steps)
+        return "; ".join(d for d, _ in self.steps) + f"; backward: {self.backward}"
 
 
 def draw_program(data) -> Program:
@@ -263,6 +269,7 @@ def draw_program(data) -> Program:
             make, _ = STEPS[rng.choice(len(STEPS), p=_WEIGHTS)]
             prog.steps.append(make(rng))
         prog.weights.append(float(np.round(rng.uniform(0.5, 2.0), 1)))
+    prog.backward = ["implicit", "implicit", "seed", "inside"][rng.integers(4)]
     return prog
 
 
@@ -293,6 +300,12 @@ def as_function(prog: Program) -> Callable:
                     loss = loss + Y.real(Y.sum(o)) * w
                 elif kind in "iub" and o.size:
                     loss = loss + Y.sum(Y.astype(o, float)) * 0.5
+        if prog.backward == "inside" and loss.requires_grad:
+            wrt = [x for x in xs if x.requires_grad]
+            grads = Y.autograd.grad(loss, wrt, create_graph=True, allow_unused=True)
+            for g in grads:
+                if g is not None:
+                    loss = loss + Y.sum(Y.real(g * Y.conj(g))) * 0.25
         if prog.aux:
             return loss, pool["k"][-1] if pool["k"] else loss
         return loss
@@ -355,7 +368,10 @@ def outcome(fn, prog, arrays, convert=np.asarray):
         aux = None if aux is None else np.array(aux.data)
         value = np.array(loss.data)
         if loss.requires_grad:
-            loss.backward()
+            # (a seed other than 1 takes the backward's general branch; NumPy programs only:
+            # a seed tensor would be NumPy's)
+            seeded = prog.backward == "seed" and convert is np.asarray
+            loss.backward(Y.tensor(-1.5) if seeded else None)
         grads = [None if x.grad is None else np.array(x.grad) for x in xs]
     except Exception as e:
         return ("raise", type(e).__name__)
