@@ -208,6 +208,50 @@ def test_shape_guards_of_the_backward_hold_for_the_implicit_seed(seed):
             np.testing.assert_array_equal(g, expected)
 
 
+@pytest.mark.parametrize("read", [
+    lambda x, a: Y.sum(x) + (1.0 if Y.argwhere(a).size else -1.0),
+    lambda x, a: Y.sum(x) * len(Y.nonzero(a)[0]),
+    lambda x, a: Y.sum(x) * a[a > 0].shape[0],
+], ids=["argwhere size", "len of nonzero", "shape of a mask's selection"])
+def test_a_shape_read_by_python_alone_is_guarded(read):
+    """An op whose output's shape depends on values, the output used by Python only
+    (its shape read): the shape guard stays though nothing else needs the output (it was
+    removed as dead code with the op, and a replay kept the recorded branch: found by the
+    compile fuzzer, ``argwhere`` of an input then ``if o.size``)."""
+    compiled = Y.compile(read)
+    for a in [[0.0, 0, 0], [0.0, 0, 0], [0.0, 1, 2], [0.0, 1, 2], [3.0, 0, 0], [0.0, 0, 0]]:
+        got, want = [], []
+        for f, out in ((compiled, got), (read, want)):
+            x = Y.tensor([1.0, 2.0], requires_grad=True)
+            y = f(x, Y.tensor(a))
+            y.backward()
+            out += [y.item(), x.grad.tolist()]
+        assert got == want
+
+
+def test_an_outside_tensor_read_by_python_alone_is_watched():
+    """A captured tensor that no op reads, only Python (its shape, dtype and
+    requires_grad): a new value of another shape, or requires_grad switched, records again
+    (the replay kept the first shape's number)."""
+    w = Y.tensor(np.ones(3))
+
+    def f(x):
+        return Y.sum(x) * w.shape[0] * (2.0 if w.requires_grad else 1.0)
+
+    compiled = Y.compile(f)
+    for k in range(7):
+        if k == 2:
+            w.data = np.ones(5)
+        if k == 4:
+            w.requires_grad_(True)
+        x = Y.tensor([1.0, 2.0], requires_grad=True)
+        want = 3.0 * (3 if k < 2 else 5) * (2 if k >= 4 else 1)
+        got = compiled(x)
+        got.backward()
+        assert got.item() == want and x.grad.tolist() == [want / 3.0] * 2
+    assert compiled.stats["replayed"] == 1 and compiled.stats["recorded"] == 6
+
+
 def test_strong_zeros_are_the_engines():
     """Below a selecting op, a rule's inf or NaN where the gradient is zero becomes 0, and
     a finite result keeps its bits (-0.0 here), in the replay as in eager mode (one

@@ -806,9 +806,12 @@ class Tree:
                 for k in range(len(seg.items) - 1, -1, -1):
                     it = seg.items[k]
                     defs = item_defs(it)
-                    if type(it) is Guard:  # an assertion on a slot: kept with the slot
-                        if it.slot in live:
-                            keep.add((id(seg), k))
+                    if type(it) is Guard:
+                        # An assertion on a slot's shape (an op's output, an outside
+                        # tensor): kept even where nothing reads the slot, since Python may
+                        # have read the shape (``if len(nonzero(x)[0]):``).
+                        keep.add((id(seg), k))
+                        live.add(it.slot)
                     elif any(d in live for d in defs):
                         keep.add((id(seg), k))
                         live.difference_update(defs)

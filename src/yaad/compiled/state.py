@@ -17,7 +17,8 @@ its submodules, parameters and buffers). The check it returns, run before every 
   library's array the same values, compared in its library (a Dask array: the same graph,
   by its key, so that nothing is computed).
 
-Tensors are checked by identity: the replay reads their current values (that is how an
+Tensors are checked by identity, and by the shape, dtype and ``requires_grad`` that Python
+may read without an op: the replay reads their current values (that is how an
 optimizer's in-place updates are seen), and their values reach Python only through the
 public read points, which a recording sees. Functions, classes and modules are code:
 rebinding one is not seen, nor is the state that library functions and methods keep in
@@ -111,7 +112,11 @@ class _Walk:
             else:
                 self.check(f"not st_same({o}, {self.name(v.copy(), 's')})")
         elif isinstance(v, Tensor):
-            return
+            # Its values are read where ops use it; what Python may read without an op
+            # (its shape, dtype, requires_grad: ``x * w.shape[0]``) must be as recorded.
+            o = self.name(v, "o")
+            meta = self.name((v._data.shape, v._data.dtype, v.requires_grad), "m")
+            self.check(f"({o}._data.shape, {o}._data.dtype, {o}.requires_grad) != {meta}")
         elif is_foreign(v):
             self.foreign_array(v)
         elif isinstance(v, types.MethodType):
