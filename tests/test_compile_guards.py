@@ -252,6 +252,25 @@ def test_an_outside_tensor_read_by_python_alone_is_watched():
     assert compiled.stats["replayed"] == 1 and compiled.stats["recorded"] == 6
 
 
+def test_the_engines_fallback_backward_has_the_recorded_constants():
+    """When a replayed backward cannot run (a rule raises), the engine's path recomputes
+    the recording eagerly; the constant arrays that recorded rules computed with are part
+    of it (they were missing: KeyError where eager mode raises the rule's TypeError;
+    found by the compile fuzzer)."""
+    def f(v, x):
+        loss = Y.logsumexp(v, b=np.array([0.7, -0.7])) + Y.real(Y.sum(Y.gamma(x)))
+        gv, gx = Y.autograd.grad(loss, [v, x], create_graph=True)
+        return loss + Y.sum(gv * gv) + Y.sum(Y.real(gx * Y.conj(gx)))
+
+    compiled = Y.compile(f)
+    for v in ([-0.3, -0.4], [-0.3, -0.4], [0.0, 0.0]):
+        for fn in (compiled, f):
+            xs = [Y.tensor(v, requires_grad=True), Y.tensor(np.zeros(0, complex),
+                                                            requires_grad=True)]
+            with pytest.raises(TypeError, match="digamma"):
+                fn(*xs).backward()
+
+
 def test_strong_zeros_are_the_engines():
     """Below a selecting op, a rule's inf or NaN where the gradient is zero becomes 0, and
     a finite result keeps its bits (-0.0 here), in the replay as in eager mode (one

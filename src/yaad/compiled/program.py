@@ -34,7 +34,7 @@ from . import codegen, fused, native
 from .codegen import Namespace, item_defs, item_uses, shape_of
 from .reverse import reachable, reverse
 from .rewrite import simplify
-from .tape import Alias, Entry, Guard, Load, Recorder, outcome_key, same_item
+from .tape import Alias, Const, Entry, Guard, Load, Recorder, outcome_key, same_item
 
 _new = object.__new__
 
@@ -474,6 +474,8 @@ class End:
             elif t is Load:
                 if it.slot not in vals:
                     vals[it.slot] = it.tensor
+            elif t is Const:  # (an array a recorded rule computed with)
+                vals[it.slot] = it.value
             elif t is Alias:
                 v = vals[it.of]
                 vals[it.slot] = v.detach() if isinstance(v, Tensor) else v
