@@ -41,8 +41,8 @@ def _direction(x: Any, n: Any, axis: Any, ord: Any) -> Any:
         return where(zero, 0, x / where(zero, 1, n))
     if ord == 1:
         return sign(x)
-    if ord == 0:
-        return x * 0
+    if ord == 0:  # (a constant: x * 0 is NaN at an infinite entry)
+        return namespace(xd).zeros_like(xd)
     if math.isinf(ord):
         xp = namespace(xd)
         hit = xp.astype(xp.abs(xd) == nd, nd.dtype)

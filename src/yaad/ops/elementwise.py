@@ -224,7 +224,9 @@ i0 = elementwise_op("i0", sp.i0, lambda _a, x: i1(x), real_only=True)
 i1 = elementwise_op("i1", sp.i1, lambda _a, x: where(abs(x) < 1e-150, 0.5,
                                                      0.5 * (i0(x) + iv(2, x))), real_only=True)
 i0e = elementwise_op("i0e", sp.i0e, lambda ans, x: i1e(x) - sign(x) * ans, real_only=True)
-i1e = elementwise_op("i1e", sp.i1e, lambda ans, x: 0.5 * (i0e(x) + ive(2, x)) - sign(x) * ans,
+# (I1' = I0 - I1 / x: SciPy's ive(2, x) is NaN beyond |x| ~ 1e9; 1/2 near 0, as for i1)
+i1e = elementwise_op("i1e", sp.i1e, lambda ans, x: where(
+          abs(x) < 1e-150, 0.5, i0e(x) - ans * (sign(x) + 1 / where(abs(x) < 1e-150, 1, x))),
           real_only=True)
 
 # ---- more of scipy.special: what jax.scipy.special differentiates, and its neighbours ----
@@ -383,26 +385,36 @@ hypot = elementwise_op("hypot", np.hypot,
             lambda ans, x, _y: where(ans == 0, 0, x / where(ans == 0, 1, ans)),
             lambda ans, _x, y: where(ans == 0, 0, y / where(ans == 0, 1, ans)),
             real_only=True)
+
+
+def _logaddexp_share(e, ans, x, y):
+    """d/dx of logaddexp(x, y) (or logaddexp2, ``e`` being exp or exp2): ``e(x - ans)``;
+    at an infinite x, 1 (1/2 when y is the same infinity, as on the diagonal)."""
+    return where(x == np.inf, where(y == np.inf, 0.5, 1.0),
+                 e(where(x == np.inf, 0, x) - where(ans == -np.inf, 0, ans)))
+
+
 logaddexp = elementwise_op("logaddexp", np.logaddexp,
-                lambda ans, x, _y: exp(x - where(ans == -np.inf, 0, ans)),
-                lambda ans, _x, y: exp(y - where(ans == -np.inf, 0, ans)), real_only=True)
+                lambda ans, x, y: _logaddexp_share(exp, ans, x, y),
+                lambda ans, x, y: _logaddexp_share(exp, ans, y, x), real_only=True)
 logaddexp2 = elementwise_op("logaddexp2", np.logaddexp2,
-                 lambda ans, x, _y: exp2(x - where(ans == -np.inf, 0, ans)),
-                 lambda ans, _x, y: exp2(y - where(ans == -np.inf, 0, ans)), real_only=True)
+                 lambda ans, x, y: _logaddexp_share(exp2, ans, x, y),
+                 lambda ans, x, y: _logaddexp_share(exp2, ans, y, x), real_only=True)
 mod = elementwise_op("mod", np.mod, lambda _a, _x, _y: 1, lambda _a, x, y: -floor(x / y),
           real_only=True)
 remainder = mod
 fmod = elementwise_op("fmod", np.fmod, lambda _a, _x, _y: 1, lambda _a, x, y: -trunc(x / y),
            real_only=True)
-# 1 where the input wins, 1/2 at a tie, else 0 (written with where, not with booleans as
-# numbers: the array API does no arithmetic on booleans)
+# 1 where the input wins, 1/2 at a tie, 0 where it loses, NaN where a NaN makes the pair
+# unordered (written with where, not with booleans as numbers: the array API does no
+# arithmetic on booleans; 0 * x only there, as it is NaN at an infinite loser)
 maximum = elementwise_op("maximum", np.maximum,
-              lambda _a, x, y: where(x == y, 0.5, where(x > y, 1.0, 0 * x)),
-              lambda _a, x, y: where(x == y, 0.5, where(x < y, 1.0, 0 * y)),
+              lambda _a, x, y: where(x == y, 0.5, where(x > y, 1.0, where(x < y, 0.0, 0 * x))),
+              lambda _a, x, y: where(x == y, 0.5, where(x < y, 1.0, where(x > y, 0.0, 0 * y))),
               real_only=True, selects=True)
 minimum = elementwise_op("minimum", np.minimum,
-              lambda _a, x, y: where(x == y, 0.5, where(x < y, 1.0, 0 * x)),
-              lambda _a, x, y: where(x == y, 0.5, where(x > y, 1.0, 0 * y)),
+              lambda _a, x, y: where(x == y, 0.5, where(x < y, 1.0, where(x > y, 0.0, 0 * x))),
+              lambda _a, x, y: where(x == y, 0.5, where(x > y, 1.0, where(x < y, 0.0, 0 * y))),
               real_only=True, selects=True)
 fmax = elementwise_op("fmax", np.fmax,
            lambda _a, x, y: ((x > y) | isnan(y)) + 0.5 * (x == y),

@@ -1,0 +1,186 @@
+"""Adversarial checks of gradients (session 7): inputs that flip data-dependent decisions
+(ties, zeros of both signs, infinities, NaN, degenerate spectra), in float32 and complex64
+too, against PyTorch, JAX, NumPy and finite differences. Each test names what it guards.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+import yaad
+from yaad.testing import gradgradcheck
+
+jax.config.update("jax_enable_x64", True)
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def _grad(f, *xs, create_graph=False):
+    ts = [yaad.tensor(np.asarray(x), requires_grad=True) for x in xs]
+    gs = yaad.autograd.grad(f(*ts), ts, create_graph=create_graph, allow_unused=True)
+    return ts, gs
+
+
+def _torch_grad(f, *xs):
+    ts = [torch.tensor(np.asarray(x), requires_grad=True) for x in xs]
+    return [g.numpy() for g in torch.autograd.grad(f(*ts), ts)]
+
+
+# ---- second order of eigh/svd when no column gets a cotangent, in single precision -----------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("values", ["eigvalsh", "svdvals"])
+def test_spectral_second_order_without_active_columns_in_single_precision(values, dtype):
+    # (the float64/complex128 case: test_linalg_spectral's
+    # test_second_order_when_no_column_gets_a_cotangent) The maximum takes real(t)
+    # everywhere, so the second pass sends the spectral rule zero cotangents (the resolvent
+    # of no column); the cube gives the Hessian a part of its own. PyTorch's double
+    # backward in the same precision is the oracle; the dtypes must stay single.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 2)) + 5
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal((2, 2))
+    x = x.astype(dtype)
+    w = np.arange(4.0).reshape(2, 2)
+    yf, tf = getattr(yaad.linalg, values), getattr(torch.linalg, values)
+
+    def loss(t, lib, fn):
+        return (lib.sum(lib.maximum(-fn(t) - 100, t.real)) + lib.sum((t * t * t).real))
+
+    t = yaad.tensor(x, requires_grad=True)
+    (g,) = yaad.autograd.grad(loss(t, yaad, yf), [t], create_graph=True)
+    (h,) = yaad.autograd.grad(yaad.sum(yaad.real(g) * w), [t])
+    assert g.dtype == h.dtype == np.dtype(dtype)
+
+    tt = torch.tensor(x, requires_grad=True)
+    (tg,) = torch.autograd.grad(loss(tt, torch, tf), [tt], create_graph=True)
+    (th,) = torch.autograd.grad(torch.sum(tg.real * torch.tensor(w, dtype=tg.real.dtype)), [tt])
+    np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(h), th.numpy(), rtol=1e-5, atol=1e-4)
+    # and the same numbers as double precision (where finite differences are the oracle)
+    t64 = yaad.tensor(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64),
+                      requires_grad=True)
+    assert gradgradcheck(lambda a: loss(a, yaad, yf), [t64])
+
+
+# ---- yaad.gradient with equally spaced tensor coordinates -------------------------------------
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize("fdtype", [np.complex128, np.complex64])
+def test_gradient_of_complex_values_on_equally_spaced_coordinates_is_numpys(fdtype, edge_order):
+    rng = np.random.default_rng(11)
+    for xdtype in (np.float64, np.float32, np.complex128):
+        for _ in range(20):
+            x = np.cumsum(np.full(5, rng.uniform(0.5, 1.5))).astype(xdtype)
+            f = (rng.standard_normal((5, 2)) + 1j * rng.standard_normal((5, 2))).astype(fdtype)
+            out = yaad.gradient(yaad.tensor(f, requires_grad=True),
+                                yaad.tensor(x, requires_grad=True), axis=0,
+                                edge_order=edge_order)
+            want = np.gradient(f, x, axis=0, edge_order=edge_order)
+            assert out.dtype == want.dtype
+            np.testing.assert_array_equal(out.detach().numpy(), want)
+    # infinities and NaN take NumPy's values too (the shortcut's numbers plus a zero)
+    f = np.array([1 + 1j, complex(np.inf, 0), 2, complex(np.nan, 1), 4], fdtype)
+    x = np.cumsum(np.full(5, 0.7))
+    out = yaad.gradient(yaad.tensor(f, requires_grad=True), yaad.tensor(x, requires_grad=True),
+                        edge_order=edge_order)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out.detach().numpy(),
+                                      np.gradient(f, x, edge_order=edge_order))
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_through_equally_spaced_coordinates_against_jax_and_torch(edge_order):
+    # d/df and d/dx of a real loss of the complex gradient: JAX's jnp.gradient (edge order
+    # 1 only; yaad's gradient is the conjugate of JAX's for a complex input) and PyTorch's
+    # torch.gradient (both edge orders, spacing given as coordinates), and second
+    # derivatives against finite differences.
+    rng = np.random.default_rng(2)
+    x = np.cumsum(np.full(5, 0.7)) + 0.3
+    f = rng.standard_normal((5, 3)) + 1j * rng.standard_normal((5, 3))
+    w = rng.standard_normal((5, 3)) + 1j * rng.standard_normal((5, 3))
+
+    def jloss(f, x):
+        return jnp.sum(jnp.abs(jnp.gradient(f, x, axis=0) * w) ** 2)
+
+
+    def loss(a, b, lib=yaad):
+        if lib is torch:
+            (d,) = torch.gradient(a, spacing=(b,), dim=0, edge_order=edge_order)
+            return torch.sum(torch.abs(d * torch.tensor(w)) ** 2)
+        return yaad.sum(yaad.abs(yaad.gradient(a, b, axis=0, edge_order=edge_order) * w) ** 2)
+
+    _, (gf, gx) = _grad(loss, f, x)
+    tf, tx = _torch_grad(lambda a, b: loss(a, b, torch), f, x)
+    np.testing.assert_allclose(gf, tf, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gx, tx, rtol=1e-12, atol=1e-12)
+    if edge_order == 1:
+        jf, jx = jax.grad(jloss, argnums=(0, 1))(f, x)
+        np.testing.assert_allclose(gf, np.conj(jf), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(gx, jx, rtol=1e-12, atol=1e-12)
+    a = yaad.tensor(f[:, :1], requires_grad=True)
+    b = yaad.tensor(x, requires_grad=True)
+    assert gradgradcheck(lambda a, b: yaad.sum(yaad.abs(
+        yaad.gradient(a, b, axis=0, edge_order=edge_order)) ** 2), [a, b])
+
+
+# ---- infinities in selecting and special functions --------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_maximum_and_minimum_with_an_infinite_loser(dtype, name):
+    # maximum(-inf, 0) is 0 and its derivative in the -inf is 0: the rule's "0 * x" made it
+    # NaN (a masked score of -inf clamped from below, a ratio 1/0 capped from above).
+    x = np.array([-np.inf, np.inf, 1.0, 2.0, -0.0], dtype)
+    y = np.array([0.0, 3.0, np.inf, -np.inf, 0.0], dtype)
+    _, (gx, gy) = _grad(lambda a, b: yaad.sum(getattr(yaad, name)(a, b) * 3.0), x, y)
+    tx, ty = _torch_grad(lambda a, b: torch.sum(getattr(torch, name)(a, b) * 3.0), x, y)
+    np.testing.assert_array_equal(gx, tx)
+    np.testing.assert_array_equal(gy, ty)
+    assert gx.dtype == gy.dtype == np.dtype(dtype)
+    # second order through the rule: a finite, zero Hessian at the infinite loser
+    _, (g,) = _grad(lambda a: yaad.sum(yaad.maximum(a * a, -np.inf)), np.array([2.0, -1.0]),
+                    create_graph=True)
+    np.testing.assert_array_equal(g.detach().numpy(), [4.0, -2.0])
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_at_infinity(name):
+    # d/dx logaddexp(x, y) = exp(x - ans) was exp(inf - inf) = NaN at x = +inf; PyTorch
+    # gives 1 there (y finite), and 1/2 each is the limit on the diagonal x = y = +inf.
+    x = np.array([np.inf, 1.0, np.inf, -np.inf, 0.5])
+    y = np.array([1.0, np.inf, np.inf, 2.0, -0.5])
+    _, (gx, gy) = _grad(lambda a, b: yaad.sum(getattr(yaad, name)(a, b)), x, y)
+    np.testing.assert_array_equal(gx[:4], [1.0, 0.0, 0.5, 0.0])
+    np.testing.assert_array_equal(gy[:4], [0.0, 1.0, 0.5, 1.0])
+    tx, ty = _torch_grad(lambda a, b: torch.sum(getattr(torch, name)(a, b)), x, y)
+    np.testing.assert_allclose(gx[[0, 1, 3, 4]], tx[[0, 1, 3, 4]], rtol=1e-15)
+    np.testing.assert_allclose(gy[[0, 1, 3, 4]], ty[[0, 1, 3, 4]], rtol=1e-15)
+
+
+def test_i1e_gradient_at_large_arguments():
+    # SciPy's ive(2, x), which the rule read, is NaN beyond |x| ~ 1.07e9: the gradient of
+    # i1e was NaN there (PyTorch: I1' = I0 - I1 / x).
+    x = np.array([0.0, 1e-300, 1e-5, 3.0, -3.0, 1e9, -2e9, 1e300, np.inf, -np.inf])
+    _, (g,) = _grad(lambda a: yaad.sum(yaad.i1e(a)), x)
+    (t,) = _torch_grad(lambda a: torch.sum(torch.special.i1e(a)), x)
+    np.testing.assert_allclose(g, t, rtol=1e-13, atol=0)
+    a = yaad.tensor(np.array([0.3, -2.0, 7.0]), requires_grad=True)
+    assert gradgradcheck(lambda a: yaad.i1e(a), [a])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+def test_zero_norm_gradient_at_infinite_and_nan_entries(dtype):
+    # ord=0 counts the non-zero entries: its gradient is 0, also at an inf or a NaN entry
+    # (it was x * 0).
+    x = np.array([[np.inf, 1.0, np.nan], [0.0, -2.0, 3.0]], dtype)
+    _, (g,) = _grad(lambda a: yaad.sum(yaad.linalg.vector_norm(a, ord=0, axis=1)), x)
+    np.testing.assert_array_equal(g, np.zeros_like(x))
+    assert g.dtype == np.dtype(dtype)
