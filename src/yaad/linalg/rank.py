@@ -13,7 +13,7 @@ import numpy as np
 
 from ..backend import implements, namespace
 from ..batching import per_example
-from ..op import op
+from ..op import Op, apply, op
 from ..ops.elementwise import conj, imag, real, where
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
@@ -36,7 +36,7 @@ from .helpers import (
     solve_batch,
     square_matrices,
 )
-from .spectral import svd_op, svdvals
+from .spectral import svdvals
 from .systems import inv
 
 __all__ = ["det", "slogdet", "SlogdetResult", "pinv", "lstsq", "matrix_rank"]
@@ -70,7 +70,7 @@ def adjugate(a: Any, det_a: Any) -> Any:
     """The adjugate ``adj(a)`` (``d det(a) = tr(adj(a) da)``), also for singular matrices.
 
     ``det(a) inv(a)`` when every matrix is well away from singular; otherwise from the SVD
-    ``a = u diag(s) vh``: ``det(u) det(vh) vh^H diag(prod_{j != i} s_j) u^H``.
+    (:func:`_adjugate_svd`).
     """
     if not _nearly_singular(a, det_a):
         return col(col(det_a)) * inv(a)
@@ -81,13 +81,84 @@ def adjugate(a: Any, det_a: Any) -> Any:
             "linalg.det: second derivatives at a singular complex matrix are not "
             "supported (first derivatives are). Perturb the matrix off the singular set, "
             "or differentiate det of the real and imaginary parts.")
-    u, s, vh = svd_op(a, False)
-    n = s.shape[-1]
-    others = 1
-    for j in range(n):  # prod_{j != i} s_j, without dividing by a zero s_i
-        others = others * where(namespace(data_of(s)).arange(n) == j, 1, s[..., j:j + 1])
-    phase = det(u) * det(vh)
-    return col(col(phase)) * matmul(mH(vh) * row(others), mH(u))
+    return _adjugate_svd(a)
+
+
+def _svd_adjugate_parts(a: Any) -> tuple:
+    """For ``a = u diag(s) vh`` (arrays): ``u``, ``vh``, ``det(u) det(vh)`` and the
+    products ``p[..., i, j] = prod_{k not in {i, j}} s_k`` (on the diagonal:
+    ``prod_{k != i} s_k``), without dividing by a zero ``s_k``."""
+    xp = namespace(a)
+    u, s, vh = xp.linalg.svd(a)
+    k = xp.arange(s.shape[-1])
+    p = xp.ones(a.shape, dtype=s.dtype)
+    for j in range(s.shape[-1]):
+        p = p * where((k[:, None] == j) | (k[None, :] == j), 1, s[..., j, None, None])
+    phase = xp.linalg.det(u) * xp.linalg.det(vh)
+    return u, vh, phase[..., None, None], p
+
+
+def _adjugate_from_svd(a: Any) -> Any:
+    # adj(u s vh) = adj(vh) adj(s) adj(u) = det(u) det(vh) vh^H diag(prod_{k != i} s_k) u^H
+    u, vh, phase, p = _svd_adjugate_parts(a)
+    return phase * matmul(mH(vh) * row(diag(p)), mH(u))
+
+
+def _adjugate_map(m: Any, p: Any) -> Any:
+    """The derivative of the adjugate at ``diag(s)`` in the direction ``m``: ``-m_ij p_ij``
+    off the diagonal, ``sum_{k != i} p_ik m_kk`` on it (each entry of ``adj(s + m)`` is a
+    minor of the nearly diagonal ``s + m``). The map is its own adjoint."""
+    k = namespace(p).arange(p.shape[-1])
+    eye = k[:, None] == k[None, :]
+    off = where(eye, 0, p)
+    return where(eye, matmul(off, col(diag(m))), -m * off)
+
+
+def _third_order_refused(g: Any, ans: Any, a: Any) -> Any:
+    raise NotImplementedError(
+        "linalg.det: third and higher derivatives at a singular matrix are not supported "
+        "(first and second derivatives are)")
+
+
+def _private_op(forward: Callable, name: str, vjp: Callable, jvp: Callable) -> Callable:
+    """An op of one input outside ``yaad.registry`` (a helper of det's rules, checked by
+    their tests), called on tensors through ``apply`` and directly on arrays."""
+    spec = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
+              save_ans=False, nout=1, variadic=False, elementwise=False, selects=False,
+              linear=False)
+    spec.batch = "broadcast"
+
+    def fn(a: Any) -> Any:
+        return apply(spec, (a,), {}) if isinstance(a, Tensor) else forward(a)
+
+    spec.fn = fn
+    return fn
+
+
+# A zero that depends on a: the adjugate's rules read the SVD of a's values, so their own
+# derivatives in a are not there; differentiating them raises instead of dropping them.
+_refuse_further = _private_op(lambda a: namespace(a).zeros_like(a), "linalg.det_refused",
+                              _third_order_refused, _third_order_refused)
+
+
+def _adjugate_svd_vjp(g: Any, ans: Any, a: Any) -> Any:
+    # d adj(a) = phase vh^H D(u^H da vh^H) u^H for the map D above, its own adjoint
+    u, vh, phase, p = _svd_adjugate_parts(data_of(a))
+    h = matmul(matmul(vh, g), u) * phase
+    out = matmul(matmul(u, _adjugate_map(h, p)), vh)
+    return out + _refuse_further(a) if isinstance(a, Tensor) else out
+
+
+def _adjugate_svd_jvp(t: Any, ans: Any, a: Any) -> Any:
+    u, vh, phase, p = _svd_adjugate_parts(data_of(a))
+    m = matmul(matmul(mH(u), t), mH(vh))
+    out = matmul(matmul(mH(vh), _adjugate_map(m, p)), mH(u)) * phase
+    return out + _refuse_further(a) if isinstance(a, Tensor) else out
+
+
+# (real matrices: the derivatives of a complex one's adjugate refuse above)
+_adjugate_svd = _private_op(_adjugate_from_svd, "linalg.adjugate", _adjugate_svd_vjp,
+                            _adjugate_svd_jvp)
 
 
 det = public(op(_det, name="linalg.det", batch="broadcast",

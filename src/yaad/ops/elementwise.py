@@ -389,9 +389,9 @@ hypot = elementwise_op("hypot", np.hypot,
 
 def _logaddexp_share(e, ans, x, y):
     """d/dx of logaddexp(x, y) (or logaddexp2, ``e`` being exp or exp2): ``e(x - ans)``;
-    at an infinite x, 1 (1/2 when y is the same infinity, as on the diagonal)."""
-    return where(x == np.inf, where(y == np.inf, 0.5, 1.0),
-                 e(where(x == np.inf, 0, x) - where(ans == -np.inf, 0, ans)))
+    at x = +inf, 1 (1/2 when y = +inf too, as on the diagonal)."""
+    d = e(where(x == np.inf, 0, x) - where(ans == -np.inf, 0, ans))  # (0 at x = +inf)
+    return where(x == np.inf, where(y == np.inf, 0.5, d + 1), d)
 
 
 logaddexp = elementwise_op("logaddexp", np.logaddexp,
