@@ -235,3 +235,50 @@ def test_det_third_derivative_at_a_singular_matrix_raises():
     (h,) = yaad.autograd.grad(yaad.sum(g * a), [t], create_graph=True)
     with pytest.raises(NotImplementedError, match="third and higher"):
         yaad.autograd.grad(yaad.sum(h * h), [t])
+
+
+# ---- second derivatives at the point a rule's where guards -------------------------------------
+
+
+def test_sinc_derivatives_near_and_at_zero():
+    # (cos(pi x) - sinc(x)) / x cancels as x -> 0 (sinc'(1e-8) was 32% off; JAX's is too)
+    # and the rule's constant 0 at x = 0 made sinc''(0) = 0 instead of -pi^2 / 3 (JAX: right
+    # at 0). The oracle: sinc' and sinc'' from their Maclaurin series, by mpmath.
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+
+    def exact(x, k):
+        return float(mpmath.diff(lambda t: mpmath.sinc(mpmath.pi * t), mpmath.mpf(x), k))
+
+    for x in [0.0, 1e-12, 1e-8, 1e-6, 1e-3, 0.049, 0.051, 0.3, -0.7, 2.5]:
+        t = yaad.tensor(x, requires_grad=True)
+        (g,) = yaad.autograd.grad(yaad.sinc(t), [t], create_graph=True)
+        (h,) = yaad.autograd.grad(g, [t])
+        assert g.item() == pytest.approx(exact(x, 1), rel=1e-13, abs=1e-300)
+        assert float(h) == pytest.approx(exact(x, 2), rel=1e-12)
+    assert float(jax.grad(jax.grad(jnp.sinc))(0.0)) == pytest.approx(-np.pi ** 2 / 3, rel=1e-15)
+    z = yaad.tensor(np.array([0.01 + 0.02j, 0.3 - 0.1j, 0.0]), requires_grad=True)
+    assert gradgradcheck(yaad.sinc, [z])
+
+
+def test_power_mixed_second_derivative_at_exponent_zero():
+    # d/dy (d/dx x**y) = x**(y-1) (1 + y log x) is 1/x at y = 0: the rule's where(y == 0, 0,
+    # ...) made it 0 (PyTorch's is 0 too; JAX's is right). Only x == y == 0 keeps the 0.
+    x, y = np.array([2.0, 0.5, 2.0]), np.array([0.0, 0.0, 1.5])
+    tx, ty = yaad.tensor(x, requires_grad=True), yaad.tensor(y, requires_grad=True)
+    (gx,) = yaad.autograd.grad(yaad.sum(tx ** ty), [tx], create_graph=True)
+    (h,) = yaad.autograd.grad(yaad.sum(gx), [ty])
+    want = jax.vmap(jax.grad(jax.grad(lambda a, b: a ** b, 0), 1))(x, y)
+    np.testing.assert_allclose(h, want, rtol=1e-14)
+    np.testing.assert_array_equal(gx.detach().numpy()[:2], 0.0)
+
+
+def test_spence_second_derivative_at_one():
+    # spence'(z) = log(z) / (1 - z) has the limit -1 at z = 1 and the slope 1/2 there
+    mpmath = pytest.importorskip("mpmath")
+    for z in [1.0, 0.5, 2.0]:
+        t = yaad.tensor(z, requires_grad=True)
+        (g,) = yaad.autograd.grad(yaad.spence(t), [t], create_graph=True)
+        (h,) = yaad.autograd.grad(g, [t])
+        want = float(mpmath.diff(lambda s: mpmath.polylog(2, 1 - s), z, 2))
+        assert float(h) == pytest.approx(want, rel=1e-12)
