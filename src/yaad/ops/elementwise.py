@@ -237,17 +237,38 @@ i0 = elementwise_op("i0", sp.i0, lambda _a, x: i1(x), real_only=True)
 i1 = elementwise_op("i1", sp.i1, lambda _a, x: where(abs(x) < 1e-150, 0.5,
                                                      0.5 * (i0(x) + iv(2, x))), real_only=True)
 i0e = elementwise_op("i0e", sp.i0e, lambda ans, x: i1e(x) - sign(x) * ans, real_only=True)
-# (I1' = I0 - I1 / x: SciPy's ive(2, x) is NaN beyond |x| ~ 1e9; 1/2 near 0, as for i1)
-i1e = elementwise_op("i1e", sp.i1e, lambda ans, x: where(
-          abs(x) < 1e-150, 0.5, i0e(x) - ans * (sign(x) + 1 / where(abs(x) < 1e-150, 1, x))),
-          real_only=True)
+
+
+def _i1e_derivative(ans, x):
+    """(I0 + I2) / 2 scaled, minus sign(x) i1e(x); beyond |x| = 1000 by I1' = I0 - I1 / x,
+    as SciPy's ive(2, x) is NaN beyond |x| ~ 1e9 (the first form keeps second
+    derivatives accurate near 0, where I1 / x cancels)."""
+    big = abs(x) > 1000
+    near = where(big, 1, x)
+    return where(big, i0e(x) - ans * (sign(x) + 1 / where(big, x, 1)),
+                 0.5 * (i0e(near) + ive(2, near)) - sign(x) * ans)
+
+
+i1e = elementwise_op("i1e", sp.i1e, _i1e_derivative, real_only=True)
 
 # ---- more of scipy.special: what jax.scipy.special differentiates, and its neighbours ----
 
 ndtr = elementwise_op("ndtr", sp.ndtr, lambda _a, x: exp(-0.5 * x * x) / _SQRT_2PI)
 # phi(x) / Phi(x) written with erfcx: no cancellation for large negative x
-log_ndtr = elementwise_op("log_ndtr", sp.log_ndtr,
-                          lambda _a, x: _SQRT_2_OVER_PI / erfcx(-x / _SQRT2))
+
+
+def _log_ndtr_derivative(ans, x):
+    """phi(x) / Phi(x): by erfcx for x <= 0; above, exp(-x^2/2 - log Phi(x)) / sqrt(2 pi),
+    as erfcx(-x / sqrt 2) overflows beyond x ~ 38 (the derivative 0 was right, its own
+    derivative inf / inf = NaN)."""
+    if _is_complex(x):
+        return _SQRT_2_OVER_PI / erfcx(-x / _SQRT2)
+    pos = x > 0
+    return where(pos, exp(-0.5 * x * x - ans) / _SQRT_2PI,
+                 _SQRT_2_OVER_PI / erfcx(-where(pos, 0, x) / _SQRT2))
+
+
+log_ndtr = elementwise_op("log_ndtr", sp.log_ndtr, _log_ndtr_derivative)
 ndtri = elementwise_op("ndtri", sp.ndtri, lambda ans, _x: _SQRT_2PI * exp(0.5 * ans * ans),
                        real_only=True)
 log_expit = elementwise_op("log_expit", sp.log_expit, lambda _a, x: expit(-x), real_only=True)
