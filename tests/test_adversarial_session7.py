@@ -340,3 +340,53 @@ def test_compiled_replay_raises_the_eager_error():
     c = yaad.compile(f)
     for v in ([-0.3, -0.4], [-0.3, -0.4], [0.0, 0.0]):
         assert outcome(c, v) == outcome(f, v) == "TypeError"
+
+
+@pytest.mark.xfail(strict=True, reason="compile: on array API arrays, a signature whose "
+                   "backward raised while recording later replays and returns a value and "
+                   "gradients where eager raises (found by the compile fuzzer's strict run, "
+                   "--hypothesis-seed=7708, through tile's rule)")
+def test_compiled_replay_on_strict_arrays_raises_where_eager_raises():
+    xp = pytest.importorskip("array_api_strict")
+    # a rule that works on NumPy arrays and fails on array API arrays (no .sum method)
+    twice = yaad.extend.op(lambda x: x * 2.0, vjp=lambda g, ans, x: g.sum() * 0 + 2 * g,
+                           name="adversarial_twice")
+
+    def f(a, b):
+        return yaad.sum(twice(a)) + yaad.sum(yaad.min(b, axis=(), keepdims=True))
+
+    def outcome(fn, x, y):
+        xs = [yaad.tensor(xp.asarray(np.array(v)), requires_grad=True) for v in (x, y)]
+        try:
+            fn(*xs).backward()
+        except AttributeError:
+            return "raise"
+        return "value"
+
+    c = yaad.compile(f)
+    for x, y in [(0.5, 0.7), (0.5, 0.7), (0.5, 0.8), (1.0, 0.9)]:
+        assert outcome(c, x, y) == outcome(f, x, y) == "raise"
+
+
+# ---- array API arrays in first-order rules --------------------------------------------------
+
+
+def test_tile_gradient_on_array_api_arrays():
+    # Found by the compile fuzzer's strict run (eager raised): tile's rule called g.sum(),
+    # which an array API array lacks (index_put's rule did too, for values with more axes).
+    xp = pytest.importorskip("array_api_strict")
+    a = np.arange(6.0).reshape(2, 3)
+    w = np.arange(24.0).reshape(2, 2, 2, 3)
+    got = []
+    for conv in (np.asarray, xp.asarray):
+        t = yaad.tensor(conv(a), requires_grad=True)
+        yaad.sum(yaad.tile(t, (2, 2, 1, 1)) * conv(w)).backward()
+        s = yaad.tensor(conv(np.array(0.8)), requires_grad=True)
+        yaad.sum(yaad.tile(s, (2, 3)) * conv(np.arange(6.0).reshape(2, 3))).backward()
+        got.append((np.asarray(t.grad), float(s.grad)))
+    want = w.reshape(2, 2, 2, 3).sum(axis=(0, 1))
+    for g, gs in got:
+        np.testing.assert_array_equal(g, want)
+        assert gs == 15.0
+    (tg,) = _torch_grad(lambda x: torch.sum(torch.tile(x, (2, 2, 1, 1)) * torch.tensor(w)), a)
+    np.testing.assert_array_equal(tg, want)

@@ -535,10 +535,10 @@ def _power_dx(ans, x, y):
         if y == 2:
             return 2 * x
         return y * x ** (y - 1)
-    # y * x**(y-1), and 0 where x == y == 0 (x**-1 is inf there); only there: elsewhere
-    # at y == 0, its derivative in y is x**-1, not the 0 of a constant
-    zero = (y == 0) & (x == 0)
-    return where(zero, 0, y * x ** where(zero, 1, y - 1))
+    # y * x**(y-1); where y == 0, y / x (0, with its derivative in y, 1/x), 0 at x == 0
+    # too (x**-1 would be inf there)
+    at_zero = y * where(x == 0, 0, 1 / where(x == 0, 1, x))
+    return where(y == 0, at_zero, y * x ** where(y == 0, 1, y - 1))
 
 
 def _power_dy(ans, x, y):

@@ -862,14 +862,19 @@ def rot90(m: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> Any:
     return flip(transpose(m, perm), a1)
 
 
+def _own_sum(g, axis):
+    """``g`` summed over ``axis`` by its own library (ops/reductions imports this module): a
+    tensor's method, or the array's namespace (an array API array has no ``.sum``)."""
+    return g.sum(axis=axis) if isinstance(g, Tensor) else namespace(g).sum(g, axis=axis)
+
+
 def _tile_vjp(g, ans, a, reps):
     reps = tuple(reps) if np.ndim(reps) else (int(reps),)
     d = max(len(reps), a.ndim)
     shape = (1,) * (d - a.ndim) + tuple(a.shape)
     reps = (1,) * (d - len(reps)) + reps
     g = reshape(g, tuple(n for pair in zip(reps, shape) for n in pair))
-    # g's own sum (an array's or a tensor's method): ops/reductions imports this module
-    return reshape(g.sum(axis=tuple(range(0, 2 * d, 2))), a.shape)
+    return reshape(_own_sum(g, tuple(range(0, 2 * d, 2))), a.shape)
 
 
 def _tile_batch(a, nd, reps):
@@ -1414,9 +1419,8 @@ def _index_put_values_vjp(g, ans, a, values, idx):
     if extra > 0:  # NumPy drops leading axes of length 1 of values (y[:] = v[None])
         g = reshape(g, (1,) * extra + g.shape)
     elif extra < 0:  # values broadcast to a[idx], which may have more axes than the
-        # output (y[None, :] = v): sum those here (g's own sum, as in _tile_vjp), the
-        # engine reduces the rest
-        g = g.sum(axis=tuple(range(-extra)))
+        # output (y[None, :] = v): sum those here, the engine reduces the rest
+        g = _own_sum(g, tuple(range(-extra)))
     return g
 
 
