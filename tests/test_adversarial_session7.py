@@ -314,15 +314,14 @@ def test_spence_second_derivative_at_one():
         assert float(h) == pytest.approx(want, rel=1e-12)
 
 
-# ---- a compile reproducer (the lead's; yaad.compile is not this file's to fix) -----------------
+# ---- compile reproducers (yaad.compile is the lead's, not this file's to fix) -------------------
 
 
-@pytest.mark.xfail(strict=True, reason="compile: a replay raises KeyError where eager raises "
-                   "the rule's TypeError (found by the compile fuzzer, --hypothesis-seed=7707)")
 def test_compiled_replay_raises_the_eager_error():
     # The second pass through gamma's rule on a complex input raises TypeError (digamma's
     # derivative is real only) in both modes; after logsumexp's weights cancel (v = 0, a
-    # -inf), the replay raised KeyError instead.
+    # -inf), the replay raised KeyError instead (found by the compile fuzzer,
+    # --hypothesis-seed=7707; fixed on main by b31919c).
     def f(v, x):
         loss = yaad.logsumexp(v, b=np.array([0.7, -0.7])) + yaad.real(yaad.sum(yaad.gamma(x)))
         gv, gx = yaad.autograd.grad(loss, [v, x], create_graph=True)

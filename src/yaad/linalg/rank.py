@@ -84,7 +84,7 @@ def adjugate(a: Any, det_a: Any) -> Any:
     return _adjugate_svd(a)
 
 
-def _svd_adjugate_parts(a: Any) -> tuple:
+def _svd_adjugate_parts(a: Any) -> tuple[Any, Any, Any, Any]:
     """For ``a = u diag(s) vh`` (arrays): ``u``, ``vh``, ``det(u) det(vh)`` and the
     products ``p[..., i, j] = prod_{k not in {i, j}} s_k`` (on the diagonal:
     ``prod_{k != i} s_k``), without dividing by a zero ``s_k``."""
@@ -120,7 +120,8 @@ def _third_order_refused(g: Any, ans: Any, a: Any) -> Any:
         "(first and second derivatives are)")
 
 
-def _private_op(forward: Callable, name: str, vjp: Callable, jvp: Callable) -> Callable:
+def _private_op(forward: Callable[..., Any], name: str, vjp: Callable[..., Any],
+                jvp: Callable[..., Any]) -> Callable[..., Any]:
     """An op of one input outside ``yaad.registry`` (a helper of det's rules, checked by
     their tests), called on tensors through ``apply`` and directly on arrays."""
     spec = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
