@@ -67,7 +67,7 @@ def _vec(pool):
 def _last(pool):
     """The latest real result, else the vector."""
     for t in reversed(pool["k"]):
-        if isinstance(t, Y.Tensor) and t.dtype.kind == "f" and t.ndim >= 1 and t.size:
+        if isinstance(t, Y.Tensor) and dtype_kind(t.dtype) == "f" and t.ndim >= 1 and t.size:
             return t
     return pool["v"]
 
