@@ -271,6 +271,25 @@ def test_the_engines_fallback_backward_has_the_recorded_constants():
                 fn(*xs).backward()
 
 
+def test_a_rule_that_raises_on_arrays_raises_on_replay():
+    """At first order the engine gives rules arrays; the recording runs them on tensors,
+    which have methods that arrays lack (``g.exp()``). A rule that raises on the arrays
+    is called on replay, not inlined, so the replay raises as eager mode does (it
+    returned a gradient instead)."""
+    twice = Y.extend.op(lambda x: x * 2.0, vjp=lambda g, ans, x: g.exp() * 0 + 2 * g,
+                        name="test_tensor_method_in_rule")
+    compiled = Y.compile(lambda a: Y.sum(twice(a)))
+    for x in (0.5, 0.5, 0.7, 1.0):
+        for fn in (compiled, lambda a: Y.sum(twice(a))):
+            a = Y.tensor(x, requires_grad=True)
+            with pytest.raises(AttributeError, match="exp"):
+                fn(a).backward()
+    # under create_graph the rule gets tensors, in both modes
+    a = Y.tensor(0.5, requires_grad=True)
+    (g,) = Y.autograd.grad(compiled(a), [a], create_graph=True)
+    assert float(g) == 2.0
+
+
 def test_strong_zeros_are_the_engines():
     """Below a selecting op, a rule's inf or NaN where the gradient is zero becomes 0, and
     a finite result keeps its bits (-0.0 here), in the replay as in eager mode (one

@@ -206,6 +206,8 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
                         gi = rec.tensor_of(rec.const_slot(
                             np.asarray(gi) if rec.foreign is None else gi))
                     grads[i] = gi
+            if not probe.reasons and not state.enabled:
+                _check_on_arrays(rec, probe, e, spec, gs, wanted_here, strong)
         if not probe.reasons:
             rec.target.extend(probe.items)
         elif state.enabled:
@@ -227,6 +229,35 @@ def reverse(rec: Recorder, roots: list, wrt: list) -> dict:
         if s not in results:
             results[s] = pending.get(s)
     return results
+
+
+def _raw(rec: Recorder, r: Any) -> Any:
+    """The recorded value of argument ``r``, as the engine gives it to a rule."""
+    if type(r) is Slot:
+        return rec.value[r.i]
+    if type(r) is SlotTuple:
+        items = [_raw(rec, x) for x in r.items]
+        return items if r.is_list else tuple(items)
+    return r
+
+
+def _check_on_arrays(rec: Recorder, probe: Any, e: Entry, spec: Op, gs: list,
+                     wanted: list, strong: bool) -> None:
+    """The rules of ``e`` run once more as the engine runs them at first order, on the
+    arrays: one that raises there (a method a tensor has and the array lacks, ``g.exp()``)
+    while it ran on the probe's tensors is not inlined, so that its replay raises as eager
+    mode does."""
+    g = [None if x is None else x._data for x in gs]
+    outs = [rec.value[o] for o in e.outs]
+    kw = {k: _raw(rec, v) for k, v in e.kw.items()} if e.kw else {}
+    try:
+        with rec.suspend(), _rules_on(rec.lazy and rec.foreign or None, spec.name):
+            rule_gradients(spec, g[0] if spec.nout == 1 else tuple(g),
+                           outs[0] if spec.nout == 1 else tuple(outs),
+                           [_raw(rec, r) for r in e.args], kw, wanted,
+                           strong_zero if strong else None)
+    except Exception as exc:
+        probe.reasons.append(f"its rule raises on arrays ({type(exc).__name__})")
 
 
 def _called(rec: Recorder, e: Entry, todo: tuple, strong: bool, gs: list,

@@ -621,6 +621,15 @@ class Recorder:
                     target.append(Guard(s, "shape", (v.shape, v.dtype), None))
         return out
 
+    @contextlib.contextmanager
+    def suspend(self) -> Any:
+        """Op calls in the block run eagerly, unrecorded."""
+        self.suspended += 1
+        try:
+            yield
+        finally:
+            self.suspended -= 1
+
     def eager(self, spec: Op, args: tuple, kw: dict) -> Any:
         """Run one op eagerly, unrecorded."""
         st = state
