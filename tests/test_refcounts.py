@@ -14,6 +14,7 @@ import pytest
 import yaad
 from yaad import engine
 from yaad.compiled import codegen
+from yaad.ops.shape import getitem
 
 N = 100_000  # above IN_PLACE_SIZE and POOL_MIN
 
@@ -89,6 +90,48 @@ def test_a_held_leaf_gradient_is_copied_and_a_fresh_one_kept():
     y.register_hook(lambda g: made.append(weakref.ref(g)) or g)  # a weak reference only
     (y * 2.0).sum().backward()
     assert made[0]() is y.grad  # nothing else held it: kept, not copied
+
+
+@pytest.fixture
+def adds_into(monkeypatch):
+    """Indexing's gradient added in place into a pending one: the id of each array written
+    so (an id: a reference kept here would make the next one held)."""
+    written = []
+    into = getitem.op.adds_into
+
+    def spy(acc, *args):
+        written.append(id(acc))
+        return into(acc, *args)
+
+    monkeypatch.setattr(getitem.op, "adds_into", spy)
+    return written
+
+
+def test_indexing_adds_into_a_pending_gradient_only_when_nothing_holds_it(adds_into):
+    x0 = np.random.default_rng(4).uniform(-2, 2, 5)
+    for leaf in (False, True):  # the pending gradient of a node, of a leaf
+        x = yaad.tensor(x0, requires_grad=True)
+        c = x if leaf else yaad.cos(x)
+        loss = c[0] * 1.0
+        for i in range(1, 5):
+            loss = loss + c[i] * (i + 1.0)
+        adds_into.clear()
+        loss.backward()
+        assert len(adds_into) == 4  # the first scatter made it, the others add into it
+        d = np.ones(5) if leaf else -np.sin(x0)
+        np.testing.assert_allclose(x.grad, np.arange(1.0, 6.0) * d, rtol=1e-15)
+
+    held = []
+    x = yaad.tensor(x0, requires_grad=True)
+    c = yaad.cos(x)
+    a = c + 0.0  # (add's rule passes its gradient on: c's pending gradient is held's array)
+    a.register_hook(lambda g: held.append(g) or g)
+    w = np.arange(5.0)
+    adds_into.clear()
+    (c[1] * 7.0 + c[3] * 5.0 + (a * w).sum()).backward()  # (a's branch runs first)
+    assert id(held[0]) not in adds_into and len(adds_into) == 1
+    np.testing.assert_array_equal(held[0], w)
+    np.testing.assert_allclose(x.grad, -np.sin(x0) * (w + [0, 7, 0, 5, 0]), rtol=1e-15)
 
 
 def test_in_place_change_of_memory_held_elsewhere_is_refused():

@@ -17,19 +17,12 @@ import numpy as np
 from .backend import is_foreign
 from .errors import error
 from .grad_mode import run_pass, state
-from .gradients import (
-    check_inputs,
-    check_output,
-    check_unused,
-    fit_gradient,
-    node_gradients,
-    root_gradient,
-)
+from .gradients import fit_gradient, node_gradients, root_gradient
 from .graph import Node, check_saved, clock
 from .hooks import accumulate_grad, dense, node_hooks, own, run_hooks
 from .lazy import is_lazy
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
-from .targets import capture, leading_to
+from .targets import capture, check_inputs, check_output, check_unused, leading_to
 from .tensor import Tensor
 
 _getrefcount = sys.getrefcount
@@ -162,8 +155,14 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             node.acc = None
             stack.append(node)
     ready = list(stack)
-    while stack:
-        node = stack.pop()
+    # Both stacks keep their top apart (``top``), so that a chain's nodes never empty and
+    # refill the list: each way a reallocation (W8).
+    top = None
+    while top is not None or stack:
+        if top is None:
+            node = stack.pop()
+        else:
+            node, top = top, None
         for p in node.more or (node.e0, node.e1):  # (the parents: graph.Node)
             if p is None:
                 continue
@@ -177,7 +176,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                 q.visit = pid
                 q.count = 1
                 q.acc = None
-                stack.append(q)
+                if top is not None:
+                    stack.append(top)
+                top = q
 
     # 2. Seed the roots, then run nodes as their counts reach zero: the rules of each
     # node get its whole gradient, and what they return goes along the node's edges.
@@ -202,8 +203,11 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             general = True
     release = not retain_graph
 
-    while ready:
-        node = ready_pop()
+    while top is not None or ready:
+        if top is None:
+            node = ready_pop()
+        else:
+            node, top = top, None
         if node.visit != pid:
             raise error("reentrant", name=node.op.name)
         g = node.acc
@@ -228,7 +232,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             # (create_graph, forward mode), strong zeros, anomaly checks; fitted.
             rules = node_gradients(node, g, strong, create_graph, check)
             done = True
-            table = None
+            table = into = None
             mask = (strong and op.elementwise) or op.selects
         else:
             # The common case: the rules are called in the loop below, and a row of the
@@ -239,6 +243,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                      else None)
             rules = table or (op.vjps if not op.variadic else positional_rules(op, len(args)))
             mask = op.selects
+            into = None if table is not None else op.adds_into
         ans = node.ans
         kw = node.kw
         for p, rule, ref in zip(node.more or (node.e0, node.e1), rules, args):  # (graph.Node)
@@ -256,7 +261,8 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                     else:
                         gi = g * gi
                 elif kw is None:
-                    gi = rule(g, ans, *args)
+                    gi = (rule(g, ans, *args) if into is None else
+                          _add_into(into, rule, p, leaves, pid, g, ans, args))
                 else:
                     gi = rule(g, ans, *args, **kw)
                 if gi is not None and ref is not None:
@@ -280,7 +286,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                 c = q.count - 1
                 q.count = c
                 if not c:
-                    ready_append(q)
+                    if top is not None:
+                        ready_append(top)
+                    top = q
             elif type(p) is tuple:
                 n = p[0]
                 if n.visit != pid:
@@ -292,7 +300,9 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                         masked.add(n)
                 n.count -= 1
                 if not n.count:
-                    ready_append(n)
+                    if top is not None:
+                        ready_append(top)
+                    top = n
             elif gi is not None:
                 prev = leaves_get(p)
                 leaves[p] = gi if prev is None else prev + gi
@@ -340,6 +350,24 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         sole = prev is None and _getrefcount(g) <= _SOLE
         leaf._grad = own(g, sole) if prev is None else accumulate_grad(prev, g, create_graph)
     return results
+
+
+def _add_into(into: Any, rule: Any, p: Any, leaves: dict, pid: int, g: Any, ans: Any,
+              args: tuple) -> Any:
+    """The gradient along ``p`` of a node whose op adds it into a pending one (``Op.adds_into``):
+    the pending gradient of ``p``, taken over, with it added in place when nothing else holds
+    that array (its memory its own, and counted here); else the rule's result."""
+    tp = type(p)
+    acc = (p.acc if p.visit == pid else None) if tp is Node else (
+        None if tp is tuple else leaves.get(p))
+    if (type(acc) is not ndarray or acc.base is not None or not acc.flags.writeable
+            or _getrefcount(acc) > _SOLE + 1):  # (+1: the slot or the dict holding it)
+        return rule(g, ans, *args)
+    if tp is Node:
+        p.acc = None
+    else:
+        del leaves[p]
+    return into(acc, g, ans, *args)
 
 
 def _off_path(p: Any, node: Node, gi: Any, pid: int, stops: Any, stopped: dict) -> None:

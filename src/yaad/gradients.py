@@ -1,12 +1,12 @@
 """The gradient bookkeeping, written once for the engine and for compiled backward passes.
 
-The root gradient of ``backward()`` and the checks of its outputs and inputs; what a
-rule gets (the saved values, as tensors in the graph under ``create_graph`` or forward
-mode: :func:`saved_as_tensors`); calling an op's VJP rules (through
-:mod:`yaad.ops.strong_zero`, an op, where a gradient that was selected away meets an
-inf or a NaN in a branch not taken); reducing a rule's result over broadcast axes and
-casting it to the input's dtype (the real part for a real input). No rule, built-in or
-a user's, does any of this itself.
+The root gradient of ``backward()`` (the checks of its outputs and inputs are in
+:mod:`yaad.targets`); what a rule gets (the saved values, as tensors in the graph under
+``create_graph`` or forward mode: :func:`saved_as_tensors`); calling an op's VJP rules
+(through :mod:`yaad.ops.strong_zero`, an op, where a gradient that was selected away
+meets an inf or a NaN in a branch not taken); reducing a rule's result over broadcast
+axes and casting it to the input's dtype (the real part for a real input). No rule,
+built-in or a user's, does any of this itself.
 """
 
 from __future__ import annotations
@@ -170,38 +170,6 @@ def _foreign_rules(op: Any, *args: Any) -> list:
     except (AttributeError, TypeError, NotImplementedError) as e:
         cause = f"its rule is written for NumPy arrays: {type(e).__name__}: {e}"
     raise no_implementation(f"{op.name} (its gradient)", library, cause) from None
-
-
-def check_output(t: Any, k: int) -> None:
-    """Raise unless output ``k`` of a backward call is a tensor that requires grad."""
-    if not isinstance(t, Tensor):
-        raise error("output-not-tensor", k=k, type=type(t).__name__)
-    if not t.requires_grad:
-        raise error("no-grad-fn", k=k)
-
-
-def check_inputs(inputs: Any, caller: str = "backward") -> tuple:
-    """The ``inputs=`` of a backward call (``caller``: backward or grad) as a non-empty
-    tuple of tensors that require grad."""
-    if isinstance(inputs, Tensor):
-        inputs = (inputs,)
-    if not inputs:
-        raise error("empty-inputs", caller=caller)
-    for k, t in enumerate(inputs):
-        if not isinstance(t, Tensor):
-            raise error("input-not-tensor", k=k, type=type(t).__name__)
-        if not t.requires_grad:
-            raise error("input-without-grad", k=k)
-    return tuple(inputs)
-
-
-def check_unused(inputs: Sequence, results: Sequence, allow_unused: bool) -> None:
-    """Raise for an input that got no gradient, unless ``allow_unused``."""
-    if allow_unused:
-        return
-    for k, t in enumerate(inputs):
-        if results[k] is None:
-            raise error("unused-input", k=k, shape=t.shape)
 
 
 @functools.lru_cache(maxsize=64)

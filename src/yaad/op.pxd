@@ -8,5 +8,5 @@ from yaad.graph cimport Node, new_node, record_node
 cdef class Op:
     cdef public object name, forward, vjps, jvps, save_args, save_ans, nout, variadic
     cdef public object elementwise, selects, linear, fn, single_output, numpy_derivatives
-    cdef public object reads, frees, batch
+    cdef public object reads, frees, batch, adds_into
     cdef object __weakref__

@@ -50,7 +50,7 @@ class Op:
     __slots__ = (
         "name", "forward", "vjps", "jvps", "save_args", "save_ans", "nout", "variadic",
         "elementwise", "selects", "linear", "fn", "single_output", "numpy_derivatives",
-        "reads", "frees", "batch", "__weakref__",
+        "reads", "frees", "batch", "adds_into", "__weakref__",
     )
 
     def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
@@ -77,6 +77,10 @@ class Op:
         self.numpy_derivatives = None
         self.reads = None  # see op(reads=): a node keeps what its needed rules read
         self.batch = None  # the batching rule for vmap (see op(batch=))
+        # For an op of one differentiable input (indexing): ``adds_into(acc, g, ans, *args)``
+        # adds the gradient for the input into ``acc``, its pending gradient, in place and
+        # returns it; the engine calls it instead of the VJP rule when nothing else holds acc.
+        self.adds_into = None
 
     def __repr__(self) -> str:
         return f"<yaad op {self.name}>"

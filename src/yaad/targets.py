@@ -1,11 +1,13 @@
 """The inputs of ``autograd.grad`` (and of ``backward(inputs=...)``): the part of the graph
-a backward pass runs for them, and the capture of their gradients.
+a backward pass runs for them, and the capture of their gradients; the checks of a
+backward call's outputs and inputs.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
+from .errors import error
 from .graph import Node
 from .hooks import dense
 from .tensor import Tensor
@@ -63,3 +65,35 @@ def capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: lis
         else:
             results[k] = dense(g)
     return g
+
+
+def check_output(t: Any, k: int) -> None:
+    """Raise unless output ``k`` of a backward call is a tensor that requires grad."""
+    if not isinstance(t, Tensor):
+        raise error("output-not-tensor", k=k, type=type(t).__name__)
+    if not t.requires_grad:
+        raise error("no-grad-fn", k=k)
+
+
+def check_inputs(inputs: Any, caller: str = "backward") -> tuple:
+    """The ``inputs=`` of a backward call (``caller``: backward or grad) as a non-empty
+    tuple of tensors that require grad."""
+    if isinstance(inputs, Tensor):
+        inputs = (inputs,)
+    if not inputs:
+        raise error("empty-inputs", caller=caller)
+    for k, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise error("input-not-tensor", k=k, type=type(t).__name__)
+        if not t.requires_grad:
+            raise error("input-without-grad", k=k)
+    return tuple(inputs)
+
+
+def check_unused(inputs: Sequence, results: Sequence, allow_unused: bool) -> None:
+    """Raise for an input that got no gradient, unless ``allow_unused``."""
+    if allow_unused:
+        return
+    for k, t in enumerate(inputs):
+        if results[k] is None:
+            raise error("unused-input", k=k, shape=t.shape)

@@ -32,17 +32,11 @@ from ..backend import (
     no_implementation,
 )
 from ..grad_mode import state
-from ..gradients import (
-    check_inputs,
-    check_output,
-    check_unused,
-    fit_gradient,
-    root_gradient,
-    rule_gradients,
-)
+from ..gradients import fit_gradient, root_gradient, rule_gradients
 from ..hooks import own
 from ..op import Op
 from ..ops.strong_zero import strong_zero
+from ..targets import check_inputs, check_output, check_unused
 from ..tensor import Tensor
 from .rewrite import rewrite
 from .tape import Entry, Recorder, Slot, SlotTuple

@@ -1255,6 +1255,12 @@ def _repeats(idx, shape: tuple) -> bool | None:
     fast enough there to skip the check)."""
     if isinstance(idx, _BASIC):
         return False
+    if type(idx) is tuple:  # (an element, a block: x[i, j], x[i, :2])
+        for i in idx:
+            if not isinstance(i, _BASIC):
+                break
+        else:
+            return False
     parts = _index_parts(idx, len(shape))
     if parts is None:
         return True
@@ -1276,6 +1282,18 @@ def _scatter_add(values, idx, shape):
     else:
         np.add.at(out, idx, values)
     return out
+
+
+def _scatter_into(acc, g, ans, a, idx):
+    """getitem's gradient added into ``acc``, the pending gradient of its input that nothing
+    else holds (``Op.adds_into``): ``acc + scatter_add(g, idx, a.shape)`` without the zeros."""
+    if acc.shape != a.shape or acc.dtype != a.dtype or getattr(g, "dtype", None) != acc.dtype:
+        return acc + _scatter_add(g, idx, a.shape)
+    if _repeats(idx, acc.shape) is False:
+        acc[idx] += g
+    else:
+        np.add.at(acc, idx, g)
+    return acc
 
 
 def _getitem(a, idx):
@@ -1330,6 +1348,7 @@ def _getitem_batch(dims, a, idx):
 getitem = _linear(_getitem, "getitem",
                   lambda g, ans, a, idx: scatter_add(g, idx, a.shape), batch=_getitem_batch)
 getitem.op.selects = True  # the gradient is exactly zero off the selection
+getitem.op.adds_into = _scatter_into
 getitem.__doc__ = """``a[idx]`` with basic, advanced and boolean indices (NumPy semantics).
 
 Basic indices give views. The gradient is scattered back, adding up repeated indices.
