@@ -93,3 +93,28 @@ def test_set_grad_enabled_as_a_decorator_does_not_change_the_mode_now():
         return yaad.is_grad_enabled()
 
     assert yaad.is_grad_enabled() and f() is False and yaad.is_grad_enabled()
+
+
+def test_the_op_call_follows_the_grad_mode_of_its_thread():
+    # (grad mode is per thread: another thread starts recording, whatever this one does)
+    import threading
+
+    import numpy as np
+
+    x = yaad.tensor(np.ones(2), requires_grad=True)
+    seen = {}
+
+    def work():
+        with yaad.no_grad():
+            seen["off"] = (x * 2.0).requires_grad, yaad.sin(x).requires_grad
+        seen["on"] = (x * 2.0).requires_grad, yaad.sin(x).requires_grad
+        with yaad.no_grad(), yaad.enable_grad():
+            seen["again"] = (x * 2.0).requires_grad, yaad.sin(x).requires_grad
+
+    with yaad.no_grad():
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        assert not (x * 2.0).requires_grad and not yaad.sin(x).requires_grad
+    assert seen == {"off": (False, False), "on": (True, True), "again": (True, True)}
+    assert (x * 2.0).requires_grad and yaad.sin(x).requires_grad
