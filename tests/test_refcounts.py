@@ -134,6 +134,22 @@ def test_indexing_adds_into_a_pending_gradient_only_when_nothing_holds_it(adds_i
     np.testing.assert_allclose(x.grad, -np.sin(x0) * (w + [0, 7, 0, 5, 0]), rtol=1e-15)
 
 
+def test_indexing_added_in_place_keeps_the_order_of_the_leaves_hooks(monkeypatch):
+    def order():
+        a = yaad.tensor(np.ones(3), requires_grad=True)
+        b = yaad.tensor(np.ones(3), requires_grad=True)
+        seen = []
+        a.register_hook(lambda g: seen.append("a") or g)
+        b.register_hook(lambda g: seen.append("b") or g)
+        (a[2] * 3.0 + b.sum() + a[0] * 1.0 + a[1] * 2.0).backward()
+        np.testing.assert_array_equal(a.grad, [1.0, 2.0, 3.0])
+        return seen
+
+    added = order()
+    monkeypatch.setattr(getitem.op, "adds_into", None)  # every gradient by the rule
+    assert added == order()
+
+
 def test_in_place_change_of_memory_held_elsewhere_is_refused():
     # (the ops save nothing: held's one other holder is this test's variable)
     held = np.arange(4.0)

@@ -366,7 +366,7 @@ def _add_into(into: Any, rule: Any, p: Any, leaves: dict, pid: int, g: Any, ans:
     if tp is Node:
         p.acc = None
     else:
-        del leaves[p]
+        leaves[p] = None  # (not deleted: the leaves' order, their hooks' order, stays)
     return into(acc, g, ans, *args)
 
 
