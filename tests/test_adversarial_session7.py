@@ -151,6 +151,27 @@ def test_maximum_and_minimum_with_an_infinite_loser(dtype, name):
     np.testing.assert_array_equal(g.detach().numpy(), [4.0, -2.0])
 
 
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "rint", "fix", "round", "sign",
+                                  "imag", "angle"])
+def test_zero_derivatives_stay_zero_at_infinite_gradients(name):
+    """A piecewise-constant function's derivative is exactly 0: ``f(x) * x`` at x = +-inf
+    sends an infinite gradient into it, and 0 * inf gave NaN. Against PyTorch (its
+    functions return zeros there), first order and forward mode."""
+    x = np.array([np.inf, 2.5, -np.inf, -0.5])
+    t = yaad.tensor(x, requires_grad=True)
+    with np.errstate(invalid="ignore"):
+        (getattr(yaad, name)(t) * t).sum().backward()
+    tt = torch.tensor(x, requires_grad=True)
+    torch_f = {"fix": torch.trunc, "rint": torch.round, "imag": torch.zeros_like,
+               "angle": torch.angle}.get(name, getattr(torch, name, None))
+    (torch_f(tt) * tt).sum().backward()
+    assert t.grad.dtype == np.float64
+    np.testing.assert_array_equal(t.grad, tt.grad.numpy())
+    _, tangent = yaad.func.jvp(getattr(yaad, name), (yaad.tensor(x),),
+                               (yaad.tensor(np.full(4, np.inf)),))
+    np.testing.assert_array_equal(tangent, np.zeros(4))
+
 @pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
 def test_logaddexp_at_infinity(name):
     # d/dx logaddexp(x, y) = exp(x - ans) was exp(inf - inf) = NaN at x = +inf; PyTorch

@@ -20,6 +20,7 @@ import scipy.special as sp
 
 from ..backend import dtype_kind, implements, is_complex, namespace
 from ..op import IN_PLACE_SIZE, fits_into, op
+from ..tensor import Tensor
 from . import parameter_derivatives as _pd
 from .public_names import exported
 
@@ -66,7 +67,23 @@ def _numeric(v, like):
     return namespace(v).astype(v, like.dtype) if dtype_kind(v.dtype) == "b" else v
 
 
+def ZERO(_ans, *_args):  # noqa: N802 - a marker, like None
+    """The derivative of a piecewise-constant function (floor, round...): exactly zero,
+    whatever the incoming gradient, so an infinite or NaN one gives 0 (as in PyTorch and
+    JAX), where multiplying by 0 would give NaN."""
+    return 0
+
+
+def zero_gradient(g, *_):
+    """Zeros like ``g``: a rule's result for a derivative that is exactly 0 (``g * 0``
+    for a tensor, under ``create_graph``: it stays in the graph)."""
+    return g * 0 if isinstance(g, Tensor) else namespace(g).zeros_like(g)
+
+
 def _vjp_from(d, name, real_only):
+    if d is ZERO:
+        return (lambda g, ans, *args: (_check_real(name, args), zero_gradient(g))[1]
+                ) if real_only else zero_gradient
     if real_only:
         def vjp(g, ans, *args):
             _check_real(name, args)
@@ -79,6 +96,9 @@ def _vjp_from(d, name, real_only):
 
 
 def _jvp_from(d, name, real_only):
+    if d is ZERO:
+        return _vjp_from(d, name, real_only)  # (zeros like the tangent)
+
     def jvp(t, ans, *args):
         if real_only:
             _check_real(name, args)
@@ -126,7 +146,8 @@ def _bind_to_numpy(namespace: dict) -> None:
             fast = types.FunctionType(d.__code__, plain, d.__name__, d.__defaults__,
                                       d.__closure__)
             bound.append(_checked(fast, declared.name) if real_only else fast)
-        declared.numpy_derivatives = tuple(bound)
+        # (a zero row keeps its rule: the engine's table multiplies g by the derivative)
+        declared.numpy_derivatives = None if ZERO in derivatives else tuple(bound)
 
 
 def _checked(d, name):
@@ -461,13 +482,12 @@ fmin = elementwise_op("fmin", np.fmin,
            selects=True)
 
 # Piecewise-constant functions: zero gradient (documented), like PyTorch.
-floor = elementwise_op("floor", np.floor, lambda _a, _x: 0, real_only=True)
-ceil = elementwise_op("ceil", np.ceil, lambda _a, _x: 0, real_only=True)
-trunc = elementwise_op("trunc", np.trunc, lambda _a, _x: 0, real_only=True)
-rint = elementwise_op("rint", np.rint, lambda _a, _x: 0)
-fix = elementwise_op("fix", np.fix, lambda _a, _x: 0, real_only=True)
-floor_divide = elementwise_op("floor_divide", np.floor_divide, lambda _a, _x, _y: 0,
-                   lambda _a, _x, _y: 0, real_only=True)
+floor = elementwise_op("floor", np.floor, ZERO, real_only=True)
+ceil = elementwise_op("ceil", np.ceil, ZERO, real_only=True)
+trunc = elementwise_op("trunc", np.trunc, ZERO, real_only=True)
+rint = elementwise_op("rint", np.rint, ZERO)
+fix = elementwise_op("fix", np.fix, ZERO, real_only=True)
+floor_divide = elementwise_op("floor_divide", np.floor_divide, ZERO, ZERO, real_only=True)
 
 
 @op(batch="broadcast")
@@ -476,8 +496,8 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
     return np.round(x, decimals)
 
 
-round.defvjp(lambda g, ans, x, decimals=0: g * 0)
-round.defjvp(lambda t, ans, x, decimals=0: t * 0)
+round.defvjp(zero_gradient)
+round.defjvp(zero_gradient)
 around = round
 
 relu = elementwise_op("relu", lambda x: np.maximum(x, 0), lambda _a, x: x > 0, real_only=True,
@@ -594,7 +614,7 @@ abs = absolute  # noqa: A001
 
 def _sign_vjp(g, ans, x):
     if not _is_complex(x):
-        return g * 0
+        return zero_gradient(g)
     # sgn(z) = z/|z| depends on the phase only: keep the part of g along i*sgn(z).
     r = absolute(x)
     return where(r == 0, 0, (g - real(conj(ans) * g) * ans) / where(r == 0, 1, r))
@@ -602,7 +622,7 @@ def _sign_vjp(g, ans, x):
 
 def _sign_jvp(t, ans, x):
     if not _is_complex(x):
-        return t * 0
+        return zero_gradient(t)
     r = absolute(x)
     return where(r == 0, 0, (t - real(conj(ans) * t) * ans) / where(r == 0, 1, r))
 
@@ -630,7 +650,7 @@ real.__doc__ = "The real part (differentiable; for a real input, a view of the i
 def _imag_vjp(g, ans, x):
     # x is None when the input has the output's shape and dtype: then it is real.
     if x is None or not is_complex(x):
-        return g * 0
+        return zero_gradient(g)
     return g * 1j
 
 
@@ -645,7 +665,7 @@ conjugate = conj
 
 def _angle_vjp(g, ans, x):
     if not _is_complex(x):
-        return g * 0
+        return zero_gradient(g)
     # d angle = Im(dz / z): z.grad = g * i z / |z|^2, and 0 at z == 0
     r2 = real(x * conj(x))
     return where(r2 == 0, 0, g * 1j * x / where(r2 == 0, 1, r2))
@@ -653,7 +673,7 @@ def _angle_vjp(g, ans, x):
 
 def _angle_jvp(t, ans, x):
     if not _is_complex(x):
-        return t * 0
+        return zero_gradient(t)
     r2 = real(x * conj(x))
     return where(r2 == 0, 0, imag(t * conj(x)) / where(r2 == 0, 1, r2))
 
