@@ -19,7 +19,7 @@ import numpy as np
 import scipy.special as sp
 
 from ..backend import dtype_kind, implements, is_complex, namespace
-from ..op import IN_PLACE_SIZE, fits_into, op
+from ..op import IN_PLACE_SIZE, Op, apply, fits_into, op
 from ..tensor import Tensor
 from . import parameter_derivatives as _pd
 from .public_names import exported
@@ -74,10 +74,23 @@ def ZERO(_ans, *_args):  # noqa: N802 - a marker, like None
     return 0
 
 
+def _zeros_like(g):
+    return namespace(g).zeros_like(g)
+
+
 def zero_gradient(g, *_):
-    """Zeros like ``g``: a rule's result for a derivative that is exactly 0 (``g * 0``
-    for a tensor, under ``create_graph``: it stays in the graph)."""
-    return g * 0 if isinstance(g, Tensor) else namespace(g).zeros_like(g)
+    """Zeros like ``g``: a rule's result for a derivative that is exactly 0 (for a
+    tensor, under ``create_graph`` or while ``yaad.compile`` records, a private op: its
+    replay makes zeros too, and it is differentiable, its derivatives zeros)."""
+    return apply(_ZEROS, (g,), {}) if isinstance(g, Tensor) else _zeros_like(g)
+
+
+# (an op, not in the registry, as ops.strong_zero's)
+_ZEROS = Op(forward=_zeros_like, name="zero_gradient", vjps=(zero_gradient,),
+            jvps=(zero_gradient,), save_args=False, save_ans=False, nout=1, variadic=False,
+            elementwise=True, selects=False, linear=True)
+_ZEROS.fn = zero_gradient
+_ZEROS.batch = "broadcast"
 
 
 def _vjp_from(d, name, real_only):
