@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import settings
 from support.arrays import random_array
+from support.reliability import LONG
+
+# Every hypothesis test draws the same examples on every run (a test that fails on one CI
+# run and passes on the next tells nothing); `make fuzz` (YAAD_FUZZ_PROGRAMS) draws anew.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.load_profile("default" if LONG else "deterministic")
 
 
 @pytest.fixture
