@@ -67,7 +67,7 @@ def _numeric(v, like):
     return namespace(v).astype(v, like.dtype) if dtype_kind(v.dtype) == "b" else v
 
 
-def ZERO(_ans, *_args):  # noqa: N802 - a marker, like None
+def _ZERO_DERIVATIVE(_ans, *_args):  # noqa: N802 - a marker, like None
     """The derivative of a piecewise-constant function (floor, round...): exactly zero,
     whatever the incoming gradient, so an infinite or NaN one gives 0 (as in PyTorch and
     JAX), where multiplying by 0 would give NaN."""
@@ -78,7 +78,7 @@ def _zeros_like(g):
     return namespace(g).zeros_like(g)
 
 
-def zero_gradient(g, *_):
+def _zero_gradient(g, *_, **__):
     """Zeros like ``g``: a rule's result for a derivative that is exactly 0 (for a
     tensor, under ``create_graph`` or while ``yaad.compile`` records, a private op: its
     replay makes zeros too, and it is differentiable, its derivatives zeros)."""
@@ -86,17 +86,17 @@ def zero_gradient(g, *_):
 
 
 # (an op, not in the registry, as ops.strong_zero's)
-_ZEROS = Op(forward=_zeros_like, name="zero_gradient", vjps=(zero_gradient,),
-            jvps=(zero_gradient,), save_args=False, save_ans=False, nout=1, variadic=False,
+_ZEROS = Op(forward=_zeros_like, name="zero_gradient", vjps=(_zero_gradient,),
+            jvps=(_zero_gradient,), save_args=False, save_ans=False, nout=1, variadic=False,
             elementwise=True, selects=False, linear=True)
-_ZEROS.fn = zero_gradient
+_ZEROS.fn = _zero_gradient
 _ZEROS.batch = "broadcast"
 
 
 def _vjp_from(d, name, real_only):
-    if d is ZERO:
-        return (lambda g, ans, *args: (_check_real(name, args), zero_gradient(g))[1]
-                ) if real_only else zero_gradient
+    if d is _ZERO_DERIVATIVE:
+        return (lambda g, ans, *args: (_check_real(name, args), _zero_gradient(g))[1]
+                ) if real_only else _zero_gradient
     if real_only:
         def vjp(g, ans, *args):
             _check_real(name, args)
@@ -109,7 +109,7 @@ def _vjp_from(d, name, real_only):
 
 
 def _jvp_from(d, name, real_only):
-    if d is ZERO:
+    if d is _ZERO_DERIVATIVE:
         return _vjp_from(d, name, real_only)  # (zeros like the tangent)
 
     def jvp(t, ans, *args):
@@ -160,7 +160,7 @@ def _bind_to_numpy(namespace: dict) -> None:
                                       d.__closure__)
             bound.append(_checked(fast, declared.name) if real_only else fast)
         # (a zero row keeps its rule: the engine's table multiplies g by the derivative)
-        declared.numpy_derivatives = None if ZERO in derivatives else tuple(bound)
+        declared.numpy_derivatives = None if _ZERO_DERIVATIVE in derivatives else tuple(bound)
 
 
 def _checked(d, name):
@@ -495,12 +495,13 @@ fmin = elementwise_op("fmin", np.fmin,
            selects=True)
 
 # Piecewise-constant functions: zero gradient (documented), like PyTorch.
-floor = elementwise_op("floor", np.floor, ZERO, real_only=True)
-ceil = elementwise_op("ceil", np.ceil, ZERO, real_only=True)
-trunc = elementwise_op("trunc", np.trunc, ZERO, real_only=True)
-rint = elementwise_op("rint", np.rint, ZERO)
-fix = elementwise_op("fix", np.fix, ZERO, real_only=True)
-floor_divide = elementwise_op("floor_divide", np.floor_divide, ZERO, ZERO, real_only=True)
+floor = elementwise_op("floor", np.floor, _ZERO_DERIVATIVE, real_only=True)
+ceil = elementwise_op("ceil", np.ceil, _ZERO_DERIVATIVE, real_only=True)
+trunc = elementwise_op("trunc", np.trunc, _ZERO_DERIVATIVE, real_only=True)
+rint = elementwise_op("rint", np.rint, _ZERO_DERIVATIVE)
+fix = elementwise_op("fix", np.fix, _ZERO_DERIVATIVE, real_only=True)
+floor_divide = elementwise_op("floor_divide", np.floor_divide, _ZERO_DERIVATIVE,
+                              _ZERO_DERIVATIVE, real_only=True)
 
 
 @op(batch="broadcast")
@@ -509,8 +510,8 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
     return np.round(x, decimals)
 
 
-round.defvjp(zero_gradient)
-round.defjvp(zero_gradient)
+round.defvjp(_zero_gradient)
+round.defjvp(_zero_gradient)
 around = round
 
 relu = elementwise_op("relu", lambda x: np.maximum(x, 0), lambda _a, x: x > 0, real_only=True,
@@ -627,7 +628,7 @@ abs = absolute  # noqa: A001
 
 def _sign_vjp(g, ans, x):
     if not _is_complex(x):
-        return zero_gradient(g)
+        return _zero_gradient(g)
     # sgn(z) = z/|z| depends on the phase only: keep the part of g along i*sgn(z).
     r = absolute(x)
     return where(r == 0, 0, (g - real(conj(ans) * g) * ans) / where(r == 0, 1, r))
@@ -635,7 +636,7 @@ def _sign_vjp(g, ans, x):
 
 def _sign_jvp(t, ans, x):
     if not _is_complex(x):
-        return zero_gradient(t)
+        return _zero_gradient(t)
     r = absolute(x)
     return where(r == 0, 0, (t - real(conj(ans) * t) * ans) / where(r == 0, 1, r))
 
@@ -663,7 +664,7 @@ real.__doc__ = "The real part (differentiable; for a real input, a view of the i
 def _imag_vjp(g, ans, x):
     # x is None when the input has the output's shape and dtype: then it is real.
     if x is None or not is_complex(x):
-        return zero_gradient(g)
+        return _zero_gradient(g)
     return g * 1j
 
 
@@ -678,7 +679,7 @@ conjugate = conj
 
 def _angle_vjp(g, ans, x):
     if not _is_complex(x):
-        return zero_gradient(g)
+        return _zero_gradient(g)
     # d angle = Im(dz / z): z.grad = g * i z / |z|^2, and 0 at z == 0
     r2 = real(x * conj(x))
     return where(r2 == 0, 0, g * 1j * x / where(r2 == 0, 1, r2))
@@ -686,7 +687,7 @@ def _angle_vjp(g, ans, x):
 
 def _angle_jvp(t, ans, x):
     if not _is_complex(x):
-        return zero_gradient(t)
+        return _zero_gradient(t)
     r2 = real(x * conj(x))
     return where(r2 == 0, 0, imag(t * conj(x)) / where(r2 == 0, 1, r2))
 
