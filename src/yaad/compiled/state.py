@@ -35,16 +35,18 @@ import numpy as np
 
 from ..backend import is_foreign, namespace
 from ..lazy import is_lazy
-from ..tensor import Tensor
+from ..tensor import Tensor, make_tensor
 from .codegen import Namespace, build
 from .tape import same_bits, same_foreign
 
 MAX_CHECKS = 20_000  # more than this: the function runs eagerly (with a warning)
 
+# (type(make_tensor): the functions of yaad's hot modules, which the compiled build makes
+# Cython functions, of their own type; the ops' functions among them)
 _CODE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
          types.BuiltinMethodType, types.ModuleType, type, np.ufunc,
          types.MethodWrapperType, types.WrapperDescriptorType, types.MethodDescriptorType,
-         classmethod, staticmethod, property)
+         classmethod, staticmethod, property, type(make_tensor))
 _SCALARS = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis), slice,
             range, np.generic, np.dtype)
 _MISSING = object()
