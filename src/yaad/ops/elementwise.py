@@ -94,12 +94,13 @@ _ZEROS.batch = "broadcast"
 
 
 def _vjp_from(d, name, real_only):
-    if d is _ZERO_DERIVATIVE:
-        return (lambda g, ans, *args: (_check_real(name, args), _zero_gradient(g))[1]
-                ) if real_only else _zero_gradient
+    if d is _ZERO_DERIVATIVE and not real_only:
+        return _zero_gradient
     if real_only:
         def vjp(g, ans, *args):
             _check_real(name, args)
+            if d is _ZERO_DERIVATIVE:
+                return _zero_gradient(g)
             return g * _conj(d(ans, *args), g)
     else:
         def vjp(g, ans, *args):
