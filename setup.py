@@ -19,7 +19,7 @@ from setuptools.command.build_ext import build_ext
 
 # The modules of the eager hot path (what compiling them gains: docs/performance.md,
 # "The compiled build").
-COMPILED = ("graph", "tensor", "op", "engine", "gradients")
+COMPILED = ("core.graph", "core.tensor", "core.op", "core.engine", "core.gradients")
 
 DIRECTIVES = {
     "language_level": 3,
@@ -65,7 +65,8 @@ class BuildExt(build_ext):
 def extensions() -> list:
     if os.environ.get("YAAD_COMPILE", "") != "1":
         return []
-    return [Extension(f"yaad.{name}", [f"src/yaad/{name}.py"]) for name in COMPILED]
+    return [Extension(f"yaad.{name}", [f"src/yaad/{name.replace('.', '/')}.py"])
+            for name in COMPILED]
 
 
 setup(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import yaad
-from yaad.anomaly import AnomalyError, forward_site
-from yaad.grad_mode import state
+from yaad.core.grad_mode import state
+from yaad.modes.anomaly import AnomalyError, forward_site
 
 # detect_anomaly() warns on entry that it is slow (as PyTorch's): expected here.
 pytestmark = pytest.mark.filterwarnings("ignore:anomaly detection is on:UserWarning")

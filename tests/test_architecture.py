@@ -272,13 +272,13 @@ def test_examples_and_docs_use_only_public_modules():
 
 
 def test_internal_use_is_detected():
-    assert internal_uses("from yaad.op import op") == ["yaad.op"]
+    assert internal_uses("from yaad.core.op import op") == ["yaad.core", "yaad.core.op"]
     assert internal_uses("import yaad.ops.shape") == ["yaad.ops", "yaad.ops.shape"]
     assert internal_uses("from yaad import _methods") == ["yaad._methods"]
-    assert internal_uses("x = yaad.engine.run_backward") == ["yaad.engine"]
+    assert internal_uses("x = yaad.core.engine.run_backward") == ["yaad.core.engine"]
     assert internal_uses("from yaad.extend import op\nyaad.op(f)\nyaad.tensor(1.0)") == []
     assert internal_uses("from yaad import func, nn\nyaad.linalg.inv(a)") == []
-    assert "tensor" in INTERNAL_NAMES and "extend" not in INTERNAL_NAMES
+    assert "core.tensor" in INTERNAL_NAMES and "extend" not in INTERNAL_NAMES
 
 
 # ---- the layers (docs/architecture.md draws them) ---------------------------------------
@@ -286,17 +286,20 @@ def test_internal_use_is_detected():
 # Bottom first. A module imports only from its own layer or those below it; ``name.*``
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
-    ("graph", "_pure_cython backend errors grad_mode graph frames"),
-    ("tensor", "presentation tensor views hooks lazy"),
-    ("op declaration", "modes op levels batching"),
+    ("graph", "core._pure_cython core.backend core.errors core.grad_mode core.graph "
+     "core.frames"),
+    ("tensor", "core.presentation core.tensor core.views core.hooks core.lazy"),
+    ("op declaration", "modes.registry core.op core.levels modes.batched_values"),
     ("ops", "ops ops.* linalg linalg.* creation fft function"),
-    ("bookkeeping", "higher_order gradients targets"),
-    ("engine", "engine"),
-    ("modes", "forward_mode batch_mode anomaly checkpoint compile compiled compiled.*"),
+    ("bookkeeping", "core.higher_order core.gradients core.targets"),
+    ("engine", "core.engine"),
+    ("modes", "modes.forward modes.batch modes.anomaly modes.checkpoint compile compiled "
+     "compiled.*"),
     ("transforms", "autograd func implicit"),
     ("library", "stats signal integrate optimize sparse sparse.* nn nn.* optim optim.* "
-     "demo serialization testing extend methods numpy_dispatch"),
-    ("package", "__init__ __main__"),
+     "demo serialization testing extend bindings.tensor_methods bindings.numpy_protocols "
+     "backend anomaly"),
+    ("package", "__init__ __main__ core modes bindings"),
 ]
 
 # Imports from a lower layer to a higher one that close no circle. The list only shrinks.
@@ -361,7 +364,7 @@ def test_architecture_page_draws_these_layers():
         f"tests/test_architecture.py; paste this:\n{render_layers()}")
 
 
-CORE = ("tensor.py", "graph.py", "op.py", "engine.py", "gradients.py")
+CORE = ("core/tensor.py", "core/graph.py", "core/op.py", "core/engine.py", "core/gradients.py")
 
 
 def test_core_stays_under_1500_lines():

@@ -10,7 +10,7 @@ import pytest
 from support import backend_table
 
 import yaad
-from yaad.backend import BackendError
+from yaad.core.backend import BackendError
 
 
 def test_tensor_keeps_an_array_api_array():

@@ -12,7 +12,7 @@ import pytest
 from support import backend_table
 
 import yaad
-from yaad.backend import BackendError
+from yaad.core.backend import BackendError
 
 cupy = pytest.importorskip("cupy")
 try:

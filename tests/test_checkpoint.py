@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import yaad
-from yaad.grad_mode import state
+from yaad.core.grad_mode import state
 
 rng = np.random.default_rng(2)
 

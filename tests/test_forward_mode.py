@@ -8,7 +8,7 @@ import pytest
 
 import yaad
 from yaad import func as F
-from yaad.grad_mode import state
+from yaad.core.grad_mode import state
 
 rng = np.random.default_rng(11)
 

@@ -41,8 +41,8 @@ from support.strategies import CASES, available
 
 import yaad as Y
 from yaad import CompileWarning
-from yaad.backend import dtype_kind
 from yaad.compiled import native
+from yaad.core.backend import dtype_kind
 
 NORMAL_PROGRAMS = 300
 N_PROGRAMS = FUZZ_PROGRAMS or NORMAL_PROGRAMS

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import yaad
-from yaad.graph import Node
+from yaad.core.graph import Node
 
 
 @pytest.fixture

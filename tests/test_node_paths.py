@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from support.strategies import CASES, Call, builtin_ops
 
 import yaad
-from yaad.graph import Node, ShapeDtype
-from yaad.op import _fast_arity, apply, registry
+from yaad.core.graph import Node, ShapeDtype
+from yaad.core.op import _fast_arity, apply, registry
 
 FAST = sorted(name for name, spec in builtin_ops().items() if _fast_arity(spec))
 RAN: set = set()  # ops whose comparison ran (all, unless tests were deselected)

@@ -190,7 +190,7 @@ ext = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 for name in MODULES:
     print(name, importlib.import_module("yaad." + name).__file__.endswith(ext))
 # graph.pxd's declarations were read: Node is the C type they declare, not a class
-print("typed", not yaad.graph.Node.__flags__ & (1 << 9))  # (Py_TPFLAGS_HEAPTYPE)
+print("typed", not yaad.core.graph.Node.__flags__ & (1 << 9))  # (Py_TPFLAGS_HEAPTYPE)
 """
 
 
@@ -214,9 +214,10 @@ def test_the_compiled_wheel_installs_runs_and_passes_the_refcount_tests(tmp_path
     assert wheel.name.startswith(f"yaad_autodiff-{yaad.__version__}-{tag}-{tag}-"), wheel.name
     names = _python_files(wheel)
     for module in _compiled_modules():  # the extension module, and its source beside it
-        assert {f"yaad/{module}{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES
+        path = module.replace(".", "/")
+        assert {f"yaad/{path}{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES
                 } & names, sorted(names)
-        assert f"yaad/{module}.py" in names
+        assert f"yaad/{path}.py" in names
     where = tmp_path_factory.mktemp("compiled-venv")
     python = _install(wheel, where)
     _check_gradients(python, where, compiled=True)
@@ -261,7 +262,7 @@ STRICT_INTERNAL = {"yaad.linalg.helpers", "yaad.sparse.array_operator"}
 # Where the reference pages' functions come from when mypy does not check it: the op
 # library (functions made by yaad.op, and yaad.ops) and the machinery of vmap and
 # implicit functions.
-UNCHECKED_HOMES = {"yaad.op", "yaad.batching", "yaad.batch_mode", "yaad.implicit"}
+UNCHECKED_HOMES = {"yaad.core.op", "yaad.modes.batched_values", "yaad.modes.batch", "yaad.implicit"}
 # mypy --strict, flag by flag (strict itself applies to every module or none).
 STRICT_FLAGS = {"disallow_any_generics", "disallow_subclassing_any", "disallow_untyped_calls",
                 "disallow_untyped_defs", "disallow_incomplete_defs", "check_untyped_defs",
@@ -280,7 +281,7 @@ def _public_modules() -> set[str]:
     """The reference pages' modules, yaad.tensor, and the modules defining what the pages
     document."""
     pages = {p.stem for p in (ROOT / "docs" / "reference").glob("*.md")}
-    modules = pages | {"yaad.tensor"}
+    modules = pages | {"yaad.core.tensor"}
     for page in sorted(pages):
         module = importlib.import_module(page)
         names = getattr(module, "__all__", None) or [n for n in vars(module)
@@ -314,7 +315,7 @@ def test_mypy_checks_the_public_modules_strictly():
 
 
 def test_the_typing_stub_declares_the_methods_installed_on_tensor():
-    source = ast.parse((ROOT / "src" / "yaad" / "tensor.py").read_text())
+    source = ast.parse((ROOT / "src" / "yaad" / "core" / "tensor.py").read_text())
     cls = next(n for n in source.body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
     defined = {n.name for n in ast.walk(cls) if isinstance(n, ast.FunctionDef)}
     defined |= {t.id for n in ast.walk(cls) if isinstance(n, ast.Assign)

@@ -41,14 +41,14 @@ from support.reliability import long_only
 
 import yaad
 from yaad import func as F
-from yaad.op import registry
+from yaad.core.op import registry
 from yaad.testing import GradcheckError, check_grads, gradcheck
 
 
 def _builtin_ops() -> dict[str, bool]:
     """The library's ops, each with whether it has a VJP rule."""
     # A fresh process: ops that tests declare for themselves are not the library's.
-    code = ("import json, yaad; from yaad.op import registry; print(json.dumps({"
+    code = ("import json, yaad; from yaad.core.op import registry; print(json.dumps({"
             "n: any(v is not None for v in s.vjps) for n, s in registry.items()}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -11,7 +11,7 @@ import scipy.linalg as sla
 import torch
 
 import yaad
-from yaad.gradients import fit_gradient
+from yaad.core.gradients import fit_gradient
 
 RNG = np.random.default_rng(16)
 

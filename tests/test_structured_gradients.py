@@ -28,7 +28,7 @@ def test_trace_gradients_match_finite_differences(f, inputs):
 
 
 def test_the_trace_gradient_is_structured_and_the_matmul_rule_uses_it():
-    from yaad.graph import ShapeDtype
+    from yaad.core.graph import ShapeDtype
     from yaad.ops.products import _matmul_vjp_a, _trace_vjp
 
     g = _trace_vjp(np.float64(2.0), None, ShapeDtype((5, 5), np.dtype(np.float64)))

@@ -25,8 +25,8 @@ from support.strategies import CASES, Call, Case, available, builtin_ops, covere
 
 import yaad
 from yaad import batching
-from yaad.batch_mode import rule_of
 from yaad.func import BatchingWarning, jvp, vjp, vmap
+from yaad.modes.batch import rule_of
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
                                         "ignore::numpy.exceptions.ComplexWarning")

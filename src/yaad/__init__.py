@@ -10,10 +10,10 @@ array([0., 2., 4.])
 from __future__ import annotations
 
 # The order matters: the tensor and the op mechanism, then the ops, then what uses them.
-from .tensor import Tensor, is_tensor
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .graph import ShapeDtype
-from .op import Op, op, registry
+from .core.tensor import Tensor, is_tensor
+from .core.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .core.graph import ShapeDtype
+from .core.op import Op, op, registry
 from .creation import *
 from .ops.elementwise import *
 from .ops.elementwise import abs, pow, round  # noqa: A004
@@ -34,14 +34,14 @@ from . import autograd, testing
 from . import func
 from .function import Function, once_differentiable
 from . import extend
-from .anomaly import detect_anomaly
-from .checkpoint import checkpoint
+from .modes.anomaly import detect_anomaly
+from .modes.checkpoint import checkpoint
 from . import nn, optim, optimize
 from . import integrate, sparse
 from .serialization import load, save
 from .compile import CompileWarning, compile  # noqa: A004
-from .lazy import compute
-from . import methods as _methods
+from .core.lazy import compute
+from .bindings import tensor_methods as _methods
 
 __version__ = "0.1.0"
 

@@ -5,9 +5,7 @@ imports; tests/test_packaging.py keeps them equal to the package's public names)
 ``__all__`` is computed at import, which type checkers cannot follow.
 """
 
-from . import anomaly as anomaly
 from . import autograd as autograd
-from . import backend as backend
 from . import extend as extend
 from . import fft as fft
 from . import func as func
@@ -21,12 +19,21 @@ from . import signal as signal
 from . import sparse as sparse
 from . import stats as stats
 from . import testing as testing
-from .anomaly import detect_anomaly as detect_anomaly
 from .autograd import Function as Function
 from .autograd import once_differentiable as once_differentiable
-from .checkpoint import checkpoint as checkpoint
 from .compile import CompileWarning as CompileWarning
 from .compile import compile as compile
+from .core.grad_mode import enable_grad as enable_grad
+from .core.grad_mode import is_grad_enabled as is_grad_enabled
+from .core.grad_mode import no_grad as no_grad
+from .core.grad_mode import set_grad_enabled as set_grad_enabled
+from .core.graph import ShapeDtype as ShapeDtype
+from .core.lazy import compute as compute
+from .core.op import Op as Op
+from .core.op import op as op
+from .core.op import registry as registry
+from .core.tensor import Tensor as Tensor
+from .core.tensor import is_tensor as is_tensor
 from .creation import arange as arange
 from .creation import as_tensor as as_tensor
 from .creation import empty as empty
@@ -45,16 +52,9 @@ from .creation import tensor as tensor
 from .creation import to as to
 from .creation import zeros as zeros
 from .creation import zeros_like as zeros_like
-from .grad_mode import enable_grad as enable_grad
-from .grad_mode import is_grad_enabled as is_grad_enabled
-from .grad_mode import no_grad as no_grad
-from .grad_mode import set_grad_enabled as set_grad_enabled
-from .graph import ShapeDtype as ShapeDtype
-from .lazy import compute as compute
 from .linalg import vecdot as vecdot
-from .op import Op as Op
-from .op import op as op
-from .op import registry as registry
+from .modes.anomaly import detect_anomaly as detect_anomaly
+from .modes.checkpoint import checkpoint as checkpoint
 from .ops.composed import corrcoef as corrcoef
 from .ops.composed import cov as cov
 from .ops.composed import cross as cross
@@ -334,7 +334,5 @@ from .ops.special_pairs import fresnel as fresnel
 from .ops.special_pairs import sici as sici
 from .serialization import load as load
 from .serialization import save as save
-from .tensor import Tensor as Tensor
-from .tensor import is_tensor as is_tensor
 
 __version__: str

@@ -8,8 +8,8 @@ function of the same name (see its docstring), with the tensor as the first.
 
 from typing import Any, Callable
 
-from .hooks import HookHandle
-from .tensor import Tensor
+from .core.hooks import HookHandle
+from .core.tensor import Tensor
 
 class TensorMethods:
     def register_hook(self, fn: Callable[[Any], Any]) -> HookHandle: ...

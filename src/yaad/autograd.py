@@ -6,10 +6,10 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-from .anomaly import detect_anomaly
-from .engine import run_backward
+from .core.engine import run_backward
+from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx, once_differentiable
-from .tensor import Tensor, make_tensor
+from .modes.anomaly import detect_anomaly
 
 __all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable",
            "detect_anomaly"]

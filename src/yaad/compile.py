@@ -11,15 +11,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .backend import is_foreign
 from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
 from .compiled.reverse import record_backward
 from .compiled.rewrite import rewrite
 from .compiled.state import TooMuchState, watch
 from .compiled.tape import Recorder, outcome_key, plain_outputs
-from .grad_mode import state
-from .tensor import Tensor
+from .core.backend import is_foreign
+from .core.grad_mode import state
+from .core.tensor import Tensor
 
 __all__ = ["compile", "Compiled", "CompileWarning"]
 

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .backend import (
+from .core.backend import (
     backend_name,
     implements,
     is_foreign,
@@ -17,11 +17,11 @@ from .backend import (
     native_dtype,
     target_name,
 )
-from .batching import batch_axes, draw
-from .op import op, registry
+from .core.op import op, registry
+from .core.tensor import Tensor
+from .modes.batched_values import batch_axes, draw
 from .ops.elementwise import floor
 from .ops.shape import astype, broadcast_to, concatenate, expand_dims, getitem, moveaxis
-from .tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "identity", "arange", "linspace", "zeros_like", "ones_like", "full_like",

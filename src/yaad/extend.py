@@ -31,9 +31,9 @@ array([12.])
 
 from __future__ import annotations
 
+from .core.graph import mark_modified
+from .core.op import Op, op, registry
 from .function import Function, FunctionCtx, once_differentiable
-from .graph import mark_modified
-from .op import Op, op, registry
 
 __all__ = ["op", "Op", "registry", "Function", "FunctionCtx", "once_differentiable",
            "mark_modified"]

@@ -26,10 +26,10 @@ from typing import Any, Callable, Literal, Sequence, TypeVar
 
 import numpy as np
 
-from .op import op
+from .core.op import op
+from .core.tensor import Tensor
 from .ops.elementwise import conj, real, reciprocal
 from .ops.shape import _no_out, getitem, pad, roll
-from .tensor import Tensor
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",

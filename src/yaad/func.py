@@ -27,8 +27,7 @@ from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 
-from . import batch_mode, batching
-from .backend import (
+from .core.backend import (
     BackendError,
     backend_name,
     dtype_kind,
@@ -37,14 +36,16 @@ from .backend import (
     is_inexact,
     namespace,
 )
-from .engine import run_backward
-from .forward_mode import forward_level
-from .grad_mode import enable_grad, state
-from .graph import Node
-from .levels import alias, strip_level, tangent_of, with_tangent
+from .core.engine import run_backward
+from .core.grad_mode import enable_grad, state
+from .core.graph import Node
+from .core.levels import alias, strip_level, tangent_of, with_tangent
+from .core.tensor import Tensor, make_tensor
+from .modes import batch as batch_mode
+from .modes import batched_values as batching
+from .modes.forward import forward_level
 from .ops.elementwise import conj
 from .ops.shape import astype, concatenate, moveaxis, reshape
-from .tensor import Tensor, make_tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "hvp",
            "linearize"]

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .grad_mode import no_grad, state
-from .op import Op, apply, registry
-from .op import op as declare_op
-from .tensor import Tensor, make_tensor
+from .core.grad_mode import no_grad, state
+from .core.op import Op, apply, registry
+from .core.op import op as declare_op
+from .core.tensor import Tensor, make_tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 

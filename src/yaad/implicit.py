@@ -31,12 +31,12 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse.linalg as spla
 
-from .checkpoint import _with_hook
-from .engine import run_backward
+from .core.engine import run_backward
+from .core.grad_mode import enable_grad, no_grad, state
+from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, no_grad, state
+from .modes.checkpoint import _with_hook
 from .ops.elementwise import positive
-from .tensor import Tensor, make_tensor
 
 __all__ = ["fixed_point", "root", "ConvergenceError"]
 

@@ -24,7 +24,8 @@ import numpy as np
 import scipy.integrate
 import scipy.optimize
 
-from .grad_mode import no_grad
+from .core.grad_mode import no_grad
+from .core.tensor import Tensor, make_tensor
 from .implicit import (
     Closure,
     data_of,
@@ -37,7 +38,6 @@ from .implicit import (
     unpack,
     vjp_of,
 )
-from .tensor import Tensor, make_tensor
 
 __all__ = ["odeint", "solve_ivp"]
 

@@ -13,8 +13,8 @@ import numpy as np
 import scipy.optimize
 
 from .autograd import grad as _grad
-from .grad_mode import enable_grad, no_grad
-from .tensor import Tensor
+from .core.grad_mode import enable_grad, no_grad
+from .core.tensor import Tensor
 
 # Methods that use a Hessian-vector product, and those that need the whole Hessian.
 _HESSP = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 _HEADER = "__yaad__"
 _FORMAT = "yaad-npz"

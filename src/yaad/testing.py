@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "check_grads", "numerical_gradient",
            "GradcheckError"]
@@ -397,7 +397,7 @@ def _requiring_grad(a: Any) -> Tensor:
     """``a`` as a tensor that requires grad, keeping its forward-mode tangents."""
     if isinstance(a, Tensor) and a.requires_grad:
         return a
-    from .levels import with_tangent
+    from .core.levels import with_tangent
 
     t = Tensor(a.data if isinstance(a, Tensor) else a, requires_grad=True)
     for level, tangent in (getattr(a, "_tangents", None) or {}).items():

@@ -13,7 +13,7 @@ from op_cases import ELEMENTWISE, row_function, row_inputs
 
 import yaad
 from support.strategies import resolve
-from yaad.backend import BackendError
+from yaad.core.backend import BackendError
 
 
 def cases() -> list[tuple[str, str]]:

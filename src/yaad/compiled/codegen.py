@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backend import any_foreign, item
-from ..backend import call as call_foreign
-from ..op import registry
+from ..core.backend import any_foreign, item
+from ..core.backend import call as call_foreign
+from ..core.op import registry
 from ..ops import products
 from .product_ops import TRACE_MM
 from .tape import Alias, Const, Entry, Guard, Load, Slot, SlotTuple

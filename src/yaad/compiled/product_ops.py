@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..op import Op
-from ..op import apply as _apply
+from ..core.op import Op
+from ..core.op import apply as _apply
+from ..core.tensor import Tensor
 from ..ops.elementwise import conj
 from ..ops.shape import expand_dims, swapaxes
-from ..tensor import Tensor
 
 
 def private_op(forward: Callable, name: str, vjps: tuple, save_args: bool = True,

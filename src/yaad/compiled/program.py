@@ -20,16 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import backend_name, namespace
-from ..engine import run_backward
-from ..grad_mode import state
-from ..gradients import root_gradient, unit
-from ..graph import Node, check_saved, new_node
-from ..graph import clock as _clock
-from ..hooks import own as own_array
-from ..lazy import is_lazy
-from ..op import Op
-from ..tensor import Tensor, make_tensor
+from ..core.backend import backend_name, namespace
+from ..core.engine import run_backward
+from ..core.grad_mode import state
+from ..core.gradients import root_gradient, unit
+from ..core.graph import Node, check_saved, new_node
+from ..core.graph import clock as _clock
+from ..core.hooks import own as own_array
+from ..core.lazy import is_lazy
+from ..core.op import Op
+from ..core.tensor import Tensor, make_tensor
 from . import codegen, fused, native
 from .codegen import Namespace, item_defs, item_uses, shape_of
 from .reverse import reachable, reverse

@@ -24,20 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import (
+from ..core.backend import (
     ComputeRefused,
     computing_refused,
     is_foreign,
     namespace,
     no_implementation,
 )
-from ..grad_mode import state
-from ..gradients import fit_gradient, root_gradient, rule_gradients
-from ..hooks import own
-from ..op import Op
+from ..core.grad_mode import state
+from ..core.gradients import fit_gradient, root_gradient, rule_gradients
+from ..core.hooks import own
+from ..core.op import Op
+from ..core.targets import check_inputs, check_output, check_unused
+from ..core.tensor import Tensor
 from ..ops.strong_zero import strong_zero
-from ..targets import check_inputs, check_output, check_unused
-from ..tensor import Tensor
 from .rewrite import rewrite
 from .tape import Entry, Recorder, Slot, SlotTuple
 

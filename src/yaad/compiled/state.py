@@ -33,9 +33,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backend import is_foreign, namespace
-from ..lazy import is_lazy
-from ..tensor import Tensor, make_tensor
+from ..core.backend import is_foreign, namespace
+from ..core.lazy import is_lazy
+from ..core.tensor import Tensor, make_tensor
 from .codegen import Namespace, build
 from .tape import same_bits, same_foreign
 

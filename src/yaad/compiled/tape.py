@@ -33,16 +33,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backend import dtype_kind, is_foreign, item, namespace
-from ..engine import run_backward
-from ..grad_mode import state
-from ..graph import clock as _clock
-from ..lazy import is_lazy
-from ..modes import register_mode, run_modes
-from ..op import Op, registry
-from ..op import apply as _apply
+from ..core.backend import dtype_kind, is_foreign, item, namespace
+from ..core.engine import run_backward
+from ..core.grad_mode import state
+from ..core.graph import clock as _clock
+from ..core.lazy import is_lazy
+from ..core.op import Op, registry
+from ..core.op import apply as _apply
+from ..core.tensor import Tensor, make_tensor
+from ..modes.registry import register_mode, run_modes
 from ..ops.strong_zero import STRONG_ZERO
-from ..tensor import Tensor, make_tensor
 from .product_ops import DIAG_MM, TRACE_MM
 from .watched import Watched, plain
 
@@ -262,7 +262,8 @@ def _layout(a: np.ndarray) -> tuple:
 
 
 # (the modules that hand values around without being what the user called)
-_MACHINERY = frozenset({"yaad.tensor", "yaad.methods", "yaad.op", "yaad.numpy_dispatch"})
+_MACHINERY = frozenset({"yaad.core.tensor", "yaad.core.op", "yaad.bindings.tensor_methods",
+                        "yaad.bindings.numpy_protocols"})
 
 
 def user_location() -> str:

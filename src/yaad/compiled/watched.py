@@ -106,7 +106,7 @@ class Watched:
         return a.copy() if copy else a
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from ..tensor import Tensor
+        from ..core.tensor import Tensor
 
         if any(isinstance(x, Tensor) for x in inputs):
             return NotImplemented  # the tensor's method records it
@@ -114,7 +114,7 @@ class Watched:
         return getattr(ufunc, method)(*_plain(inputs), **_plain(kwargs))
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from ..tensor import Tensor
+        from ..core.tensor import Tensor
 
         if any(issubclass(t, Tensor) for t in types):
             return NotImplemented
@@ -161,7 +161,7 @@ class Watched:
 
 def _operator(name: str) -> Any:
     def op(self: Watched, *others: Any) -> Any:
-        from ..tensor import Tensor
+        from ..core.tensor import Tensor
 
         if any(isinstance(o, Tensor) for o in others):
             return NotImplemented

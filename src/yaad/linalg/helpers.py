@@ -13,7 +13,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from ..backend import dtype_kind
+from ..core.backend import dtype_kind
 from ..ops.elementwise import conj, real
 from ..ops.products import matmul
 from ..ops.shape import (

@@ -19,12 +19,12 @@ from typing import Any, Callable
 import numpy as np
 import scipy.linalg as sla
 
-from ..backend import dtype_kind, implements, namespace
-from ..batching import per_example
-from ..op import op
+from ..core.backend import dtype_kind, implements, namespace
+from ..core.op import op
+from ..core.tensor import Tensor
+from ..modes.batched_values import per_example
 from ..ops.elementwise import conj
 from ..ops.products import matmul
-from ..tensor import Tensor
 from .helpers import as_array, data_of, mH, mT, public, square_matrices
 from .spectral import svd_op
 from .systems import inv

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..backend import implements, namespace
-from ..op import op
+from ..core.backend import implements, namespace
+from ..core.op import op
+from ..core.presentation import ndim_of, shape_of
 from ..ops.elementwise import abs as _abs
 from ..ops.elementwise import conj, real, sign, where
 from ..ops.reductions import expand_reduced
 from ..ops.reductions import sum as _sum
 from ..ops.shape import expand_dims, moveaxis
-from ..presentation import ndim_of, shape_of
 from .helpers import data_of, is_complex
 from .spectral import svd_op, svdvals
 from .systems import inv

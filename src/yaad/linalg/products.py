@@ -9,7 +9,8 @@ from typing import Any, Callable
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..op import op
+from ..core.op import op
+from ..core.presentation import dtype_of, ndim_of, shape_of
 from ..ops.elementwise import conj
 from ..ops.products import matmul as _matmul
 from ..ops.products import outer as _outer
@@ -19,7 +20,6 @@ from ..ops.reductions import sum as _sum
 from ..ops.shape import aligned, expand_dims, reshape, squeeze
 from ..ops.shape import diagonal as _diagonal
 from ..ops.shape import matrix_transpose as _matrix_transpose
-from ..presentation import dtype_of, ndim_of, shape_of
 from .helpers import as_array, is_complex, public
 
 __all__ = ["matmul", "vecdot", "outer", "tensordot", "multi_dot", "cross", "trace",

@@ -11,15 +11,15 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ..backend import implements, namespace
-from ..batching import per_example
-from ..op import Op, apply, op
+from ..core.backend import implements, namespace
+from ..core.op import Op, apply, op
+from ..core.presentation import ndim_of, shape_of
+from ..core.tensor import Tensor
+from ..modes.batched_values import per_example
 from ..ops.elementwise import conj, imag, real, where
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
 from ..ops.shape import expand_dims
-from ..presentation import ndim_of, shape_of
-from ..tensor import Tensor
 from .helpers import (
     as_array,
     col,

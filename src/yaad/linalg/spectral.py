@@ -45,16 +45,23 @@ from typing import Any, Callable, Literal, NamedTuple, overload
 import numpy as np
 import scipy.linalg as sla
 
-from ..backend import backend_name, dtype_kind, implements, is_foreign, namespace, no_implementation
-from ..batching import per_example
-from ..frames import user_frames
-from ..grad_mode import is_grad_enabled
-from ..op import op
+from ..core.backend import (
+    backend_name,
+    dtype_kind,
+    implements,
+    is_foreign,
+    namespace,
+    no_implementation,
+)
+from ..core.frames import user_frames
+from ..core.grad_mode import is_grad_enabled
+from ..core.op import op
+from ..core.tensor import Tensor
+from ..modes.batched_values import per_example
 from ..ops.elementwise import conj, imag, real, where
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
 from ..ops.shape import aligned, getitem, tril, triu
-from ..tensor import Tensor
 from .helpers import (
     col,
     concat_last,

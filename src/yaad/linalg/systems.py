@@ -26,14 +26,14 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.linalg import LinAlgError
 
-from ..backend import backend_name, implements, no_implementation
-from ..op import op
+from ..core.backend import backend_name, implements, no_implementation
+from ..core.op import op
+from ..core.presentation import ndim_of, shape_of
+from ..core.tensor import Tensor
 from ..ops.elementwise import conj
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
 from ..ops.shape import columns, getitem, moveaxis, pad, reshape, squeeze, stack, tril
-from ..presentation import ndim_of, shape_of
-from ..tensor import Tensor
 from .helpers import (
     as_array,
     col,

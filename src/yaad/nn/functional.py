@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..batching import draw
+from ..core.presentation import dtype_of, ndim_of, shape_of
+from ..core.tensor import Tensor
+from ..modes.batched_values import draw
 from ..ops.elementwise import erf, log, maximum, relu, sigmoid, sqrt, tanh, where
 from ..ops.elementwise import softplus as _softplus
 from ..ops.nn import log_softmax as _log_softmax
@@ -21,8 +23,6 @@ from ..ops.products import matmul
 from ..ops.reductions import mean
 from ..ops.reductions import sum as _sum
 from ..ops.shape import moveaxis, reshape, swapaxes
-from ..presentation import dtype_of, ndim_of, shape_of
-from ..tensor import Tensor
 
 
 def _value(x: Any) -> np.ndarray:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import mark_modified
-from ..tensor import Tensor
+from ..core.graph import mark_modified
+from ..core.tensor import Tensor
 
 _default = [np.random.default_rng()]
 

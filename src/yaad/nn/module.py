@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..compile import register_model_type
-from ..grad_mode import no_grad
-from ..graph import mark_modified
-from ..tensor import Tensor
+from ..core.grad_mode import no_grad
+from ..core.graph import mark_modified
+from ..core.tensor import Tensor
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 

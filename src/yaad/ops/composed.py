@@ -19,9 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..batching import per_example
-from ..presentation import dtype_of, ndim_of, shape_of
-from ..tensor import Tensor
+from ..core.presentation import dtype_of, ndim_of, shape_of
+from ..core.tensor import Tensor
+from ..modes.batched_values import per_example
 from .convolution import convolve
 from .elementwise import clip, conj, imag, isfinite, isnan, isneginf, isposinf, mod, real, sqrt
 from .elementwise import where as _where

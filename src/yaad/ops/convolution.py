@@ -25,9 +25,9 @@ import numpy as np
 import scipy.signal as ssig
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..batching import example_shape
-from ..op import op
-from ..presentation import dtype_of, shape_of
+from ..core.op import op
+from ..core.presentation import dtype_of, shape_of
+from ..modes.batched_values import example_shape
 from .elementwise import conj
 from .products import einsum
 from .shape import expand_dims, flip, front, getitem, pad

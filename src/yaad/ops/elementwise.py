@@ -18,9 +18,9 @@ import types
 import numpy as np
 import scipy.special as sp
 
-from ..backend import dtype_kind, implements, is_complex, namespace
-from ..op import IN_PLACE_SIZE, Op, apply, fits_into, op
-from ..tensor import Tensor
+from ..core.backend import dtype_kind, implements, is_complex, namespace
+from ..core.op import IN_PLACE_SIZE, Op, apply, fits_into, op
+from ..core.tensor import Tensor
 from . import parameter_derivatives as _pd
 from .public_names import exported
 

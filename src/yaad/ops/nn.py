@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..backend import dtype_kind, implements, is_complex
-from ..batching import example_shape, size_of
-from ..op import op
+from ..core.backend import dtype_kind, implements, is_complex
+from ..core.op import op
+from ..modes.batched_values import example_shape, size_of
 from .elementwise import conj, exp, imag, real, sign, where
 from .public_names import exported
 from .reductions import expand_reduced

@@ -23,9 +23,9 @@ import numpy as np
 import opt_einsum
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..backend import dtype_kind, implements, namespace, native_dtype
-from ..op import op
-from ..presentation import dtype_of, ndim_of, shape_of
+from ..core.backend import dtype_kind, implements, namespace, native_dtype
+from ..core.op import op
+from ..core.presentation import dtype_of, ndim_of, shape_of
 from .elementwise import conj, multiply
 from .public_names import exported
 from .shape import (

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..backend import dtype_kind, implements, namespace, native_dtype
-from ..lazy import is_lazy
-from ..op import op
-from ..tensor import Tensor
+from ..core.backend import dtype_kind, implements, namespace, native_dtype
+from ..core.lazy import is_lazy
+from ..core.op import op
+from ..core.tensor import Tensor
 from .elementwise import conj, isnan, logical_not, real, where
 from .public_names import exported
 from .shape import (

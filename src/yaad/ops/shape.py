@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..backend import (
+from ..core.backend import (
     any_foreign,
     backend_name,
     dtype_kind,
@@ -23,13 +23,13 @@ from ..backend import (
     namespace,
     native_dtype,
 )
-from ..backend import call as call_foreign
-from ..batching import batch_axes, per_example, size_of
-from ..grad_mode import state
-from ..graph import mark_modified
-from ..op import apply, op, register_plain_call
-from ..presentation import dtype_of, ndim_of, shape_of
-from ..tensor import Tensor
+from ..core.backend import call as call_foreign
+from ..core.grad_mode import state
+from ..core.graph import mark_modified
+from ..core.op import apply, op, register_plain_call
+from ..core.presentation import dtype_of, ndim_of, shape_of
+from ..core.tensor import Tensor
+from ..modes.batched_values import batch_axes, per_example, size_of
 from .public_names import exported
 
 ndarray = np.ndarray

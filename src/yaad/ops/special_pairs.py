@@ -11,7 +11,7 @@ import math
 
 import scipy.special as sp
 
-from ..op import op
+from ..core.op import op
 from .elementwise import cos, sin, sinc, where
 
 

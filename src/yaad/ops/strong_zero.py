@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..lazy import is_lazy
-from ..op import Op, apply
-from ..tensor import Tensor
+from ..core.lazy import is_lazy
+from ..core.op import Op, apply
+from ..core.tensor import Tensor
 
 
 def _strong_zero(g: Any, gi: Any) -> Any:

@@ -16,9 +16,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from ..grad_mode import enable_grad, no_grad
-from ..graph import mark_modified
-from ..tensor import Tensor
+from ..core.grad_mode import enable_grad, no_grad
+from ..core.graph import mark_modified
+from ..core.tensor import Tensor
 
 
 def as_real(a: np.ndarray) -> np.ndarray:

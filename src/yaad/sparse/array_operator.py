@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from ..grad_mode import enable_grad, no_grad
+from ..core.grad_mode import enable_grad, no_grad
 from ..implicit import Closure, data_of, leaf, vjp_of
 
 

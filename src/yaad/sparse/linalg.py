@@ -33,7 +33,8 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
-from ..grad_mode import no_grad
+from ..core.grad_mode import no_grad
+from ..core.tensor import Tensor, make_tensor
 from ..implicit import (
     ConvergenceError,
     data_of,
@@ -56,7 +57,6 @@ from ..linalg.spectral import (
     require_negligible,
 )
 from ..ops.shape import stack
-from ..tensor import Tensor, make_tensor
 from .array_operator import ArrayOperator
 from .tensor import WRAPPED, SparseTensor, _FunctionPart, asarray, is_operator
 

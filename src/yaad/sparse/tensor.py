@@ -25,7 +25,8 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
-from ..op import op
+from ..core.op import op
+from ..core.tensor import Tensor
 from ..ops.elementwise import conj, multiply, reciprocal
 from ..ops.products import operand_handlers
 from ..ops.reductions import sum as _sum
@@ -39,7 +40,6 @@ from ..ops.shape import (
     take,
     transpose,
 )
-from ..tensor import Tensor
 from .array_operator import ArrayOperator
 
 __all__ = ["SparseTensor", "asarray", "csr_array", "coo_array", "is_operator"]

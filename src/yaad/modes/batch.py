@@ -26,7 +26,22 @@ from typing import Any, Callable, Iterator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from .batching import (
+from ..core.grad_mode import new_level, state
+from ..core.op import Op
+from ..core.presentation import ndim_of, shape_of
+from ..core.tensor import Tensor, make_tensor
+from ..ops.shape import (
+    aligned,
+    broadcast_to,
+    expand_dims,
+    flat_examples,
+    front,
+    getitem,
+    moveaxis,
+    reshape,
+    stack,
+)
+from .batched_values import (
     BatchAxis,
     active_levels,
     batch_axes,
@@ -42,22 +57,7 @@ from .batching import (
     warn_once,
     with_tangents,
 )
-from .grad_mode import new_level, state
-from .modes import register_mode, run_modes
-from .op import Op
-from .ops.shape import (
-    aligned,
-    broadcast_to,
-    expand_dims,
-    flat_examples,
-    front,
-    getitem,
-    moveaxis,
-    reshape,
-    stack,
-)
-from .presentation import ndim_of, shape_of
-from .tensor import Tensor, make_tensor
+from .registry import register_mode, run_modes
 
 # ---- levels ----------------------------------------------------------------------------
 

@@ -3,8 +3,8 @@
 # and its counters as C integers. engine.py stays the one implementation.
 import cython
 
-from yaad.graph cimport Node
-from yaad.op cimport Op
+from yaad.core.graph cimport Node
+from yaad.core.op cimport Op
 
 
 @cython.locals(node=Node, q=Node, n=Node, op=Op, pid=cython.long, now=cython.long, c=cython.long)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, cast
 
-from .engine import run_backward
-from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, state
-from .graph import clock
-from .modes import register_mode, run_modes
-from .op import Op
-from .tensor import Tensor, make_tensor
+from ..core.engine import run_backward
+from ..core.grad_mode import enable_grad, state
+from ..core.graph import clock
+from ..core.op import Op
+from ..core.tensor import Tensor, make_tensor
+from ..function import Function, FunctionCtx
+from .registry import register_mode, run_modes
 
 __all__ = ["checkpoint"]
 

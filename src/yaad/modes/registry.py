@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .grad_mode import state
+from ..core.grad_mode import state
 
 MODES = (
     "vmap",  # yaad.batch_mode: a batched argument goes first

@@ -26,12 +26,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..modes.registry import run_modes, set_final
 from .backend import BackendError, any_foreign, is_foreign, is_inexact
 from .backend import call as call_foreign
 from .errors import error, with_op_name
 from .grad_mode import state
 from .graph import Node, ShapeDtype, new_node, record_node
-from .modes import run_modes, set_final
 from .tensor import Tensor, make_tensor
 from .views import note_view, note_views
 

@@ -28,18 +28,18 @@ from typing import Any
 
 import numpy as np
 
-from . import hooks
-from .backend import dtype_kind
-from .batch_mode import conform
-from .engine import run_backward
-from .function import refuse_backward
-from .grad_mode import state
-from .graph import mark_modified
-from .numpy_dispatch import array_function, array_ufunc
-from .ops.elementwise import imag, real
-from .ops.shape import getitem, index_put, index_put_, unwrap_index
-from .tensor import Tensor, make_tensor
-from .views import View, _root
+from ..core import hooks
+from ..core.backend import dtype_kind
+from ..core.engine import run_backward
+from ..core.grad_mode import state
+from ..core.graph import mark_modified
+from ..core.tensor import Tensor, make_tensor
+from ..core.views import View, _root
+from ..function import refuse_backward
+from ..modes.batch import conform
+from ..ops.elementwise import imag, real
+from ..ops.shape import getitem, index_put, index_put_, unwrap_index
+from .numpy_protocols import array_function, array_ufunc
 
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray

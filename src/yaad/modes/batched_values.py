@@ -26,10 +26,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .grad_mode import state
-from .levels import with_tangent
-from .presentation import shape_of
-from .tensor import Tensor, make_tensor, presenters
+from ..core.grad_mode import state
+from ..core.levels import with_tangent
+from ..core.presentation import shape_of
+from ..core.tensor import Tensor, make_tensor, presenters
 
 
 class BatchingWarning(UserWarning):

@@ -16,6 +16,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..ops.elementwise import real
+from ..ops.reductions import sum as _sum
+from ..ops.shape import astype, reshape
+from ..ops.strong_zero import strong_zero
 from .backend import (
     BackendError,
     ComputeRefused,
@@ -30,10 +34,6 @@ from .backend import (
 )
 from .errors import error
 from .higher_order import saved_as_tensors
-from .ops.elementwise import real
-from .ops.reductions import sum as _sum
-from .ops.shape import astype, reshape
-from .ops.strong_zero import strong_zero
 from .tensor import Tensor, make_tensor
 
 

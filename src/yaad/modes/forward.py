@@ -13,16 +13,16 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .backend import is_inexact
-from .grad_mode import new_level, state
-from .gradients import cast_gradient
-from .graph import extra_of
-from .levels import strip_level, tangent_of, top_level, with_tangent
-from .modes import register_mode, run_modes
-from .op import Op, apply
-from .ops.shape import broadcast_to
-from .tensor import Tensor
-from .views import note_views
+from ..core.backend import is_inexact
+from ..core.grad_mode import new_level, state
+from ..core.gradients import cast_gradient
+from ..core.graph import extra_of
+from ..core.levels import strip_level, tangent_of, top_level, with_tangent
+from ..core.op import Op, apply
+from ..core.tensor import Tensor
+from ..core.views import note_views
+from ..ops.shape import broadcast_to
+from .registry import register_mode, run_modes
 
 
 @contextlib.contextmanager
@@ -163,7 +163,7 @@ def _jvp_rule(op: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
     raise NotImplementedError(
         f"{op.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
         f"hvp) cannot go through it. Declare one with {op.name}.defjvp(...) (or "
-        f"yaad.op(..., jvp=...)), or use reverse mode (vjp, jacrev). "
+        f"yaad.core.op(..., jvp=...)), or use reverse mode (vjp, jacrev). "
         f"(see docs/errors.md#no-jvp-rule)")
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 from types import FrameType
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # (yaad/)
 _FRAMES = 4  # user frames kept
 Frames = tuple[tuple[str, int, str], ...]  # (filename, line, function), innermost first
 

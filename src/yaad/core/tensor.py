@@ -16,7 +16,7 @@ from .presentation import ArrayFace
 _new = object.__new__
 
 if TYPE_CHECKING:  # the methods yaad.methods installs, declared for type checkers
-    from ._tensor_methods import TensorMethods
+    from .._tensor_methods import TensorMethods
 else:
     TensorMethods = object
 

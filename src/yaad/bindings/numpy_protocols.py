@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import creation, fft, linalg, serialization
-from .ops import (
+from .. import creation, fft, linalg, serialization
+from ..core.presentation import ndim_of
+from ..core.tensor import Tensor
+from ..ops import (
     composed,
     convolution,
     elementwise,
@@ -27,9 +29,7 @@ from .ops import (
     shape,
     special_pairs,
 )
-from .ops.shape import astype, reshape
-from .presentation import ndim_of
-from .tensor import Tensor
+from ..ops.shape import astype, reshape
 
 # Ufunc methods that are reductions or scans with a yaad name.
 _UFUNC_METHODS = {

@@ -2,7 +2,7 @@
 # fields (the backward loop reads several per node), and the op call records its node
 # through a C call of graph.record_node. op.py stays the one implementation; every slot of
 # op.Op is declared here, with the same meaning.
-from yaad.graph cimport Node, new_node, record_node
+from yaad.core.graph cimport Node, new_node, record_node
 
 
 cdef class Op:

@@ -1,0 +1,1 @@
+"""Tensor methods and the NumPy protocols, bound on top of the ops."""
