@@ -26,6 +26,7 @@ endif
 # (the stamps of the other build are removed: the venv holds one build at a time)
 $(VENV)/.installed-$(COMPILE)-%: $(INSTALLED_FROM) | $(PY)
 	find $(VENV)/ -maxdepth 1 -name '.installed-*' ! -name '.installed-$(COMPILE)-*' -delete
+	rm -rf build/lib.*  # (setuptools would package a moved or deleted module's old copy)
 	$(INSTALL) '.[$*]'
 	touch $@
 

@@ -36,7 +36,7 @@ class _Recorder:
 
     def apply(self, spec, args, kw):
         self.calls.append((spec, args, kw))
-        st_ = yaad.grad_mode.state
+        st_ = yaad.core.grad_mode.state
         prev = st_.tracer
         st_.tracer = None
         st_.refresh()
@@ -205,7 +205,7 @@ def _calls_of(name: str, data) -> list:
         dtype = data.draw(st.sampled_from(case.dtypes))
         call = case.draw(data, dtype)
         recorder = _Recorder()
-        state = yaad.grad_mode.state
+        state = yaad.core.grad_mode.state
         prev = state.tracer
         state.tracer = recorder
         state.refresh()

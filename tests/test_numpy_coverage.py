@@ -21,7 +21,7 @@ from support.strategies import CASES, available
 from test_fuzz_ops import as_inputs, assert_same_forward, draw_call
 
 import yaad
-from yaad import numpy_dispatch as nd
+from yaad.bindings import numpy_protocols as nd
 
 _DISPATCHER = type(np.concatenate)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import yaad
-from yaad import engine
+from yaad.core import engine
 from yaad.compiled import codegen
 from yaad.ops.shape import getitem
 
