@@ -39,7 +39,10 @@ class FunctionCtx:
         # maps saved arrays to the values a rule works with
         self._view: Callable[[Any], Any] | None = None
         self._inputs: tuple[Any, ...] = ()
-        self._outputs: Any = None
+        # forward's array outputs: for each, the objects that stand for it (the value
+        # forward returned, and the array made of it when that is another object, as for
+        # a NumPy scalar), so that saving either keeps the output's link to the graph
+        self._outputs: list[tuple[Any, ...]] = []
         # (g, gradients): backward's result for the current pass
         self._grads: tuple[Any, tuple[Any, ...]] | None = None
         self._non_differentiable: list[Any] = []
@@ -78,11 +81,9 @@ class FunctionCtx:
     def _viewer(self, args: tuple[Any, ...], ans: Any) -> Callable[..., Any]:
         """Map forward's input and output arrays to the rule's ``args`` and ``ans``."""
         pairs = list(zip(self._inputs, args))
-        outs = self._outputs
-        if isinstance(outs, tuple):
-            pairs += list(zip(outs, ans))
-        elif outs is not None:
-            pairs.append((outs, ans))
+        if self._outputs:
+            answers = ans if len(self._outputs) > 1 else (ans,)
+            pairs += [(v, a) for same, a in zip(self._outputs, answers) for v in same]
 
         def view(v: Any) -> Any:
             for a, r in pairs:
@@ -189,11 +190,12 @@ def _function_op(cls: type[Function]) -> Op:
             ctx._layout.append(len(outs) if _is_array(value) else None)
             if _is_array(value):
                 outs.append(_as_array(value))
+                if cls._save_outputs:
+                    ctx._outputs.append((outs[-1],) if outs[-1] is value else
+                                        (outs[-1], value))
         op.nout = len(outs)
         out = outs[0] if len(outs) == 1 else tuple(outs)
         ctx._inputs = arrays
-        if cls._save_outputs:
-            ctx._outputs = out
         return out
 
     def vjp(i: int, g: Any, ans: Any, *args: Any, ctx: FunctionCtx) -> Any:
