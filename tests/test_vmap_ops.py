@@ -24,8 +24,8 @@ from support.reliability import fuzz_settings
 from support.strategies import CASES, Call, Case, available, builtin_ops, covered_ops
 
 import yaad
-from yaad.modes import batched_values as batching
 from yaad.func import BatchingWarning, jvp, vjp, vmap
+from yaad.modes import batched_values as batching
 from yaad.modes.batch import rule_of
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import scipy.optimize
+import scipy  # (scipy.optimize is imported where first used)
 import scipy.sparse.linalg as spla
 
 from .core.engine import run_backward

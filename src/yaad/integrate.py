@@ -21,8 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import scipy.integrate
-import scipy.optimize
+import scipy  # (scipy.integrate and scipy.optimize: imported where first used)
 
 from .core.grad_mode import no_grad
 from .core.tensor import Tensor, make_tensor

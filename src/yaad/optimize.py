@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-import scipy.optimize
+import scipy  # (scipy.optimize is imported where first used)
 
 from .autograd import grad as _grad
 from .core.grad_mode import enable_grad, no_grad
