@@ -16,7 +16,7 @@ $(PY):
 # COMPILE=0: an editable, pure-Python install (for editing without rebuilds).
 COMPILE ?= 1
 ifeq ($(COMPILE),1)
-INSTALL := YAAD_COMPILE=1 $(PIP) install
+INSTALL := $(PIP) install
 INSTALLED_FROM := pyproject.toml setup.py $(shell find src -name '*.py' -o -name '*.pyi' -o -name '*.pxd')
 else
 INSTALL := $(PIP) install -e

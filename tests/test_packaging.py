@@ -65,9 +65,9 @@ def _warnings(output: str) -> list[str]:
             if "warning" in line.lower() and "Location 'file:" not in line]  # pip's config
 
 
-def _build(tmp: Path, **env: str) -> Path:
+def _build(tmp: Path, log: list | None = None, **env: str) -> Path:
     """The sdist and the wheel, built from a copy of the sources (``env``: the build's
-    settings, see setup.py)."""
+    settings, see setup.py; ``log`` receives the build's output)."""
     src = tmp / "src"
     src.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
@@ -80,13 +80,15 @@ def _build(tmp: Path, **env: str) -> Path:
                           str(tmp / "dist"), str(src)], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert not _warnings(run.stdout + run.stderr), _warnings(run.stdout + run.stderr)
+    if log is not None:
+        log.append(run.stdout + run.stderr)
     return tmp / "dist"
 
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
-    """The pure-Python sdist and wheel (the default build)."""
-    return _build(tmp_path_factory.mktemp("release"))
+    """The pure-Python sdist and wheel (``YAAD_COMPILE=0``; the default compiles)."""
+    return _build(tmp_path_factory.mktemp("release"), YAAD_COMPILE="0")
 
 
 def test_build_makes_a_wheel_and_an_sdist_with_metadata(dist):
@@ -139,7 +141,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_examples(dist, tmp_pa
     _check_gradients(python, tmp_path, compiled=False)
 
 
-# ---- the compiled build (setup.py, YAAD_COMPILE=1) ------------------------------------------
+# ---- the compiled build (setup.py: the default) ---------------------------------------------
 
 def _compiled_modules() -> tuple[str, ...]:
     """setup.py's COMPILED: the modules a compiled build makes extension modules."""
@@ -207,8 +209,8 @@ def _python_files(wheel: Path) -> set[str]:
         return {n for n in whl.namelist() if n.startswith("yaad/")}
 
 
-def test_the_compiled_wheel_installs_runs_and_passes_the_refcount_tests(tmp_path_factory):
-    dist = _build(tmp_path_factory.mktemp("compiled"), YAAD_COMPILE="1")
+def test_the_default_build_is_compiled_and_passes_the_refcount_tests(tmp_path_factory):
+    dist = _build(tmp_path_factory.mktemp("compiled"))  # (no setting: what pip builds)
     (wheel,) = dist.glob("*.whl")
     tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     assert wheel.name.startswith(f"yaad_autodiff-{yaad.__version__}-{tag}-{tag}-"), wheel.name
@@ -229,13 +231,51 @@ def test_the_compiled_wheel_installs_runs_and_passes_the_refcount_tests(tmp_path
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
 
 
-def test_without_a_c_compiler_the_compiled_build_falls_back_to_pure_python(tmp_path_factory):
-    dist = _build(tmp_path_factory.mktemp("no-compiler"), YAAD_COMPILE="1", CC="false")
+def test_without_a_c_compiler_the_build_falls_back_to_pure_python(tmp_path_factory):
+    log: list = []
+    dist = _build(tmp_path_factory.mktemp("no-compiler"), log, CC="false")
     (wheel,) = dist.glob("*.whl")
+    # one message saying so, and a wheel tagged as pure Python
+    assert log[0].count("yaad: could not compile the hot modules") == 1, log[0][-3000:]
+    assert "installing the pure-Python build" in log[0]
+    assert wheel.name == f"yaad_autodiff-{yaad.__version__}-py3-none-any.whl", wheel.name
     assert not [n for n in _python_files(wheel)
                 if n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
     where = tmp_path_factory.mktemp("no-compiler-venv")
     _check_gradients(_install(wheel, where), where, compiled=False)
+
+
+def test_an_editable_install_stays_pure_python(tmp_path):
+    """``pip install -e .`` compiles nothing: an extension module would shadow later edits
+    of its ``.py`` file."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src)
+    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__",
+                                                                             "*.egg-info"))
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path("
+                           "'purelib'))"], capture_output=True, text=True, check=True)
+    (Path(site.stdout.strip()) / "_test_dependencies.pth").write_text(  # (setuptools, Cython)
+        sysconfig.get_path("purelib") + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "YAAD_COMPILE"}
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                              "--no-deps", "--no-index", "--no-build-isolation", "-v",
+                              "--disable-pip-version-check", "-e", str(src)],
+                             env=env, capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    assert "yaad: an editable (in-place) install stays pure Python" in install.stdout + (
+        install.stderr)
+    assert not [p for p in (src / "src").rglob("*") if p.suffix in (".so", ".pyd", ".c")]
+    where = tmp_path / "run"
+    where.mkdir()
+    run = subprocess.run([str(python), "-c", "import yaad.core.graph as g; print(g.__file__)"],
+                         cwd=where, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == str(src / "src" / "yaad" / "core" / "graph.py")
 
 
 def test_the_build_under_test_is_the_one_asked_for():
@@ -348,3 +388,17 @@ def test_the_namespace_stub_names_what_yaad_exports():
         f"{sorted(set(declared) - public)}")
     for name, home in declared.items():
         assert getattr(importlib.import_module(home), name) is getattr(yaad, name), name
+
+
+def test_install_hints_name_packages_an_index_has():
+    """A hint such as ``pip install 'yaad[fused]'`` installs an unrelated package that is
+    also imported as ``yaad`` (yaad's distribution, yaad-autodiff, may not be on the
+    index): the hints yaad prints name the packages they need."""
+    import re
+
+    hints = []
+    for path in (ROOT / "src" / "yaad").rglob("*.py"):
+        for line in path.read_text().splitlines():
+            hints += [(path.name, m) for m in re.findall(r"pip install ([^)\"]*)", line)]
+    assert len(hints) >= 4, hints
+    assert not [h for h in hints if "yaad" in h[1]], hints

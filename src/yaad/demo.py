@@ -509,8 +509,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 r = digits_mlp(epochs=args.epochs, progress=progress)
             except ImportError as e:
-                print(f"  skipped: scikit-learn is needed ({e}); pip install "
-                      f"'yaad-autodiff[demo]'")
+                print(f"  skipped: scikit-learn is needed ({e}); pip install scikit-learn")
                 continue
             print(f"  final training loss: {r['losses'][-1]:.4f}  ({r['seconds']:.2f} s)")
             print(f"  test accuracy: {100 * r['test_accuracy']:.1f}% of {r['n_test']} "
@@ -521,7 +520,6 @@ def run(args: argparse.Namespace) -> int:
             path = plot(results, os.path.join(args.out, "yaad-demo.png"))
             print(f"\nFigure saved to {path}")
         except ImportError:
-            print("\nNo figure: matplotlib is not installed (pip install "
-                  "'yaad-autodiff[demo]')")
+            print("\nNo figure: matplotlib is not installed (pip install matplotlib)")
     print(f"Total wall time: {time.perf_counter() - start:.1f} s")
     return 0

@@ -417,7 +417,8 @@ def _import(library: str) -> Any:
     try:
         return importlib.import_module("dask.array" if library == "dask" else library)
     except ImportError:
-        hint = " (pip install 'yaad-autodiff[gpu]', with a CUDA GPU)" if library == "cupy" else ""
+        hint = (" (pip install cupy-cuda12x array-api-compat, with a CUDA GPU)"
+                if library == "cupy" else "")
         raise BackendError(f"backend {library!r} is not installed{hint}") from None
 
 

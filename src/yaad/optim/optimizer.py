@@ -304,8 +304,8 @@ class Adam(Optimizer):
             import importlib.util
 
             if importlib.util.find_spec("numba") is None:
-                raise ImportError(f"{name}(fused=True) needs numba (pip install "
-                                  f"'yaad[fused]'); without it use fused=None")
+                raise ImportError(f"{name}(fused=True) needs numba (pip install numba); "
+                                  f"without it use fused=None")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize, fused=bool(fused)))
