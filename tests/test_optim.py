@@ -275,3 +275,22 @@ def test_scheduler_values_and_state():
                                         (1 + np.cos(3 * np.pi / 4)) / 2, 0], atol=1e-15)
     with pytest.raises(TypeError):
         optim.StepLR(object(), 2)
+
+
+@pytest.mark.parametrize("name", sorted({name for name, _ in CONFIGS}))
+def test_a_0d_parameter_matches_torch(name):
+    """A scalar (0-d) parameter: its gradient was made 1-d (np.ascontiguousarray) and
+    every optimizer's step failed on the broadcast."""
+    import torch
+    kw = [k for n, k in CONFIGS if n == name][-1]  # the combination of options
+    s, ts = yaad.tensor(0.3, requires_grad=True), torch.tensor(0.3, dtype=torch.float64,
+                                                               requires_grad=True)
+    opt, topt = getattr(optim, name)([s], **kw), getattr(torch.optim, name)([ts], **kw)
+    for lib, p, o in ((yaad, s, opt), (torch, ts, topt)):
+        for _ in range(5):
+            o.zero_grad()
+            objective(kw, lambda p, lib=lib: (p - 1.0) ** 4 + lib.sin(p))(p).backward()
+            o.step()
+    assert s.shape == () and s.data.dtype == np.float64
+    assert all(np.shape(v) == () for v in opt.state[s].values())
+    np.testing.assert_allclose(s.data, ts.detach().numpy(), rtol=1e-12)

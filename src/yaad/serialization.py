@@ -4,6 +4,10 @@ A file is a NumPy ``.npz`` archive: one entry per array (``a0``, ``a1``, ...) an
 ``__yaad__`` holding the structure as JSON (dicts, lists, tuples, numbers, strings, None,
 and references to the arrays). Nothing is ever unpickled: arrays are read with
 ``allow_pickle=False`` and object arrays are refused when saving.
+
+A round trip keeps every array's shape (0-d and empty included), dtype, bytes and, for a
+tensor, ``requires_grad``; a NumPy scalar comes back as a NumPy scalar of its dtype. Another
+library's array (PyTorch, JAX, CuPy, Dask, ...) is refused, naming it: convert it first.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .core.backend import backend_name, is_foreign
 from .core.tensor import Tensor
 
 _HEADER = "__yaad__"
@@ -28,17 +33,30 @@ class SerializationError(ValueError):
     """A file that :func:`yaad.load` cannot read: corrupt, truncated, or not a yaad file."""
 
 
+def _foreign(obj: Any) -> bool:
+    """Whether ``obj`` is another library's array (or tensor): one NumPy could convert."""
+    return is_foreign(obj) or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__")
+
+
 def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
     """The JSON structure of ``obj``; arrays are appended to ``arrays``."""
-    if isinstance(obj, Tensor) or isinstance(obj, np.ndarray):
-        data = obj.data if isinstance(obj, Tensor) else obj
+    if isinstance(obj, (Tensor, np.ndarray, np.generic)):
+        data = obj._data if isinstance(obj, Tensor) else obj
+        if is_foreign(data):
+            raise TypeError(f"yaad.save: {where} is a tensor on backend {backend_name(data)} "
+                            f"(shape {tuple(data.shape)}); only NumPy-backed tensors are "
+                            f"saved. Move it first: t.to('numpy') (see docs/backends.md).")
         if data.dtype.hasobject or data.dtype.kind == "V":
             raise TypeError(f"yaad.save: {where} is an array of dtype {data.dtype}; only "
                             f"numeric, boolean and string arrays can be saved (no pickling)")
-        arrays.append(np.ascontiguousarray(data))
-        node = {"array": len(arrays) - 1}
+        # (np.ascontiguousarray would turn a 0-d array into shape (1,))
+        arrays.append(np.array(data, order="C", copy=not data.flags.c_contiguous)
+                      if isinstance(data, np.ndarray) else np.asarray(data))
+        node: dict[str, Any] = {"array": len(arrays) - 1}
         if isinstance(obj, Tensor):
             node["tensor"] = bool(obj.requires_grad)
+        elif isinstance(obj, np.generic):
+            node["scalar"] = True
         return node
     if obj is None or isinstance(obj, (bool, str)):
         return obj
@@ -48,8 +66,6 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
         return float(obj)
     if isinstance(obj, (complex, np.complexfloating)):
         return {"complex": [obj.real, obj.imag]}
-    if isinstance(obj, np.bool_):
-        return bool(obj)
     if isinstance(obj, (list, tuple)):
         items = [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]
         return {"list" if isinstance(obj, list) else "tuple": items}
@@ -61,6 +77,11 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
                                 f"{type(k).__name__}; keys must be str or int")
             keys.append(k)
         return {"dict": [[k, _encode(obj[k], arrays, f"{where}[{k!r}]")] for k in keys]}
+    if _foreign(obj):
+        kind = f"{type(obj).__module__.split('.')[0]}.{type(obj).__name__}"
+        raise TypeError(f"yaad.save: {where} is another library's array ({kind}); yaad saves "
+                        f"its own tensors and NumPy arrays only. Convert it first: "
+                        f"np.asarray(x) or yaad.tensor(x) (it then loads back as that)")
     raise TypeError(f"yaad.save: {where} is a {type(obj).__name__}, which cannot be saved "
                     f"without pickling; save tensors, arrays, numbers, strings, None and "
                     f"dicts/lists/tuples of them (e.g. model.state_dict())")
@@ -73,7 +94,7 @@ def save(obj: Any, f: str | os.PathLike[str] | BinaryIO) -> None:
     ----------
     obj : Tensor, ndarray, dict, list, tuple, number, str or None
         For instance ``model.state_dict()`` or ``optimizer.state_dict()``; dict keys
-        must be strings or integers.
+        must be strings or integers. Tensors must hold NumPy arrays.
     f : str, path or binary file
         The destination, used as given (no suffix is added). A path is written
         atomically: an existing file is replaced only once the new one is complete.
@@ -81,7 +102,8 @@ def save(obj: Any, f: str | os.PathLike[str] | BinaryIO) -> None:
     Raises
     ------
     TypeError
-        For an object that cannot be stored without pickling.
+        For an object that cannot be stored without pickling, or another library's array
+        (PyTorch, JAX, CuPy, Dask: convert it first).
     """
     arrays: list[np.ndarray] = []
     tree = _encode(obj, arrays, "the object")
@@ -114,6 +136,10 @@ def _decode(node: Any, arrays: Any, name: str) -> Any:
                 raise SerializationError(f"yaad.load: {name} refers to a missing array "
                                          f"entry {key!r}; the file is corrupt")
             a = arrays[key]
+            if node.get("scalar") is True:
+                if a.ndim:
+                    raise ValueError(f"the scalar entry {key!r} has shape {a.shape}")
+                return a[()]
             if "tensor" not in node:
                 return a
             if not isinstance(node["tensor"], bool):
@@ -143,7 +169,8 @@ def load(f: str | os.PathLike[str] | BinaryIO) -> Any:
     Returns
     -------
     The saved object: arrays come back as NumPy arrays, tensors as tensors (with their
-    ``requires_grad``), containers and numbers as they were.
+    ``requires_grad``), NumPy scalars as NumPy scalars, containers and numbers as they
+    were; shapes, dtypes and bytes unchanged.
 
     Raises
     ------

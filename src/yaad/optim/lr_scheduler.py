@@ -60,8 +60,12 @@ class LRScheduler:
                 if k != "optimizer" and not callable(v)}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the state saved by :meth:`state_dict`."""
+        """Restore the state saved by :meth:`state_dict` and the rates its last step set
+        (a scheduler made afresh sets the initial ones), so training resumes as it would
+        have gone on, whether the optimizer's state is loaded before or after."""
         self.__dict__.update(state_dict)
+        for group, lr in zip(self.optimizer.param_groups, state_dict.get("_last_lr", ())):
+            group["lr"] = lr
 
 
 class StepLR(LRScheduler):

@@ -123,9 +123,10 @@ class Optimizer:
                     g = g.data if isinstance(g, Tensor) else np.asarray(g)
                     data = p.data
                     if data.dtype.kind == "c" and not data.flags.c_contiguous:
-                        p.data = np.ascontiguousarray(data)
+                        p.data = np.asarray(data, order="C")
                         data = p.data
-                    g = as_real(np.ascontiguousarray(g, dtype=data.dtype))
+                    # (np.ascontiguousarray would make a 0-d gradient 1-d)
+                    g = as_real(np.asarray(g, dtype=data.dtype, order="C"))
                     if maximize:
                         g = -g
                     state = self.state.get(p)
@@ -194,8 +195,10 @@ def _state_value(v: Any, p: Tensor) -> Any:
     """A loaded state entry: arrays are copied into the parameter's dtype and shape."""
     if isinstance(v, Tensor):
         v = v.data
-    if not isinstance(v, np.ndarray) or v.ndim == 0:
-        return v.item() if isinstance(v, np.ndarray) else v
+    if not isinstance(v, np.ndarray):
+        return v
+    if v.ndim == 0 and p.ndim:  # a number kept as a 0-d array
+        return v.item()
     if v.shape != p.shape:
         raise ValueError(f"Optimizer.load_state_dict: a state array has shape {v.shape}, its "
                          f"parameter {p.shape}")
