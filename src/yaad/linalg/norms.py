@@ -199,9 +199,16 @@ def cond(x: Any, p: Any = None) -> Any:
     """
     if p is None or p in (2, -2):
         s = svdvals(x)
-        ratio = s[..., 0] / s[..., -1]
-        return 1 / ratio if p == -2 else ratio
-    return matrix_norm(x, ord=p) * matrix_norm(inv(x), ord=p)
+        r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    else:
+        r = matrix_norm(x, ord=p) * matrix_norm(inv(x), ord=p)
+    # NumPy's rule: a NaN from a singular matrix (0 / 0) is infinite, unless x holds a NaN
+    rd = data_of(r)
+    nan = np.isnan(rd)
+    if nan.any():
+        nan &= ~np.isnan(data_of(x)).any(axis=(-2, -1))
+        r = where(nan, np.inf, r)
+    return r
 
 
 # ---- other libraries' arrays, in their array API namespace xp (yaad.backend) --------------

@@ -10,13 +10,14 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.op import op
-from ..core.presentation import dtype_of, ndim_of, shape_of
+from ..core.presentation import ndim_of, shape_of
 from ..ops.elementwise import conj
+from ..ops.products import dot as _dot
 from ..ops.products import matmul as _matmul
 from ..ops.products import outer as _outer
 from ..ops.products import tensordot as _tensordot
 from ..ops.products import trace as _trace
-from ..ops.reductions import sum as _sum
+from ..ops.products import vecdot
 from ..ops.shape import aligned, expand_dims, reshape, squeeze
 from ..ops.shape import diagonal as _diagonal
 from ..ops.shape import matrix_transpose as _matrix_transpose
@@ -95,25 +96,6 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:
     return _tensordot(x1, x2, axes)
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """Vector dot product along ``axis``, conjugating ``x1`` (numpy.linalg.vecdot).
-
-    Parameters
-    ----------
-    x1, x2 : Tensor or array_like
-        Broadcast against each other.
-    axis : int
-
-    Returns
-    -------
-    Tensor
-        ``sum(conj(x1) * x2, axis)``.
-    """
-    if dtype_of(x1).kind == "c":
-        x1 = conj(x1)
-    return _sum(x1 * x2, axis=axis)
-
-
 def matmul(x1: Any, x2: Any, /) -> Any:
     """Matrix product, broadcast over leading axes (numpy.linalg.matmul).
 
@@ -179,6 +161,8 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("multi_dot: expecting at least two arrays")
+    if len(arrays) == 2:  # NumPy's rule: two arrays are numpy.dot's, of any shapes
+        return _dot(*arrays)
     first_vec = ndim_of(arrays[0]) == 1
     last_vec = ndim_of(arrays[-1]) == 1
     if first_vec:

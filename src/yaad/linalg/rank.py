@@ -294,7 +294,8 @@ Tensor
 
 def lstsq_rtol(a: Any, rcond: Any) -> Any:
     """The relative singular-value cutoff NumPy's ``lstsq`` uses for ``rcond``."""
-    eps = np.finfo(a.dtype).eps
+    # (integer and bool matrices are solved in float64, as NumPy does)
+    eps = np.finfo(a.dtype if np.issubdtype(a.dtype, np.inexact) else np.float64).eps
     if rcond is None:
         return eps * max(a.shape[-2:])
     return eps if rcond < 0 else rcond
@@ -310,7 +311,8 @@ def _lstsq_solution(a: Any, b: Any, rcond: Any = None) -> Any:
     a_b = np.broadcast_to(a, shape + (m, n))
     b_b = b if vec else np.broadcast_to(b, shape + b.shape[-2:])
     out = np.empty(shape + (n,) + (() if vec else b.shape[-1:]),
-                   dtype=np.result_type(a.dtype, b.dtype))
+                   dtype=np.result_type(*(x.dtype if np.issubdtype(x.dtype, np.inexact)
+                                          else np.float64 for x in (a, b))))
     for idx in np.ndindex(*shape):
         out[idx] = np.linalg.lstsq(a_b[idx], b if vec else b_b[idx], rcond=rcond)[0]
     return out

@@ -261,6 +261,8 @@ def degeneracy_tol(values: Any, n: int) -> Any:
     v = data_of(values)
     xp = namespace(v)
     v = xp.abs(v)
+    if v.shape[-1] == 0:  # no values (0x0 matrices): no pairs to compare
+        return xp.zeros(v.shape[:-1] + (1,), dtype=v.dtype)
     return 100 * n * float(xp.finfo(v.dtype).eps) * xp.max(v, axis=-1, keepdims=True)
 
 
@@ -344,7 +346,7 @@ def active_columns(*cotangents: Any) -> Any:
         d = data_of(x)
         xp = namespace(d)
         nz = d != 0
-        nz = xp.any(xp.reshape(nz, (-1, nz.shape[-1])), axis=0) if nz.ndim > 1 else nz
+        nz = xp.any(nz, axis=tuple(range(nz.ndim - 1))) if nz.ndim > 1 else nz
         hit = nz if hit is None else hit | nz
     if hit is None or bool(xp.all(hit)):
         return slice(None), None
@@ -555,7 +557,7 @@ eigh_op = op(_eigh, name="linalg.eigh", nout=2, vjp=located(_eigh_vjp, "linalg.e
 def _eig(a: Any, eps: Any = None) -> Any:
     a = square_matrices("eig", a)
     w, v = np.linalg.eig(a)
-    ctype = np.result_type(a.dtype, np.complex64)
+    ctype = np.result_type(w.dtype, np.complex64)  # (float64 for an integer a, as NumPy)
     w = w.astype(ctype, copy=False)
     note_call_site(w)
     return w, v.astype(ctype, copy=False)

@@ -19,6 +19,7 @@ for real and complex inputs.
 from __future__ import annotations
 
 import importlib
+import math
 import operator
 from typing import Any, Callable
 
@@ -492,10 +493,15 @@ def tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
         axes = [ax % nd for ax in axes]
         a = moveaxis(a, axes, list(range(nd - len(axes), nd)))
     shape = shape_of(a)
-    nb = ndim_of(b)
-    rows = int(np.prod(shape[:nb]))
-    x = solve(reshape(a, (rows, -1)), reshape(b, (rows,)))
-    return reshape(x, shape[nb:])
+    # NumPy's rule, kept to the letter (when b has as many axes as a, x takes all of a's)
+    xshape = shape[-(len(shape) - ndim_of(b)):]
+    n = math.prod(xshape)
+    if math.prod(shape) != n * n:
+        raise LinAlgError(
+            f"tensorsolve: a of shape {shape} and b of shape {shape_of(b)} do not make a "
+            f"square system (x would have shape {xshape}, {n} unknowns)")
+    x = solve(reshape(a, (n, n)), reshape(b, (n,)))
+    return reshape(x, xshape)
 
 
 def matrix_power(a: Any, n: int) -> Any:

@@ -873,6 +873,31 @@ def _contract_batch(dims, subscripts, *ops):
 _contract = op(_contract_forward, name="einsum", variadic=True, linear=True,
                save_ans=False, vjp=_contract_vjp, batch=_contract_batch)
 
+def _core_shapes(name: str, shapes: tuple, cores: tuple) -> None:
+    """NumPy's gufunc shape rules, with an error naming ``name``.
+
+    ``cores`` gives each operand's core axes as letters (``("mn", "n")`` for matvec): an
+    operand needs at least that many dimensions, axes with the same letter must have the
+    same length (the summed axis is never broadcast), and the leading (loop) axes broadcast.
+    """
+    sizes: dict = {}
+    for k, (shape, core) in enumerate(zip(shapes, cores)):
+        if len(shape) < len(core):
+            raise ValueError(f"{name}: operand {k} has shape {shape}, but needs at least "
+                             f"{len(core)} dimension(s) for its core axes ({','.join(core)})")
+        for c, n in zip(core, shape[len(shape) - len(core):]):
+            if sizes.setdefault(c, (n, k))[0] != n:
+                raise ValueError(
+                    f"{name}: the core axes of operands {sizes[c][1]} and {k} (shapes "
+                    f"{shapes[sizes[c][1]]} and {shape}) must have the same length, got "
+                    f"{sizes[c][0]} and {n}; NumPy does not broadcast them")
+    try:
+        np.broadcast_shapes(*(s[:len(s) - len(c)] for s, c in zip(shapes, cores)))
+    except ValueError:
+        raise ValueError(f"{name}: the leading (batch) axes of shapes "
+                         f"{', '.join(map(str, shapes))} do not broadcast together") from None
+
+
 def matvec(x1: Any, x2: Any, /) -> Any:
     """Matrix-vector product over the last axes, batched (numpy.matvec).
 
@@ -885,7 +910,14 @@ def matvec(x1: Any, x2: Any, /) -> Any:
     -------
     Tensor
         ``x1 @ x2`` with ``x2`` as column vectors: shape ``(..., m)``.
+
+    Raises
+    ------
+    ValueError
+        As NumPy: ``x1`` below 2-D, ``x2`` below 1-D, unequal ``n``, or batch axes that do
+        not broadcast.
     """
+    _core_shapes("matvec", (shape_of(x1), shape_of(x2)), ("mn", "n"))
     return squeeze(matmul(x1, expand_dims(x2, -1)), -1)
 
 
@@ -901,10 +933,57 @@ def vecmat(x1: Any, x2: Any, /) -> Any:
     -------
     Tensor
         ``conj(x1) @ x2``: shape ``(..., n)``.
+
+    Raises
+    ------
+    ValueError
+        As NumPy: ``x1`` below 1-D, ``x2`` below 2-D, unequal ``m``, or batch axes that do
+        not broadcast.
     """
+    _core_shapes("vecmat", (shape_of(x1), shape_of(x2)), ("m", "mn"))
     if dtype_kind(dtype_of(x1)) == "c":
         x1 = conj(x1)
     return squeeze(matmul(expand_dims(x1, -2), x2), -2)
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """Vector dot product along ``axis``, conjugating ``x1`` (numpy.vecdot, linalg.vecdot).
+
+    Parameters
+    ----------
+    x1, x2 : Tensor or array_like
+        At least 1-D, with the same length along ``axis``; the other axes broadcast.
+    axis : int
+        The axis of the vectors, in both inputs.
+
+    Returns
+    -------
+    Tensor
+        ``sum(conj(x1) * x2, axis)``, with NumPy's dtype (that of ``x1 * x2``: ``uint8``
+        stays ``uint8``, ``bool`` stays ``bool``).
+
+    Raises
+    ------
+    ValueError
+        As NumPy: a 0-d input, unequal lengths along ``axis`` (never broadcast), an axis
+        out of range, or other axes that do not broadcast.
+    """
+    s1, s2 = shape_of(x1), shape_of(x2)
+    if not s1 or not s2:
+        _core_shapes("vecdot", (s1, s2), ("n", "n"))  # raises: a 0-d input has no vectors
+    a1, a2 = normalize_axis_index(axis, len(s1)), normalize_axis_index(axis, len(s2))
+    s1, s2 = s1[:a1] + s1[a1 + 1:] + s1[a1:a1 + 1], s2[:a2] + s2[a2 + 1:] + s2[a2:a2 + 1]
+    _core_shapes("vecdot", (s1, s2), ("n", "n"))
+    if a1 != len(s1) - 1:
+        x1 = moveaxis(x1, a1, -1)
+    if a2 != len(s2) - 1:
+        x2 = moveaxis(x2, a2, -1)
+    if dtype_kind(dtype_of(x1)) == "c":
+        x1 = conj(x1)
+    if len(s1) == len(s2) == 1:
+        return matmul(x1, x2)
+    # (a sum of products in the dtype of the product: matmul keeps uint8 and bool, sum not)
+    return squeeze(matmul(expand_dims(x1, -2), expand_dims(x2, -1)), (-2, -1))
 
 
 __all__ = exported(globals())
