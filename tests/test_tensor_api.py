@@ -334,8 +334,8 @@ def test_tensor_constructor():
     assert yaad.as_tensor(t) is t
     with pytest.raises(TypeError, match="ndarray"):
         yaad.from_numpy([1.0])
-    with pytest.raises(TypeError, match="yaad.stack"):
-        yaad.tensor([src, src])
+    stacked = yaad.tensor([src, src])  # (tensors inside a list: a differentiable stack)
+    assert stacked.shape == (2, 1) and stacked.grad_fn.name == "stack"
     leaf = yaad.tensor([1.0, 2.0], requires_grad=True)
     cast = yaad.as_tensor(leaf, dtype=F32)
     assert cast.dtype == F32 and cast.grad_fn.name == "astype"

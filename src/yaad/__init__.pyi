@@ -35,7 +35,9 @@ from .core.op import registry as registry
 from .core.tensor import Tensor as Tensor
 from .core.tensor import is_tensor as is_tensor
 from .creation import arange as arange
+from .creation import array as array
 from .creation import as_tensor as as_tensor
+from .creation import asarray as asarray
 from .creation import empty as empty
 from .creation import empty_like as empty_like
 from .creation import eye as eye

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -21,10 +21,19 @@ from .core.op import op, registry
 from .core.tensor import Tensor
 from .modes.batched_values import batch_axes, draw
 from .ops.elementwise import floor
-from .ops.shape import astype, broadcast_to, concatenate, expand_dims, getitem, moveaxis
+from .ops.shape import (
+    astype,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    getitem,
+    moveaxis,
+    reshape,
+    stack,
+)
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
-           "identity", "arange", "linspace", "zeros_like", "ones_like", "full_like",
+__all__ = ["tensor", "array", "asarray", "as_tensor", "from_numpy", "zeros", "ones", "full",
+           "empty", "eye", "identity", "arange", "linspace", "zeros_like", "ones_like", "full_like",
            "empty_like", "rand", "randn", "to"]
 
 
@@ -35,6 +44,8 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     ----------
     data : array_like
         Numbers, nested lists, an array, or a tensor (its data is copied, detached).
+        Nested lists and tuples holding tensors (``[[a, b], [b, -a]]``) are stacked as
+        :func:`array` stacks them: differentiable in the tensors.
         Another library's array (CuPy, Dask, any array API array) is copied by that
         library and stays of its type (see docs/backends.md).
     requires_grad : bool, optional
@@ -51,18 +62,166 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
         if batch_axes(data):
             return _batched_copy(data, requires_grad, dtype)
         data = data.data
+    elif isinstance(data, (list, tuple)) and _holds_tensor(data):
+        return _leaf_if_asked(_stacked(data, dtype, "tensor"), requires_grad, "tensor")
     if is_foreign(data):  # copied by its own library, where it lives
         xp = namespace(data)
         return Tensor(xp.asarray(data, dtype=native_dtype(xp, dtype), copy=True),
                       requires_grad=requires_grad)
-    try:
-        array = np.array(data, dtype=dtype, copy=True)
-    except TypeError as e:
-        if "requires grad" not in str(e):
-            raise
-        raise TypeError(f"tensor: {e} To build a tensor from tensors and keep the gradient, "
-                        f"use yaad.stack or yaad.concatenate.") from None
+    array = np.array(data, dtype=dtype, copy=True)
     return Tensor(array, requires_grad=requires_grad)
+
+
+def array(object: Any, dtype: Any = None, *, copy: bool | None = True,  # noqa: A002
+          order: str = "K", subok: bool = False, ndmin: int = 0, like: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """An array as a tensor (numpy.array), differentiable in the tensors it is made of.
+
+    Unlike :func:`tensor` (PyTorch's copy, cut from the graph), a tensor passed in stays
+    connected: ``array(t)`` is a recorded copy, and nested lists or tuples of tensors
+    (and numbers), e.g. a Hamiltonian ``array([[a, b], [b, -a]])`` from parameters
+    ``a`` and ``b``, are stacked by recorded ops, so reverse mode, forward mode, vmap and
+    compile follow them (as ``jax.numpy.array`` does).
+
+    Parameters
+    ----------
+    object : array_like, Tensor, or nested sequence holding tensors
+    dtype : data-type, optional
+        By default NumPy's choice for the same nesting of arrays (tensors count as
+        arrays of their dtype).
+    copy : bool or None
+        True: always a new tensor. None: a tensor passed in of the right dtype is returned
+        as is. False: never copy (ValueError where a copy is needed).
+    order : {"K", "A", "C", "F"}
+        The memory layout, for data that is not a tensor.
+    subok : bool
+        Accepted for NumPy's signature (a tensor is the result either way).
+    ndmin : int
+        The least number of dimensions (ones are prepended).
+    like : array, optional
+        An array of another library (CuPy, Dask, an array API array): the result is
+        made by that library (see docs/backends.md).
+    requires_grad : bool
+        Make the result a leaf that requires grad. A result recorded from tensors that
+        require grad is refused (it is already differentiated through them).
+
+    Returns
+    -------
+    Tensor
+    """
+    if isinstance(object, Tensor):
+        out = _from_tensor(object, dtype, copy, "array")
+    elif isinstance(object, (list, tuple)) and _holds_tensor(object):
+        if copy is False:
+            raise ValueError("array: copy=False, but a nested sequence of tensors is "
+                             "always copied into a new tensor; use copy=None or True")
+        out = _stacked(object, dtype, "array")
+    elif is_foreign(like) or is_foreign(object):
+        xp = namespace(like if is_foreign(like) else object)
+        out = Tensor(xp.asarray(object, dtype=native_dtype(xp, dtype), copy=copy))
+    else:
+        out = Tensor(np.array(object, dtype=dtype, copy=copy, order=order, subok=subok))
+    if out.ndim < ndmin:
+        out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return _leaf_if_asked(out, requires_grad, "array")
+
+
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, device: Any = None,
+            copy: bool | None = None, like: Any = None, requires_grad: bool = False) -> Tensor:
+    """An array as a tensor without copying where possible (numpy.asarray; also the array
+    API's ``asarray(obj, /, *, dtype=None, device=None, copy=None)``).
+
+    A tensor of the right dtype is returned as is; a cast is recorded (``astype``); nested
+    sequences holding tensors are stacked as :func:`array` stacks them (differentiable).
+
+    Parameters
+    ----------
+    a : array_like, Tensor, or nested sequence holding tensors
+    dtype : data-type, optional
+    order : {"K", "A", "C", "F"}, optional
+        For data that is not a tensor.
+    device : None, "cpu", or another backend's device, optional
+        Another backend (``"cuda"``, a CuPy device) moves the result there, recorded as
+        :func:`yaad.to` records it.
+    copy : bool or None
+        None: copy only where needed. True: always. False: never (ValueError where
+        needed).
+    like : array, optional
+        As in :func:`array`.
+    requires_grad : bool
+        As in :func:`array`.
+
+    Returns
+    -------
+    Tensor
+    """
+    out = array(a, dtype, copy=copy, order="K" if order is None else order, like=like,
+                requires_grad=requires_grad)
+    if device is not None and device != "cpu" and target_name(device) != backend_name(out):
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but device={device!r} needs a copy")
+        out = to(out, device)
+    return out
+
+
+def _from_tensor(t: Tensor, dtype: Any, copy: bool | None, name: str) -> Tensor:
+    """``t`` as ``array``/``asarray`` give it back: itself, or a recorded cast or copy."""
+    same = dtype is None or t.dtype == dtype
+    if same and not copy:
+        return t
+    if copy is False:
+        raise ValueError(f"{name}: copy=False, but casting {t.dtype} to {dtype} needs a "
+                         f"copy; use copy=None")
+    converted: Tensor = astype(t, t.dtype if dtype is None else dtype, copy=True)
+    return converted
+
+
+def _leaf_if_asked(out: Tensor, requires_grad: bool, name: str) -> Tensor:
+    if not requires_grad or out.requires_grad and out.is_leaf:
+        return out
+    if out.requires_grad or getattr(out, "_tangents", None):
+        raise ValueError(f"{name}: requires_grad=True makes a leaf, but the result is "
+                         f"recorded from tensors that require grad (it is differentiated "
+                         f"through them already); drop requires_grad, or pass detached "
+                         f"tensors (t.detach())")
+    return out.requires_grad_(True)
+
+
+def _holds_tensor(data: Any) -> bool:
+    if isinstance(data, Tensor):
+        return True
+    return isinstance(data, (list, tuple)) and any(_holds_tensor(e) for e in data)
+
+
+def _skeleton(data: Any) -> Any:
+    """``data`` with each tensor replaced by a stand-in of its shape and dtype (no value is
+    read: NumPy then finds the result's shape and dtype, and refuses ragged nesting)."""
+    if isinstance(data, Tensor):
+        return np.broadcast_to(np.zeros((), np.dtype(data.dtype)), data.shape)
+    if isinstance(data, (list, tuple)):
+        return [_skeleton(e) for e in data]
+    return data
+
+
+def _stacked(data: Sequence[Any], dtype: Any, name: str) -> Tensor:
+    """A nested sequence holding tensors, as one tensor built by recorded stacks."""
+    try:
+        like = np.array(_skeleton(data), dtype=dtype)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{name}: cannot build an array from this nested sequence of "
+                         f"tensors and numbers: {e}") from None
+    if like.dtype.hasobject:
+        raise TypeError(f"{name}: the nested sequence holds objects that are neither "
+                        f"numbers nor tensors")
+    return _stack_nested(data, like.dtype)
+
+
+def _stack_nested(data: Any, dtype: np.dtype) -> Any:
+    if isinstance(data, Tensor):
+        return data if data.dtype == dtype else astype(data, dtype)
+    if isinstance(data, (list, tuple)) and _holds_tensor(data):
+        return stack([_stack_nested(e, dtype) for e in data])
+    return np.asarray(data, dtype=dtype)
 
 
 def as_tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
