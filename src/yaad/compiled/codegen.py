@@ -129,9 +129,16 @@ def _to_shape(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     # expand_dims, squeeze, reshape: a view of the known output shape (NumPy scalars have
     # the method too).
     r = it.args[0]
-    if kw or not (_is_array(r, shapes) or (type(r) is Slot and shapes(r.i, "generic"))):
+    if kw or not _constant_rest(it) or not (_is_array(r, shapes) or (
+            type(r) is Slot and shapes(r.i, "generic"))):
         return None
     return f"{a[0]}.reshape({shapes(it.outs[0])!r})"
+
+
+def _constant_rest(it: Entry) -> bool:
+    """Whether the arguments after the first are constants (a shape or an axis given by a
+    recorded value is read again by the op: the recorded output shape does not hold)."""
+    return not any(type(r) is Slot or type(r) is SlotTuple for r in it.args[1:])
 
 
 def broadcast_copy(x: Any, shape: tuple) -> np.ndarray:
@@ -144,7 +151,7 @@ def broadcast_copy(x: Any, shape: tuple) -> np.ndarray:
 
 def _broadcast(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     shape = shapes(it.outs[0])
-    if kw or len(a) != 2 or int(np.prod(shape)) > 4096:
+    if kw or len(a) != 2 or int(np.prod(shape)) > 4096 or not _constant_rest(it):
         return None
     return f"_bcast({a[0]}, {shape!r})"
 

@@ -212,7 +212,7 @@ class End:
         n = len(self.parents)
         ps = ", ".join(f"p{j}" for j in range(n)) + ","
         gs = ", ".join(f"g{j}" for j in range(n)) + ","
-        lines = [f"    {ps} = node.parents"]
+        lines = [f"    {ps} = node.parents"] if n else []  # (none: leaves made inside)
         for j in range(n):
             # (A tensor's _hooks is unset until a hook is registered; reading an unset slot
             # costs an exception, so it is set to None, which means the same, once.)
@@ -226,7 +226,7 @@ class End:
         lines += ["    if node.epoch < _clock[0]:",
                   "        end.check_versions(slots, node.epoch)",
                   "    try:",
-                  f"        {gs} = bwd(slots, seed)",
+                  f"        {gs if n else '_'} = bwd(slots, seed)",
                   "    except Exception:",
                   "        return False  # the engine's path decides (see _compiled_vjp)"]
         for j, copy in enumerate(self.copy):
@@ -322,7 +322,8 @@ class End:
         self.bkept = kept
         recycle = {s for s in wanted if isinstance(rec.value[s], np.ndarray)
                    and rec.value[s].size >= codegen.POOL_MIN}
-        outs = ", ".join("None" if s is None else f"v{s}" for s in results)
+        # (no parent: the outputs depend on leaves made inside the function alone)
+        outs = "".join(("None" if s is None else f"v{s}") + ", " for s in results)
         self._make_one()
         folded: set = set()
         if self.one is not None:
@@ -347,12 +348,12 @@ class End:
                 lines += codegen.body_lines(folded_items, ns, indent="        ", shapes=info,
                                             recycle=recycle, fail="raise _Stale",
                                             foreign=foreign)
-                lines.append(f"        return ({outs},)")
+                lines.append(f"        return ({outs})")
             else:
                 folded = set()
         lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle,
                                     fail="raise _Stale", foreign=foreign)
-        lines.append(f"    return ({outs},)")
+        lines.append(f"    return ({outs})")
         params = "slots, " + ", ".join(f"v{s}" for s in seeds)
         self.bwd = codegen.build("backward", params, lines, ns)
         # A gradient may be handed to .grad as it is only if it is a fresh array: made by

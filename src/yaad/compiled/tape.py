@@ -305,6 +305,7 @@ _READS = {
     "numpy": "x.numpy() (a tensor's value handed to Python as an array)",
     "array": "numpy.asarray(x) (or another conversion of a tensor to NumPy)",
     "tolist": "x.tolist()",
+    "pickle": "pickling or copy.deepcopy of a tensor (the copy holds the value itself)",
     "repr": "repr() or str() of a tensor (printing it)",
     "grad": "reading .grad inside the function",
     "set_data": "assigning to x.data",
@@ -334,6 +335,23 @@ def _shape_ops() -> set:
         _shape_op_set.update(registry[n] for n in _SHAPE_OPS if n in registry)
         _shape_op_set.update((DIAG_MM, STRONG_ZERO, TRACE_MM))
     return _shape_op_set
+
+
+def _operands_only(spec: Op, refs: tuple, kwrefs: dict | None) -> bool:
+    """Whether recorded values reach the op only as its differentiable operands: then the
+    shapes of the outputs of an op of ``_SHAPE_OPS`` follow from the operands' shapes and
+    the constants. A recorded value given as a shape, an axis or a count (a 0-d integer
+    tensor in ``reshape(x, (i, -1))``) is read by the op as a number: the outputs' shapes
+    are then guarded as any value-dependent op's."""
+    if kwrefs and any(type(r) is Slot or type(r) is SlotTuple for r in kwrefs.values()):
+        return False
+    if spec.variadic:
+        return True
+    vjps = spec.vjps
+    for i, r in enumerate(refs):
+        if type(r) is SlotTuple or (type(r) is Slot and (i >= len(vjps) or vjps[i] is None)):
+            return False
+    return True
 
 
 class Probe:
@@ -516,9 +534,33 @@ class Recorder:
             items = [self.ref(x) for x in a]
             if any(type(x) is Slot or type(x) is SlotTuple for x in items):
                 return SlotTuple(items, t is list)
+        if t is slice:
+            # NumPy reads a slice's bounds as Python integers (``__index__``) inside the
+            # op, where the recorder does not see them: read them here, as guards.
+            return slice(self.index(a.start), self.index(a.stop), self.index(a.step))
         if isinstance(a, _ctx_type()):
             self.escape(f"a custom yaad.Function ({a!r} lives for one call)")
         return a
+
+    def index(self, v: Any) -> Any:
+        """``v`` as NumPy reads an integer (a slice's bound): a recorded value is read
+        through a guard and becomes a constant; anything else stays as it is."""
+        if isinstance(v, Tensor):
+            s = self.slot_of(v)
+        elif type(v) is Watched:
+            s = v.slot
+        elif type(v) is np.ndarray:
+            s = self.lookup_array(v)
+        else:
+            return v
+        if s is None:
+            return v
+        try:
+            value = operator.index(self.value[s])
+        except TypeError:
+            return v  # (the op raises, as in eager mode)
+        self.guard_slot(s, "index")
+        return value
 
     # ---- arrays handed to Python ----
 
@@ -612,7 +654,8 @@ class Recorder:
                             tuple(t.requires_grad for t in outs),
                             None if err == self.err0 or err is None else err,
                             tuple(getattr(t._data, "dtype", None) for t in outs)))
-        if not (spec.elementwise or spec in _shape_ops()):
+        if not (spec.elementwise or (spec in _shape_ops() and _operands_only(spec, refs,
+                                                                         kwrefs))):
             for s in slots:
                 v = self.value[s]
                 if hasattr(v, "shape") and hasattr(v, "dtype"):

@@ -183,6 +183,27 @@ class ArrayFace:
             return format(self.item(), spec)
         return repr(self)
 
+    # ---- copies ----------------------------------------------------------------------
+    # pickle, copy.deepcopy and copy.copy reach the value through ``__reduce_ex__``, which
+    # reads the state here: a copy made so holds the value itself, which a recording
+    # would keep as a constant. ``copy.copy`` shares the value and the history instead.
+
+    def __getstate__(self) -> Any:
+        if state.tracer is not None:
+            state.tracer.read(self, "pickle")
+        return object.__getstate__(self)  # type: ignore[misc]  # (Python >= 3.11)
+
+    def __copy__(self) -> Any:
+        """A new tensor object with the same data array (shared) and history."""
+        cls = type(self)
+        new = cls.__new__(cls)
+        own = object.__getstate__(self)  # type: ignore[misc]  # (None, slots) or a dict
+        dict_part, slots = own if isinstance(own, tuple) else (own, None)
+        for part in (dict_part, slots):
+            for name, value in (part or {}).items():
+                object.__setattr__(new, name, value)
+        return new
+
 
 def shape_of(x: Any) -> tuple[int, ...]:
     """The shape of a tensor (one example's inside vmap), an array or anything NumPy reads
