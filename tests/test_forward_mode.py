@@ -114,8 +114,10 @@ def test_jvp_of_an_identity_and_of_a_constant():
     out, t = F.jvp(lambda x: x, (np.array([1.0, 2.0]),), (np.array([3.0, 4.0]),))
     np.testing.assert_array_equal(out, [1.0, 2.0])
     np.testing.assert_array_equal(t, [3.0, 4.0])
-    out, t = F.jvp(lambda x: np.ones(2), (np.array([1.0]),), (np.array([1.0]),))
+    out, t = F.jvp(lambda x: yaad.ones(2), (np.array([1.0]),), (np.array([1.0]),))
     np.testing.assert_array_equal(t, [0.0, 0.0])
+    with pytest.raises(TypeError, match="numpy.ndarray of dtype float64, not a tensor"):
+        F.jvp(lambda x: np.ones(2), (np.array([1.0]),), (np.array([1.0]),))
 
 
 def test_tangent_that_requires_grad():

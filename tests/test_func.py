@@ -235,13 +235,16 @@ def test_jvp_holomorphic_and_non_holomorphic():
 
 def test_jvp_pytree_and_constant_output():
     def f(p):
-        return {"y": p["a"] * p["b"], "c": 1.0}
+        return {"y": p["a"] * p["b"], "c": yaad.tensor(1.0)}
 
     p = {"a": np.array([2.0]), "b": np.array([3.0])}
     t = {"a": np.array([1.0]), "b": np.array([0.0])}
     out, tout = F.jvp(f, (p,), (t,))
     np.testing.assert_array_equal(tout["y"], [3.0])
     assert tout["c"] == 0.0 and out["c"] == 1.0
+    # a Python number is not a tensor: refused, as torch.func.jvp does
+    with pytest.raises(TypeError, match="output 0 of the function is a float, not a tensor"):
+        F.jvp(lambda p: {"c": 1.0, "y": p["a"]}, (p,), (t,))
 
 
 def test_jvp_checks_tangents():
@@ -538,3 +541,80 @@ def test_hessian_example(capsys):
     np.testing.assert_allclose(r["modes"][:3], 0, atol=1e-8)  # translations, rotation
     assert np.all(r["modes"][3:] > 1)
     assert "Newton iterations" in capsys.readouterr().out
+
+
+# ---- a value taken out of the computation: refused, as torch.func does ----------------
+# float(y), y.item(), y.tolist() cut the output off from the inputs: differentiating the
+# number would give zeros without a word. torch.func raises where its function returns
+# a non-tensor; JAX raises earlier (at float() on a tracer). A constant tensor or a
+# detached one gives zeros in all three.
+
+# (name, yaad transform applied at x, torch.func's at xt)
+def _transforms():
+    import torch
+    import torch.func as tf
+
+    x, xt = np.array([1.0, 2.0]), torch.tensor([1.0, 2.0], dtype=torch.float64)
+    return [
+        ("grad", lambda f: F.grad(f)(x), lambda f: tf.grad(f)(xt)),
+        ("value_and_grad", lambda f: F.value_and_grad(f)(x)[1],
+         lambda f: tf.grad_and_value(f)(xt)[0]),
+        ("vjp", lambda f: F.vjp(f, x)[1](np.float64(1.0))[0],
+         lambda f: tf.vjp(f, xt)[1](torch.tensor(1.0, dtype=torch.float64))[0]),
+        ("jacrev", lambda f: F.jacrev(f)(x), lambda f: tf.jacrev(f)(xt)),
+        ("jvp", lambda f: F.jvp(f, (x,), (x,))[1], lambda f: tf.jvp(f, (xt,), (xt,))[1]),
+        ("jacfwd", lambda f: F.jacfwd(f)(x), lambda f: tf.jacfwd(f)(xt)),
+        ("hessian", lambda f: F.hessian(f)(x), lambda f: tf.hessian(f)(xt)),
+        ("hvp", lambda f: F.hvp(f, (x,), (x,))[1], None),
+        ("linearize", lambda f: F.linearize(f, x)[1](x), None),
+    ]
+
+
+CUT_OFF = {  # the same program in yaad and in torch
+    "float": lambda lib: lambda w: float((w * w).sum()),
+    "item": lambda lib: lambda w: (w * w).sum().item(),
+    "tolist": lambda lib: lambda w: sum((w * w).tolist()),
+    "numpy scalar": lambda lib: lambda w: np.float64((w * w).sum().item()),
+    "python constant": lambda lib: lambda w: 3.0,
+}
+ZERO = {
+    "detach": lambda lib: lambda w: (w * w).sum().detach(),
+    "constant tensor": lambda lib: lambda w: lib.tensor(3.0),
+}
+
+
+@pytest.mark.parametrize("program", sorted(CUT_OFF))
+def test_an_output_cut_off_from_the_inputs_raises_in_every_transform_as_in_torch(program):
+    import torch
+    for name, mine, theirs in _transforms():
+        with pytest.raises(TypeError, match="not a tensor: a value taken out of the "
+                                            "computation") as info:
+            mine(CUT_OFF[program](yaad))
+        assert "output-not-a-tensor" in str(info.value), name
+        if theirs is not None:
+            with pytest.raises(RuntimeError, match="(?i)tensor"):
+                theirs(CUT_OFF[program](torch))
+
+
+@pytest.mark.parametrize("program", sorted(ZERO))
+def test_a_detached_or_constant_tensor_output_gives_zeros_as_in_torch(program):
+    import torch
+    for name, mine, theirs in _transforms():
+        got = mine(ZERO[program](yaad))
+        assert np.shape(got) in {(), (2,), (2, 2)}, name
+        np.testing.assert_array_equal(got, np.zeros(np.shape(got)))
+        if theirs is not None:
+            want = theirs(ZERO[program](torch))
+            assert tuple(want.shape) == np.shape(got), name
+            assert not want.detach().numpy().any()
+
+
+def test_the_value_escapes_jax_too():
+    import jax
+    import jax.numpy as jnp
+    for escape in (lambda w: float((w * w).sum()), lambda w: sum((w * w).tolist())):
+        with pytest.raises(jax.errors.ConcretizationTypeError):
+            jax.grad(escape)(jnp.array([1.0, 2.0]))
+    # stop_gradient (yaad's detach) gives zeros
+    assert not jax.grad(lambda w: jax.lax.stop_gradient((w * w).sum()))(
+        jnp.array([1.0, 2.0])).any()

@@ -217,6 +217,27 @@ def _split_aux(out: Any, fname: str) -> tuple[Any, ...]:
     return out[0], out[1]
 
 
+def _check_outputs(leaves: Sequence[Any], fname: str) -> None:
+    """Raise unless every output of the function is a tensor: a Python number, a NumPy
+    array or scalar (``float(y)``, ``y.item()``, ``y.tolist()``, ``np.asarray(y)``) is a
+    value read out of the computation, cut off from the inputs, and differentiating it
+    would give zeros without a word (PyTorch's torch.func raises too). A tensor that does
+    not depend on the inputs (a constant, ``y.detach()``) is fine: its derivative is 0."""
+    for k, o in enumerate(leaves):
+        if isinstance(o, Tensor):
+            continue
+        which = "the function's output" if len(leaves) == 1 else f"output {k} of the function"
+        kind = type(o).__name__ if not hasattr(o, "dtype") else (
+            f"{type(o).__module__.split('.')[0]}.{type(o).__name__} of dtype {o.dtype}")
+        raise TypeError(
+            f"{fname}: {which} is a {kind}, not a tensor: a value taken out of the "
+            f"computation (float(y), y.item(), y.tolist(), np.asarray(y), math functions) "
+            f"is cut off from the inputs, so its derivative would be lost. Return the tensor "
+            f"itself (yaad/NumPy functions on tensors give tensors); for a constant output, "
+            f"return yaad.tensor(value) (its derivative is zero). "
+            f"(see docs/errors.md#output-not-a-tensor)")
+
+
 def _zeros(like: Any) -> np.ndarray:
     data = like._data if isinstance(like, Tensor) else like
     if is_foreign(data):
@@ -260,6 +281,7 @@ class _Reverse:
             out, self.aux = _split_aux(out, fname)
         self.out = out
         self.out_leaves, self.out_tree = _tree_flatten(out)
+        _check_outputs(self.out_leaves, fname)
         # Record the backward pass when an enclosing computation differentiates the
         # result: an input linked to an outer graph, or f closing over a tensor that
         # requires grad.
@@ -471,7 +493,8 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     Parameters
     ----------
     f : callable
-        Returns a real scalar (a one-element array or tensor, or a Python float).
+        Returns a real scalar tensor (one element). A Python number or NumPy value
+        (``float(y)``, ``y.item()``) is cut off from the inputs and raises.
     argnums : int or tuple of int, optional
         Which positional arguments to differentiate with respect to.
     has_aux : bool, optional
@@ -487,7 +510,8 @@ def grad(f: Callable[..., Any], argnums: int | Sequence[int] = 0,
     Raises
     ------
     TypeError
-        If ``f`` returns a non-scalar or complex value: use :func:`jacrev` or :func:`vjp`.
+        If ``f`` returns a non-scalar or complex value (use :func:`jacrev` or
+        :func:`vjp`), or something that is not a tensor.
 
     Examples
     --------
@@ -592,6 +616,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
         if has_aux:
             out, aux = _split_aux(out, "jvp")
         o_leaves, o_tree = _tree_flatten(out)
+        _check_outputs(o_leaves, "jvp")
         outs, touts = [], []
         for o in o_leaves:
             t = tangent_of(o, level)
