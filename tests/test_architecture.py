@@ -293,8 +293,8 @@ LAYERS: list[tuple[str, str]] = [
     ("ops", "ops ops.* linalg linalg.* creation fft function"),
     ("bookkeeping", "core.higher_order core.gradients core.targets"),
     ("engine", "core.engine"),
-    ("modes", "modes.forward modes.batch modes.anomaly modes.checkpoint compile compiled "
-     "compiled.*"),
+    ("modes", "modes.forward modes.batch modes.anomaly modes.checkpoint modes.substitute "
+     "compile compiled compiled.*"),
     ("transforms", "autograd func implicit"),
     ("library", "stats signal integrate optimize sparse sparse.* nn nn.* optim optim.* "
      "demo serialization testing extend bindings.tensor_methods bindings.numpy_protocols "

@@ -3,6 +3,9 @@ checked against the gradient of the unrolled iteration (yaad through every step,
 PyTorch on the same unrolled loop), central finite differences and closed forms; real and
 complex, closures, tuples, composition with the transforms, second order, errors."""
 
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -229,9 +232,15 @@ def test_arrays_in_arrays_out_and_no_grad():
 
 
 def test_no_convergence_names_the_solver_the_residual_and_the_iterations():
+    # the logistic map at r = 3.9 is chaotic: its fixed point 1 - 1/r repels the plain
+    # iteration, which never settles; Anderson's method finds it
     with pytest.raises(ConvergenceError, match=r"fixed_point: no convergence after 30 "
                                                r"iterations: the relative residual is"):
-        func.fixed_point(lambda x: 3.9 * x * (1 - x), 0.3, maxiter=30)
+        func.fixed_point(lambda x: 3.9 * x * (1 - x), 0.3, maxiter=30, method="iterate")
+    x = func.fixed_point(lambda x: 3.9 * x * (1 - x), 0.3, maxiter=30)
+    np.testing.assert_allclose(x, 1 - 1 / 3.9, rtol=1e-10)
+    with pytest.raises(ConvergenceError, match=r"fixed_point: no convergence after 3 "):
+        func.fixed_point(lambda x: 3.9 * x * (1 - x), 0.3, maxiter=3)
     with pytest.raises(ConvergenceError, match=r"root \(scipy.optimize.root"):
         func.root(lambda x: x * x + 1, 0.5)
 
@@ -295,3 +304,163 @@ def test_mean_field_example():
     # the susceptibility is positive everywhere (ferromagnetic couplings)
     assert np.all(r["grad"][0] > 0)
 
+
+
+# ---- forward mode --------------------------------------------------------------------
+
+
+def test_jvp_of_fixed_point_and_root_matches_finite_differences():
+    u = RNG.standard_normal(N)
+
+    def explicit(b):
+        return func.fixed_point(step, np.zeros(N), W0, b, tol=1e-13)
+
+    def closure(b):
+        return func.fixed_point(lambda x: step(x, W0, b), np.zeros(N), tol=1e-13)
+
+    def as_root(b):
+        return func.root(lambda x, b: step(x, W0, b) - x, np.zeros(N), b, tol=1e-13)
+
+    x = lambda b: np.asarray(explicit(b))  # noqa: E731
+    fd = (x(B0 + 1e-6 * u) - x(B0 - 1e-6 * u)) / 2e-6
+    for f in (explicit, closure, as_root):
+        value, tangent = func.jvp(f, (B0,), (u,))
+        np.testing.assert_allclose(value, x(B0), rtol=1e-12)
+        np.testing.assert_allclose(tangent, fd, rtol=1e-6, atol=1e-9)
+        assert tangent.dtype == np.float64 and tangent.shape == (N,)
+
+
+def test_jvp_of_a_complex_non_holomorphic_fixed_point():
+    u = RNG.standard_normal(N) + 1j * RNG.standard_normal(N)
+
+    def f(b):
+        return func.fixed_point(complex_step, np.zeros(N, complex), WC, b, tol=1e-13)
+
+    _, tangent = func.jvp(f, (BC,), (u,))
+    fd = (np.asarray(f(BC + 1e-6 * u)) - np.asarray(f(BC - 1e-6 * u))) / 2e-6
+    assert tangent.dtype == np.complex128
+    np.testing.assert_allclose(tangent, fd, rtol=1e-6, atol=1e-9)
+
+
+@contextlib.contextmanager
+def per_example_loop():
+    """jacfwd, jacrev and hessian batch through vmap, where a solver's rules run once per
+    example (with a BatchingWarning, once per process)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", func.BatchingWarning)
+        yield
+
+
+@pytest.mark.parametrize("captured", [False, True])
+def test_forward_over_reverse_and_reverse_over_forward(captured):
+    # the Hessian of a loss of the fixed point: jacfwd(jacrev) (hessian), forward over
+    # reverse (hvp), reverse over reverse and reverse over forward agree with each other
+    # and with the Hessian of the unrolled loop
+    if captured:
+        def loss(b):
+            return loss_of(func.fixed_point(lambda x: step(x, W0, b), np.zeros(N),
+                                            tol=1e-13))
+    else:
+        def loss(b):
+            return implicit_loss(W0, b)
+
+    want = func.jacrev(func.grad(lambda b: unrolled_loss(W0, b)))(B0)
+    u = RNG.standard_normal(N)
+    with per_example_loop():
+        np.testing.assert_allclose(func.hessian(loss)(B0), want, rtol=1e-8, atol=1e-11)
+    np.testing.assert_allclose(func.hvp(loss, (B0,), (u,))[1], want @ u, rtol=1e-8,
+                               atol=1e-11)
+    np.testing.assert_allclose(func.grad(lambda b: func.jvp(loss, (b,), (u,))[1])(B0),
+                               want @ u, rtol=1e-8, atol=1e-11)
+    with per_example_loop():
+        jf = func.jacfwd(lambda b: func.fixed_point(step, np.zeros(N), W0, b,
+                                                    tol=1e-13))(B0)
+        jr = func.jacrev(lambda b: func.fixed_point(step, np.zeros(N), W0, b,
+                                                    tol=1e-13))(B0)
+    np.testing.assert_allclose(jf, jr, rtol=1e-9, atol=1e-12)
+
+
+def test_jvp_through_the_second_derivative_of_root():
+    # d^3 x*/dt^3 of x^3 + t x - 1 = 0 by jvp of grad of grad, against finite
+    # differences of the closed-form second derivative
+    def x_of(t):
+        return func.root(lambda x, t: x ** 3 + t * x - 1, 0.5, t, tol=1e-14)
+
+    def d2(t):  # x'' from differentiating 3x^2 x' + x + t x' = 0 twice
+        x = float(x_of(t))
+        d1 = -x / (3 * x * x + t)
+        return -(6 * x * d1 * d1 + 2 * d1) / (3 * x * x + t)
+
+    _, third = func.jvp(func.grad(func.grad(x_of)), (np.array(2.0),), (np.array(1.0),))
+    np.testing.assert_allclose(func.grad(func.grad(x_of))(2.0), d2(2.0), rtol=1e-9)
+    np.testing.assert_allclose(third, (d2(2.0 + 1e-5) - d2(2.0 - 1e-5)) / 2e-5, rtol=1e-6)
+
+
+# ---- Anderson acceleration near a critical point: the BCS gap equation -----------------
+
+XI = (np.arange(2000) + 0.5) / 2000 * 2.0 - 1.0  # energies in [-omega_D, omega_D]
+DXI = 2.0 / 2000
+
+
+def gap_map(d, lam, T):
+    """The BCS gap equation as a fixed point, Delta = lam Delta sum tanh(E/2T) / 2E."""
+    e = yaad.sqrt(XI ** 2 + d ** 2)
+    return lam * d * yaad.sum(DXI * yaad.tanh(e / (2 * T)) / (2 * e))
+
+
+def gap_condition(d, lam, T):
+    """The gap equation divided by Delta (no trivial root): zero at the gap."""
+    e = np.sqrt(XI ** 2 + d ** 2)
+    return lam * np.sum(DXI * np.tanh(e / (2 * T)) / (2 * e)) - 1
+
+
+def bracketed_gap(lam, T):
+    """The gap by Brent's method on a bracket (0 above the critical temperature)."""
+    from scipy.optimize import brentq
+
+    if gap_condition(0.0, lam, T) <= 0:
+        return 0.0
+    return brentq(gap_condition, 1e-14, 1.0, args=(lam, T), xtol=1e-18, rtol=1e-15)
+
+
+def richardson(f, x, h):
+    """Central differences extrapolated (error O(h^4)): the gap is sqrt-like near T_c."""
+    d = lambda h: (f(x + h) - f(x - h)) / (2 * h)  # noqa: E731
+    return (4 * d(h / 2) - d(h)) / 3
+
+
+def test_bcs_gap_from_low_temperature_to_above_the_critical_one():
+    from scipy.optimize import brentq
+
+    lam = 0.3
+    tc = brentq(lambda T: gap_condition(0.0, lam, T), 1e-3, 1.0, xtol=1e-17, rtol=1e-15)
+    for ratio in (0.2, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0001, 1.01, 1.5):
+        T = ratio * tc
+        lt = yaad.tensor(lam, requires_grad=True)
+        tt = yaad.tensor(T, requires_grad=True)
+        d = func.fixed_point(gap_map, 0.1, lt, tt)  # the defaults
+        d.backward()
+        want = bracketed_gap(lam, T)
+        if ratio > 1:
+            assert abs(float(d)) < 1e-15 and abs(lt.grad) < 1e-12 and abs(tt.grad) < 1e-12
+            continue
+        np.testing.assert_allclose(float(d), want, rtol=1e-10)
+        h = 1e-3 * abs(1 - ratio)  # well inside the distance to the critical point
+        np.testing.assert_allclose(
+            lt.grad, richardson(lambda v, T=T: bracketed_gap(v, T), lam, h * lam), rtol=1e-6)
+        np.testing.assert_allclose(
+            tt.grad, richardson(lambda v: bracketed_gap(lam, v), T, h * T), rtol=1e-6)
+        assert lt.grad.dtype == np.float64
+
+
+def test_plain_iteration_stalls_near_the_critical_point_and_the_documented_switches():
+    lam, T = 0.3, 0.9999 * 0.04044952687628672
+    with pytest.raises(ConvergenceError, match="method='root'"):
+        func.fixed_point(gap_map, 0.1, lam, T, method="iterate", maxiter=1000)
+    want = bracketed_gap(lam, T)
+    np.testing.assert_allclose(func.fixed_point(gap_map, 0.1, lam, T, method="root"), want,
+                               rtol=1e-9)
+    np.testing.assert_allclose(func.root(lambda d: gap_map(d, lam, T) - d, 0.1), want,
+                               rtol=1e-9)
+    with pytest.raises(ValueError, match="method='newton'"):
+        func.fixed_point(gap_map, 0.1, lam, T, method="newton")

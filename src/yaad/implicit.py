@@ -33,10 +33,13 @@ import scipy.sparse.linalg as spla
 
 from .core.engine import run_backward
 from .core.grad_mode import enable_grad, no_grad, state
+from .core.levels import tangent_of, with_tangent
 from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx
-from .modes.checkpoint import _with_hook
-from .ops.elementwise import positive
+from .modes.batched_values import BatchAxis, per_example
+from .modes.forward import forward_level
+from .modes.substitute import with_substitute
+from .ops.elementwise import positive, real
 
 __all__ = ["fixed_point", "root", "ConvergenceError"]
 
@@ -77,32 +80,40 @@ class Closure:
 
     def discover(self, *args: Any) -> Any:
         """``f(*args)`` under ``no_grad``, noting the captured tensors."""
-        if state.levels:  # forward mode resolves tangents before the hook could see them
-            raise NotImplementedError(
-                f"{self.name}: forward mode (jvp, jacfwd, hessian) does not go through this "
-                f"solver; use reverse mode (grad, vjp, jacrev)")
-        outer = state.segment
+        outer = state.substitute
 
         def hook(a: tuple, kw: dict) -> tuple:
-            ea, ekw = outer(a, kw) if outer is not None else (a, kw)
+            a, kw = outer(a, kw) if outer is not None else (a, kw)
+            # the tensor the graph will know: after a checkpointed segment's substitution
+            segment = state.segment
+            ea, ekw = segment(a, kw) if segment is not None else (a, kw)
             for raw, eff in zip((*a, *kw.values()), (*ea, *ekw.values())):
                 if differentiable(eff):
                     self.found.setdefault(id(raw), (raw, eff))
-            return ea, ekw
+            return a, kw
 
-        with no_grad():
-            return _with_hook(hook, None, lambda: self.f(*args))
+        # Values only: no forward mode (whose rules would run ops on the tangents).
+        levels = state.levels
+        state.levels = ()
+        state.refresh()
+        try:
+            with no_grad():
+                return with_substitute(hook, lambda: self.f(*args))
+        finally:
+            state.levels = levels
+            state.refresh()
 
     def call(self, body: Callable, substitutes: Sequence) -> Any:
         """``body()`` (which calls ``f``) with grad enabled and the captured tensors
-        replaced by ``substitutes``."""
+        replaced by ``substitutes`` (before any mode sees them: a substitute's forward-mode
+        tangent is propagated, the replaced tensor's is not)."""
         if not self.found:
             with enable_grad():
                 return body()
         sub = {}
         for (raw, eff), t in zip(self.found.values(), substitutes):
             sub[id(raw)] = sub[id(eff)] = t
-        outer = state.segment
+        outer = state.substitute
 
         def hook(a: tuple, kw: dict) -> tuple:
             a = tuple(sub.get(id(v), v) if isinstance(v, Tensor) else v for v in a)
@@ -110,12 +121,17 @@ class Closure:
             return outer(a, kw) if outer is not None else (a, kw)
 
         with enable_grad():
-            return _with_hook(hook, None, body)
+            return with_substitute(hook, body)
 
 
 def differentiable(x: Any) -> bool:
-    """Whether ``x`` is a tensor that requires grad or carries a forward-mode tangent."""
-    return isinstance(x, Tensor) and (x.requires_grad or bool(getattr(x, "_tangents", None)))
+    """Whether ``x`` is a tensor that requires grad or carries a forward-mode tangent (a
+    vmap batch axis is not one)."""
+    if not isinstance(x, Tensor):
+        return False
+    tans = getattr(x, "_tangents", None)
+    return x.requires_grad or bool(tans and any(type(v) is not BatchAxis
+                                                 for v in tans.values()))
 
 
 def data_of(x: Any) -> Any:
@@ -130,10 +146,37 @@ def leaf(a: Any) -> Tensor:
 
 def local(x: Any) -> Tensor:
     """``x`` as a tensor requiring grad whose gradient can be taken without reaching the
-    graph behind it: an identity op on a tensor that requires grad, else a fresh leaf."""
+    graph behind it: an identity op on a tensor that requires grad, else a fresh leaf
+    (carrying the forward-mode tangents of ``x``, if any). Call it with grad enabled."""
     if isinstance(x, Tensor) and x.requires_grad:
         return positive(x)
-    return leaf(x)
+    t = leaf(x)
+    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
+    for level, tan in (tans or {}).items():
+        t = with_tangent(t, level, tan)
+    return t
+
+
+def tangent_map(fn: Callable, primals: Sequence, tangents: Sequence) -> list:
+    """The tangents of the outputs of ``fn(list)`` at ``primals`` along ``tangents`` (None:
+    no tangent), by forward mode in a level of its own (zeros for an output that does not
+    depend on them). Recorded for reverse mode where its arguments require grad."""
+    with forward_level() as level:
+        duals = []
+        for p, t in zip(primals, tangents):
+            if t is None:
+                duals.append(p)
+                continue
+            x = p if isinstance(p, Tensor) else make_tensor(np.asarray(p))
+            if np.iscomplexobj(data_of(t)) and not np.iscomplexobj(data_of(x)):
+                t = real(t)
+            duals.append(with_tangent(x, level, t))
+        outs = fn(duals)
+        result = []
+        for o in outs:
+            t = tangent_of(o, level)
+            result.append(np.zeros(np.shape(o), data_of(o).dtype) if t is None else t)
+        return result
 
 
 def vjp_of(outputs: Sequence, inputs: Sequence, cotangents: Sequence, retain: bool,
@@ -149,8 +192,9 @@ def vjp_of(outputs: Sequence, inputs: Sequence, cotangents: Sequence, retain: bo
 
 
 def first_order_only(name: str) -> None:
-    """Raise in a backward pass that is being recorded (``create_graph=True``)."""
-    if state.enabled:
+    """Raise in a backward pass that is being recorded (``create_graph=True``) or runs
+    under forward mode (``hessian``, ``hvp``)."""
+    if state.enabled or state.levels:
         raise NotImplementedError(
             f"{name}: second derivatives (create_graph=True) through this solver are not "
             f"implemented; take first derivatives, or differentiate a dense version "
@@ -225,15 +269,18 @@ def solve_real(apply: Callable, rhs: Sequence, likes: Sequence, tol: float,
 
 
 class _Implicit:
-    """A solution ``xs`` of ``residual(x, params) = 0`` and what its gradient needs.
+    """A solution ``xs`` of ``residual(x, params) = 0`` and what its derivatives need.
 
     ``params`` are all arguments of ``residual`` after ``x``; those at ``slots`` (tensors
-    that require grad) and the tensors ``closure`` captured are the node's inputs.
+    that require grad or carry tangents) and the tensors ``closure`` captured are the
+    node's inputs. ``solvers``, if given, is ``(solve_j, solve_jt)``: functions of a list
+    of arrays ``r`` solving ``J u = r`` and ``J^T w = r`` (``J = dF/dx`` at the solution,
+    ``J^T`` its adjoint on the real vector space), used in place of GMRES on products.
     """
 
     def __init__(self, name: str, residual: Callable, closure: Closure | None,
                  params: list, slots: list, adjoint_tol: float,
-                 adjoint_maxiter: int | None) -> None:
+                 adjoint_maxiter: int | None, solvers: tuple | None = None) -> None:
         self.name = name
         self.residual = residual
         self.closure = closure
@@ -241,6 +288,7 @@ class _Implicit:
         self.slots = slots
         self.adjoint_tol = adjoint_tol
         self.adjoint_maxiter = adjoint_maxiter
+        self.solvers = solvers
         self.xs: list = []
         # Whether results are tensors (else arrays: nothing that went in was a tensor).
         self.tensors = any(isinstance(p, Tensor) for p in params) or bool(
@@ -258,45 +306,102 @@ class _Implicit:
                 return body()
         return self.closure.call(body, list(inputs[len(self.slots):]))
 
+    # ---- first order, on arrays ---------------------------------------------------------
+
     def adjoint(self, xs: Sequence, inputs: Sequence, g: Sequence) -> tuple:
         """First order: ``w`` with ``(dF/dx)^T w = -g`` (arrays), with ``F``'s graph at
         ``xs`` on fresh leaves (returned, to take the parameters' VJP from)."""
         xl = [leaf(x) for x in xs]
         pl = [leaf(a) for a in inputs]
         y = self.evaluate(xl, pl)
-        w = solve_real(lambda u: vjp_of(y, xl, u, True, False), [-data_of(gi) for gi in g],
-                       xs, self.adjoint_tol, self.adjoint_maxiter,
-                       f"{self.name} (the adjoint solve of its gradient, GMRES)")
+        rhs = [-np.asarray(data_of(gi)) for gi in g]
+        if self.solvers is not None:
+            w = self.solvers[1](rhs)
+        else:
+            w = solve_real(lambda u: vjp_of(y, xl, u, True, False), rhs, xs,
+                           self.adjoint_tol, self.adjoint_maxiter,
+                           f"{self.name} (the adjoint solve of its gradient, GMRES)")
         return w, y, pl
+
+    def tangent(self, xs: Sequence, inputs: Sequence, ts: Sequence) -> list:
+        """First order: ``u`` with ``(dF/dx) u = -(dF/dtheta) t`` (arrays): the tangent of
+        the solution for the tangents ``ts`` of the inputs."""
+        m = len(xs)
+
+        def jvp_f(u: Any, t: Any) -> list:
+            with no_grad():
+                return [np.asarray(data_of(r)) for r in tangent_map(
+                    lambda d: self.evaluate(d[:m], d[m:]), [*xs, *inputs],
+                    [*(u if u is not None else [None] * m), *t])]
+
+        live = [None if t is None or not np.any(data_of(t)) else t for t in ts]
+        if all(t is None for t in live):
+            return [np.zeros(x.shape, x.dtype) for x in xs]
+        rhs = [-r for r in jvp_f(None, live)]
+        if self.solvers is not None:
+            return self.solvers[0](rhs)
+        return solve_real(lambda u: jvp_f(u, [None] * len(ts)), rhs, xs, self.adjoint_tol,
+                          self.adjoint_maxiter,
+                          f"{self.name} (the tangent solve of forward mode, GMRES)")
+
+    # ---- the rules of the node ------------------------------------------------------------
 
     def backward(self, inputs: tuple, xs: tuple, g: tuple) -> tuple:
         """The gradients of the node's inputs for the gradients ``g`` of the solution."""
-        if not state.enabled:  # first order
+        if not (state.enabled or _any_tensor_in(inputs, xs, g)):  # first order
             w, y, pl = self.adjoint(xs, inputs, g)
             return tuple(vjp_of(y, pl, w, False, False))
-        # Recorded (create_graph): w is itself an implicit function of (g, x*, inputs).
+        # Recorded (create_graph, or forward mode over this backward): w is itself an
+        # implicit function of (g, x*, inputs), the root of (dF/dx)^T w + g = 0.
         n, m = len(g), len(xs)
-        problem = _Implicit(
-            f"{self.name} (adjoint)", self._adjoint_residual, None,
-            [*g, *xs, *inputs], list(range(n + m + len(inputs))),
-            self.adjoint_tol, self.adjoint_maxiter)
-        w = problem.solve(
-            lambda arrays: self.adjoint(arrays[n:n + m], arrays[n + m:], arrays[:n])[0],
-            [np.asarray(data_of(gi)) for gi in g])
-        pl = [local(a) for a in inputs]
-        y = self.evaluate([local(x) for x in xs], pl)
-        return tuple(vjp_of(y, pl, w, True, True))
+        with enable_grad():
+            problem = _Implicit(
+                f"{self.name} (adjoint)", self._adjoint_residual, None,
+                [*g, *xs, *inputs], list(range(n + m + len(inputs))),
+                self.adjoint_tol, self.adjoint_maxiter, _swapped(self.solvers))
+            w = problem.solve(
+                lambda arrays: self.adjoint(arrays[n:n + m], arrays[n + m:], arrays[:n])[0],
+                [np.asarray(data_of(gi)) for gi in g])
+            pl = [local(a) for a in inputs]
+            y = self.evaluate([local(x) for x in xs], pl)
+            return tuple(vjp_of(y, pl, w, True, True))
+
+    def jvp(self, inputs: tuple, xs: tuple, ts: tuple) -> Any:
+        """The tangents of the solution for the tangents ``ts`` of the inputs."""
+        if not _any_tensor_in(inputs, xs, ts):  # first order
+            out = self.tangent(xs, inputs, ts)
+        else:
+            # Recorded: u is the root of (dF/dx) u + (dF/dtheta) t = 0, linear in u.
+            n, m = len(ts), len(xs)
+            ts = [np.zeros(np.shape(a), data_of(a).dtype) if t is None else t
+                  for t, a in zip(ts, inputs)]
+            problem = _Implicit(
+                f"{self.name} (tangent)", self._tangent_residual, None,
+                [*ts, *xs, *inputs], list(range(n + m + len(inputs))),
+                self.adjoint_tol, self.adjoint_maxiter, self.solvers)
+            out = problem.solve(
+                lambda arrays: self.tangent(arrays[n:n + m], arrays[n + m:], arrays[:n]),
+                [np.asarray(data_of(x)) for x in xs])
+        return tuple(out) if len(out) > 1 else out[0]
 
     def _adjoint_residual(self, wl: list, full: list) -> list:
         """``(dF/dx)^T w + g`` at ``x*``; ``full`` is ``g``, ``x*``, then the inputs."""
         n = len(wl)
         m = len(self.xs)
         g, xs, inputs = full[:n], full[n:n + m], full[n + m:]
-        xl = [local(x) for x in xs]
-        y = self.evaluate(xl, inputs)
         with enable_grad():
+            xl = [local(x) for x in xs]
+            y = self.evaluate(xl, inputs)
             vj = vjp_of(y, xl, wl, True, True)
         return [v + gi for v, gi in zip(vj, g)]
+
+    def _tangent_residual(self, ul: list, full: list) -> list:
+        """``(dF/dx) u + (dF/dtheta) t`` at ``x*``; ``full`` is ``t``, ``x*``, the inputs."""
+        m = len(ul)
+        n = (len(full) - m) // 2  # as many tangents as inputs
+        ts, xs, inputs = full[:n], full[n:n + m], full[n + m:]
+        return tangent_map(lambda d: self.evaluate(d[:m], d[m:]), [*xs, *inputs],
+                           [*ul, *ts])
 
     def solve(self, forward: Callable, likes: list) -> list:
         """The solution as tensors: ``forward(param arrays)`` computes it (no graph); the
@@ -313,6 +418,15 @@ class _Implicit:
                                  f"initial guess {like.shape}")
         self.xs = xs
         return record(self, inputs, self.tensors)
+
+
+def _swapped(solvers: tuple | None) -> tuple | None:
+    """The solvers of the adjoint problem: its Jacobian is the transpose."""
+    return None if solvers is None else (solvers[1], solvers[0])
+
+
+def _any_tensor_in(*groups: Sequence) -> bool:
+    return any(isinstance(a, Tensor) for group in groups for a in group)
 
 
 def record(problem: Any, inputs: Sequence, tensors: bool) -> list:
@@ -340,13 +454,31 @@ class _Node(Function):
         saved = ctx.saved_tensors
         m = len(grads)
         inputs, xs = saved[:len(saved) - m], saved[len(saved) - m:]
-        return (None, *ctx.problem.backward(inputs, xs, grads))
+        return (None, *solver_gradient(ctx.problem, tuple(inputs), tuple(xs), tuple(grads)))
 
     @staticmethod
     def jvp(ctx: FunctionCtx, *tangents: Any) -> Any:
-        raise NotImplementedError(
-            f"{ctx.problem.name}: forward mode (jvp, jacfwd, hessian) does not go through "
-            f"this solver; use reverse mode (grad, vjp, jacrev)")
+        problem = ctx.problem
+        if not hasattr(problem, "jvp"):
+            raise NotImplementedError(
+                f"{problem.name}: forward mode (jvp, jacfwd, hessian, hvp) does not go "
+                f"through this solver; use reverse mode (grad, vjp, jacrev)")
+        saved = ctx.saved_tensors
+        m = len(problem.xs)
+        inputs, xs = saved[:len(saved) - m], saved[len(saved) - m:]
+        return solver_tangent(problem, tuple(inputs), tuple(xs), tuple(tangents[1:]))
+
+
+# Inside vmap (jacrev's and jacfwd's batches of cotangents and tangents), a solver's rules
+# read values in Python: they run once per example.
+@per_example("inputs", "xs", "grads")
+def solver_gradient(problem: Any, inputs: tuple, xs: tuple, grads: tuple) -> tuple:
+    return tuple(problem.backward(inputs, xs, grads))
+
+
+@per_example("inputs", "xs", "tangents")
+def solver_tangent(problem: Any, inputs: tuple, xs: tuple, tangents: tuple) -> Any:
+    return problem.jvp(inputs, xs, tangents)
 
 
 _Node.__name__ = "solver"
@@ -420,9 +552,10 @@ def _norm(arrays: Sequence) -> float:
 
 
 def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
-                maxiter: int = 1000, adjoint_tol: float | None = None,
+                maxiter: int = 1000, method: str = "anderson", history: int = 5,
+                adjoint_tol: float | None = None,
                 adjoint_maxiter: int | None = None) -> Any:
-    """The fixed point ``x = f(x, *params)`` by iteration, differentiable implicitly.
+    """The fixed point ``x = f(x, *params)``, differentiable implicitly.
 
     Parameters
     ----------
@@ -435,12 +568,24 @@ def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
     *params : Tensor, array_like or any
         The further arguments of ``f``; tensors that require grad get gradients.
     tol : float
-        Stop when ``|f(x) - x| <= tol * |x|`` (2-norms over all of ``x``).
+        Stop when ``|f(x) - x| <= tol * |x|`` and the next step (Anderson's estimate of
+        the error) is as small (2-norms over all of ``x``); or when both fall below
+        ``1e-3 * tol`` times the first residual ``|f(x0) - x0|`` (so that a fixed point
+        at ``0`` is reached).
     maxiter : int
         At most this many applications of ``f``.
+    method : {"anderson", "iterate", "root"}
+        ``"anderson"`` (default): Anderson acceleration (type II, the last ``history``
+        steps; a plain step where its least-squares problem fails). It converges where
+        the plain iteration crawls (a contraction factor near 1, close to a critical
+        point) and often where ``f`` is not a contraction. ``"iterate"``: the plain
+        iteration ``x <- f(x)``. ``"root"``: ``scipy.optimize.root`` (MINPACK's hybrid
+        method) on ``f(x) - x``, for fixed points that Anderson's method does not reach.
+    history : int
+        The number of past steps Anderson's method combines.
     adjoint_tol, adjoint_maxiter : optional
-        Relative tolerance (default ``tol``) and restart cycles of the GMRES solve of
-        the gradient.
+        Relative tolerance (default ``tol``) and restart cycles of the GMRES solves of the
+        gradient and of forward-mode tangents.
 
     Returns
     -------
@@ -448,7 +593,9 @@ def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
         The fixed point, with the structure of ``x0``. Its gradient with respect to the
         parameters is that of the implicit function theorem: one linear solve with
         ``I - (df/dx)^T`` (GMRES on vector-Jacobian products of ``f``), however many
-        iterations the forward pass took; memory is one evaluation of ``f``.
+        iterations the forward pass took; memory is one evaluation of ``f``. Forward mode
+        (``jvp``, ``jacfwd``, ``hessian``, ``hvp``) solves with ``I - df/dx`` instead
+        (GMRES on Jacobian-vector products), and both compose to any order.
 
     Raises
     ------
@@ -462,23 +609,23 @@ def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
     >>> x = yaad.func.fixed_point(lambda x, a: yaad.cos(a * x), 1.0, a)
     >>> x.backward()          # a.grad == dx*/da, with x* = cos(a x*)
     """
+    if method not in ("anderson", "iterate", "root"):
+        raise ValueError(f"fixed_point: method={method!r}; use 'anderson', 'iterate' or "
+                         f"'root'")
+    if not (isinstance(history, int) and history >= 1):
+        raise ValueError(f"fixed_point: history={history!r}; it must be a positive integer")
     x0s, single, slots, closure, call, first = _prepare("fixed_point", f, x0, params)
 
     def iterate(arrays: list) -> list:
-        x = [make_tensor(a) for a in first]
-        prev = x0s
-        for k in range(1, maxiter + 1):
-            change = _norm([a - b for a, b in zip(data_of_list(x), prev)])
-            size = _norm(data_of_list(x))
-            if change <= tol * size:
-                return data_of_list(x)
-            if k == maxiter:
-                break
-            prev = data_of_list(x)
-            x = call(x, arrays)
-        raise not_converged("fixed_point", change / max(size, np.finfo(float).tiny), tol,
-                            maxiter, "Raise maxiter, loosen tol, or check that f is a "
-                            "contraction near the fixed point (or accelerate it).")
+        def fmap(v: np.ndarray) -> np.ndarray:
+            return pack(data_of_list(call([make_tensor(a) for a in unpack(v, x0s)],
+                                          arrays)), x0s)
+
+        if method == "root":
+            return _scipy_root("fixed_point (method='root')", lambda v: fmap(v) - v,
+                               pack(x0s, x0s), x0s, "hybr", tol, None)
+        return unpack(_iterate(fmap, pack(x0s, x0s), pack(first, x0s), tol, maxiter,
+                               history if method == "anderson" else 0), x0s)
 
     def residual(xl: list, ps: list) -> list:
         return [fx - x for fx, x in zip(call(xl, ps), xl)]
@@ -487,6 +634,60 @@ def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
                         adjoint_tol if adjoint_tol is not None else tol, adjoint_maxiter)
     problem.tensors |= _any_tensor(x0)
     return _outputs(problem.solve(iterate, x0s), single, x0)
+
+
+def _iterate(fmap: Callable, x: np.ndarray, fx: np.ndarray, tol: float, maxiter: int,
+             history: int) -> np.ndarray:
+    """The fixed point of ``fmap`` (real vectors) from ``x`` (whose image is ``fx``): the
+    plain iteration (``history == 0``) or Anderson's type-II acceleration over the last
+    ``history`` steps (Walker and Ni, SIAM J. Numer. Anal. 49, 1715 (2011))."""
+    g = fx - x
+    first = np.linalg.norm(g)
+    best = (np.inf, x, fx)
+    dx: list = []
+    dg: list = []
+    for k in range(1, maxiter + 1):
+        gn = np.linalg.norm(g)
+        if not np.isfinite(gn):
+            break
+        if gn < best[0]:
+            best = (gn, x, fx)
+        elif history and gn > 1e4 * best[0]:  # diverging: a plain step from the best
+            dx, dg = [], []
+            _, x, fx = best
+            g = fx - x
+            gn = np.linalg.norm(g)
+        step = g
+        if dx:
+            a = np.stack(dg, axis=1)
+            gamma = np.linalg.lstsq(a, g, rcond=1e-12)[0]
+            step = g - (np.stack(dx, axis=1) + a) @ gamma
+        # Converged when the residual and the step (Anderson's estimates the error, which
+        # near a critical point is much larger than the residual) are both small.
+        scale = max(np.linalg.norm(x), np.linalg.norm(fx), first * _ZERO_SCALE)
+        if max(gn, np.linalg.norm(step)) <= tol * scale:
+            return x + step
+        if k == maxiter:
+            break
+        x_new = x + step
+        fx_new = fmap(x_new)
+        g_new = fx_new - x_new
+        if history:
+            dx.append(x_new - x)
+            dg.append(g_new - g)
+            if len(dx) > history:
+                dx.pop(0)
+                dg.pop(0)
+        x, fx, g = x_new, fx_new, g_new
+    size = max(np.linalg.norm(x), np.finfo(float).tiny)
+    raise not_converged("fixed_point", np.linalg.norm(g) / size, tol, maxiter,
+                        "Raise maxiter or loosen tol; check that f has a fixed point near "
+                        "x0, or try method='root' (or yaad.func.root on f(x) - x).")
+
+
+# A residual this far below its first value counts as converged at a fixed point 0 (where
+# no relative tolerance can be met): 2-norms of ``x`` below ``tol * first * _ZERO_SCALE``.
+_ZERO_SCALE = 1e-3
 
 
 def data_of_list(xs: Sequence) -> list:
@@ -539,18 +740,25 @@ def root(F: Callable, x0: Any, *params: Any, method: str = "hybr", tol: float = 
         def fun(v: np.ndarray) -> np.ndarray:
             return pack(call([make_tensor(a) for a in unpack(v, x0s)], arrays), x0s)
 
-        sol = scipy.optimize.root(fun, pack(x0s, x0s), method=method, tol=tol,
-                                  options=options)
-        if not sol.success:
-            f0 = np.linalg.norm(fun(pack(x0s, x0s)))
-            reached = np.linalg.norm(sol.fun) / (f0 if f0 > 0 else 1.0)
-            raise not_converged(f"root (scipy.optimize.root, method={method!r})", reached,
-                                tol, int(getattr(sol, "nit", getattr(sol, "nfev", 0))),
-                                f"SciPy says: {sol.message} Try another method= or a "
-                                f"better initial guess.")
-        return unpack(sol.x, x0s)
+        return _scipy_root(f"root (scipy.optimize.root, method={method!r})", fun,
+                           pack(x0s, x0s), x0s, method, tol, options)
 
     problem = _Implicit("root", lambda xl, ps: call(xl, ps), closure, list(params), slots,
                         adjoint_tol if adjoint_tol is not None else tol, adjoint_maxiter)
     problem.tensors |= _any_tensor(x0)
     return _outputs(problem.solve(solve, x0s), single, x0)
+
+
+def _scipy_root(what: str, fun: Callable, v0: np.ndarray, likes: list, method: str,
+                tol: float, options: dict | None) -> list:
+    """``scipy.optimize.root`` of ``fun`` (real vectors) from ``v0``, unpacked like
+    ``likes``; raises :class:`ConvergenceError` naming ``what``."""
+    sol = scipy.optimize.root(fun, v0, method=method, tol=tol, options=options)
+    if not sol.success:
+        f0 = np.linalg.norm(fun(v0))
+        reached = np.linalg.norm(sol.fun) / (f0 if f0 > 0 else 1.0)
+        raise not_converged(what, reached, tol,
+                            int(getattr(sol, "nit", getattr(sol, "nfev", 0))),
+                            f"SciPy says: {sol.message} Try another method= or a better "
+                            f"initial guess.")
+    return unpack(sol.x, likes)

@@ -19,12 +19,13 @@ class _State(threading.local):
     tracer: Any = None  # the recorder of yaad.compile, when one is recording
     anomaly: Any = False  # the active yaad.detect_anomaly(), or False
     segment: Any = None  # yaad.checkpoint: called with the arguments of every op
+    substitute: Any = None  # the solvers' closures: replaces arguments before any mode
     depth = 0  # backward passes running in this thread (a rule or hook calling backward)
     batching = None  # vmap's dispatch (yaad.batch_mode), while a batch level is active
 
     def refresh(self) -> None:
         self.modes_on = (bool(self.levels) or self.tracer is not None or self.anomaly
-                         or self.segment is not None)
+                         or self.segment is not None or self.substitute is not None)
 
 
 state = _State()

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from ..core.grad_mode import state
 
 MODES = (
+    "substitute",  # yaad.modes.substitute: a solver's closure replaces captured tensors
     "vmap",  # yaad.batch_mode: a batched argument goes first
     "forward",  # yaad.forward_mode: an argument carries a tangent
     "trace",  # yaad.compiled.tape: yaad.compile is recording
