@@ -164,3 +164,46 @@ def test_copies_are_recorded_or_run_eagerly(name):
         assert c.stats["replayed"] >= 1 and c.stats["eager"] == 0, c.stats
     else:
         assert c.stats["replayed"] == 0 and c.stats["eager"] >= 1, c.stats
+
+
+# ---- state reached through the class of an object ---------------------------------------
+
+class Scaled:
+    scale = 2.0
+    table = {"shift": 1.0}
+
+    def __call__(self, x):
+        return x * self.scale + self.table["shift"]
+
+
+class Scaled3(Scaled):
+    pass
+
+
+def test_class_attributes_read_through_an_instance_are_watched():
+    m = Scaled3()
+    c = Y.compile(m)
+    x = Y.tensor([1.0, 2.0])
+    changes = [lambda: setattr(Scaled, "scale", 3.0),  # on the base class
+               lambda: Scaled.table.update(shift=5.0),  # an item of a class attribute
+               lambda: setattr(Scaled3, "scale", 7.0),  # shadowing the base's
+               lambda: setattr(m, "__class__", Scaled)]  # another class
+    try:
+        for change in [lambda: None, *changes]:
+            change()
+            for _ in range(3):
+                np.testing.assert_array_equal(c(x).data, m(x).data)
+    finally:
+        Scaled.scale, Scaled.table = 2.0, {"shift": 1.0}
+    assert c.stats["replayed"] >= 5 and c.stats["eager"] == 0, c.stats
+
+
+def test_attributes_of_a_class_named_by_the_function_are_watched():
+    c = Y.compile(lambda x: x * Scaled.scale)
+    x = Y.tensor([1.0, 2.0])
+    try:
+        for value in (2.0, 2.0, 4.0, 4.0):
+            Scaled.scale = value
+            np.testing.assert_array_equal(c(x).data, [value, 2 * value])
+    finally:
+        Scaled.scale = 2.0

@@ -87,6 +87,9 @@ class _Walk:
     def holds(self, src: str, v: Any) -> None:
         """``src`` (source reading a cell, global, item or attribute) must still give ``v``
         (unless ``v`` is code); then walk into ``v``."""
+        if isinstance(v, type):
+            self.klass(v)  # (rebinding the name is code; the class's data attributes not)
+            return
         if _is_code(v) and not isinstance(v, types.FunctionType):
             if isinstance(v, types.MethodType):
                 self.value(v)
@@ -173,18 +176,43 @@ class _Walk:
             self.holds(f"{src}.get({key}, st_M)", x)
 
     def attributes(self, v: Any) -> None:
-        """An object: its ``__dict__`` and ``__slots__`` (one without either is opaque:
-        checked by identity only)."""
+        """An object: its class (it may be given another), its ``__dict__`` and
+        ``__slots__``, and the data attributes of its classes, which ``v.name`` reads where
+        the object has none of its own (one without a ``__dict__`` or ``__slots__`` is
+        opaque: checked by identity and class only)."""
         o = self.name(v, "o")
+        cls = type(v)
+        self.check(f"{o}.__class__ is not {self.name(cls, 'c')}")
+        self.klass(cls)
         d = getattr(v, "__dict__", None)
         if isinstance(d, dict):
             self.mapping(f"{o}.__dict__", d)
-        for cls in type(v).__mro__:
-            slots = cls.__dict__.get("__slots__", ())
+        for c in cls.__mro__:
+            slots = c.__dict__.get("__slots__", ())
             for name in (slots,) if isinstance(slots, str) else slots:
-                if name in ("__dict__", "__weakref__"):
-                    continue
+                if name in ("__dict__", "__weakref__") or getattr(cls, name, None) is not \
+                        c.__dict__.get(name):
+                    continue  # (a subclass's descriptor of that name: code)
                 self.holds(f"getattr({o}, {name!r}, st_M)", getattr(v, name, _MISSING))
+
+    def klass(self, cls: type) -> None:
+        """The data attributes of ``cls`` and its bases (``scale = 2.0`` in a class body,
+        read as ``self.scale``), and their number (an attribute added to a class may shadow
+        one of a base). Functions, descriptors and dunder names are code; the built-in
+        classes hold none."""
+        for c in cls.__mro__:
+            if id(c) in self.seen or c.__module__ == "builtins":
+                continue
+            self.seen.add(id(c))
+            self.keep.append(c)
+            d = c.__dict__
+            src = f"{self.name(c, 'c')}.__dict__"
+            self.check(f"len({src}) != {len(d)}")
+            for name, x in list(d.items()):
+                if ((name.startswith("__") and name.endswith("__")) or _is_code(x)
+                        or hasattr(type(x), "__get__")):
+                    continue
+                self.holds(f"{src}.get({name!r}, st_M)", x)
 
     # ---- functions ----
 
