@@ -207,3 +207,25 @@ def test_attributes_of_a_class_named_by_the_function_are_watched():
             np.testing.assert_array_equal(c(x).data, [value, 2 * value])
     finally:
         Scaled.scale = 2.0
+
+
+# ---- a tensor without an array value -------------------------------------------------------
+
+def test_a_sparse_tensor_argument_or_closure_is_an_object_of_the_state():
+    sp = pytest.importorskip("scipy.sparse")
+    h = sp.random(5, 5, density=0.4, random_state=0, format="csr")
+    H = Y.sparse.asarray(h)
+    x = np.linspace(-1.0, 1.0, 5)
+    closure = Y.compile(lambda v: Y.sum((H @ v) ** 2))
+    argument = Y.compile(lambda A, v: Y.sum((A @ v) ** 2))
+    for k in range(6):
+        if k == 3:
+            h.data *= 2.0  # in place: seen by the state check (an array, by its bits)
+        want = np.sum((h @ x) ** 2)
+        for c, args in ((closure, ()), (argument, (H,))):
+            v = Y.tensor(x, requires_grad=True)
+            out = c(*args, v)
+            out.backward()
+            np.testing.assert_allclose(float(out), want, rtol=1e-13)
+            np.testing.assert_allclose(v.grad, 2 * h.T @ (h @ x), rtol=1e-13)
+    assert closure.stats["replayed"] == 2 and argument.stats["replayed"] == 2

@@ -44,10 +44,20 @@ _MISSING = object()
 _NUMBERS = (int, float, complex, bool, np.generic)
 
 
+def _valued(x: Any) -> bool:
+    """Whether ``x`` is a tensor with an array value: a subclass that replaces the data
+    slot by its own descriptor (``yaad.sparse.SparseTensor``, a sum of sparse and
+    matrix-free terms) is an object argument, watched through its attributes."""
+    return isinstance(x, Tensor) and type(x)._data is _DATA_SLOT
+
+
+_DATA_SLOT = Tensor._data
+
+
 def _flat(x: Any, leaves: list[Any], objects: list[Any]) -> Any:
     """The signature of argument ``x``; its tensors and arrays go to ``leaves``, other
     objects (a model passed in) to ``objects`` (the state check watches inside them)."""
-    if isinstance(x, Tensor):
+    if _valued(x):
         leaves.append(x)
         d = x._data
         return (d.shape, d.dtype, x.requires_grad, x._node is None, d.__class__)
@@ -175,7 +185,7 @@ class Compiled:
         objects: list[Any] = []
         parts: list[Any] = [state.enabled]
         for a in args:
-            if isinstance(a, Tensor):
+            if _valued(a):
                 leaves.append(a)
                 d = a._data
                 parts.append((d.shape, d.dtype, a.requires_grad, a._node is None, d.__class__))
@@ -201,7 +211,7 @@ class Compiled:
             # The common case, specialised: tensor arguments only.
             parts: list[Any] = [st.enabled]
             for a in args:
-                if a.__class__ is not Tensor and not isinstance(a, Tensor):
+                if a.__class__ is not Tensor and not _valued(a):
                     break
                 d = a._data  # (its class too: a CuPy or Dask array has NumPy's dtypes)
                 parts.append((d.shape, d.dtype, a.requires_grad, a._node is None, d.__class__))

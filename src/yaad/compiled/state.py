@@ -50,6 +50,7 @@ _CODE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
 _SCALARS = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis), slice,
             range, np.generic, np.dtype)
 _MISSING = object()
+_DATA_SLOT = Tensor._data  # (a subclass without an array value replaces it: see value)
 
 
 class TooMuchState(Exception):
@@ -116,7 +117,7 @@ class _Walk:
                            f"{self.name(v.tobytes(), 's')}")
             else:
                 self.check(f"not st_same({o}, {self.name(v.copy(), 's')})")
-        elif isinstance(v, Tensor):
+        elif isinstance(v, Tensor) and type(v)._data is _DATA_SLOT:
             # Its values are read where ops use it; what Python may read without an op
             # (its shape, dtype, requires_grad: ``x * w.shape[0]``) must be as recorded.
             o = self.name(v, "o")
