@@ -297,3 +297,78 @@ def test_regression_second_derivative_through_where_at_an_accidental_zero():
     # so d2/dc dy of where(y > 0, c log y, 0) was 0 instead of 1/y.
     c, y = np.array([0.0, 1.0, 2.0]), np.array([0.2, 0.3, 0.5])
     assert gradgradcheck(lambda c, y: yaad.where(y > 0, c * yaad.log(y), 0.0), [c, y])
+
+
+# ---- the ends of the support, and parameters at their limits -------------------------------
+
+
+def _one_sided(f, args, i, direction, h=1e-6):
+    """One-sided derivative of SciPy's ``f`` in argument ``i``, stepping into the support
+    (``direction`` +1 or -1), Richardson-extrapolated."""
+    def step(h):
+        a = list(args)
+        a[i] += direction * h
+        return (f(*a) - f(*args)) / (direction * h)
+    return 2 * step(h / 2) - step(h)
+
+
+# (distribution, method, arguments, the argument differentiated, the direction into the
+# support, the analytic one-sided derivative): each was NaN (0 / 0 in d/dy of x log(y))
+EDGES = [
+    ("gamma", "logpdf", (0.0, 1.0), 0, +1, -1.0),       # logpdf = -x
+    ("gamma", "pdf", (0.0, 1.0), 0, +1, -1.0),
+    ("chi2", "logpdf", (0.0, 2.0), 0, +1, -0.5),        # -x/2 - log 2
+    ("beta", "logpdf", (0.0, 1.0, 2.0), 0, +1, -1.0),   # log 2 + log(1 - x)
+    ("beta", "logpdf", (1.0, 2.0, 1.0), 0, -1, 1.0),    # log 2 + log x
+    ("beta", "logpdf", (0.0, 1.0, 1.0), 0, +1, 0.0),    # uniform
+    ("beta", "pdf", (1.0, 1.0, 1.0), 0, -1, 0.0),
+    ("poisson", "logpmf", (0.0, 0.0), 1, +1, -1.0),     # -mu
+    ("poisson", "pmf", (0.0, 0.0), 1, +1, -1.0),
+    ("binom", "logpmf", (0.0, 5.0, 0.0), 2, +1, -5.0),  # n log(1 - p)
+    ("binom", "pmf", (0.0, 5.0, 0.0), 2, +1, -5.0),
+    ("binom", "logpmf", (5.0, 5.0, 1.0), 2, -1, 5.0),   # n log p
+]
+
+
+@pytest.mark.parametrize("name, method, args, i, direction, want", EDGES)
+def test_one_sided_derivatives_at_the_ends_of_the_support(name, method, args, i, direction,
+                                                          want):
+    sf = _fn(ss, name, method)
+    np.testing.assert_allclose(_one_sided(sf, args, i, direction), want, atol=1e-6)
+    ts = [yaad.tensor(np.array(a), requires_grad=k == i) for k, a in enumerate(args)]
+    out = _fn(S, name, method)(*ts)
+    np.testing.assert_allclose(out.data, sf(*args), rtol=1e-14)
+    out.backward()
+    np.testing.assert_allclose(ts[i].grad, want, rtol=1e-12, atol=1e-15)
+
+
+def test_dirichlet_gradient_at_a_zero_component_with_alpha_one():
+    # (alpha_0 - 1) log x_0 = 0 for every x_0 when alpha_0 = 1: its derivative is 0
+    x = yaad.tensor(np.array([0.0, 0.3, 0.7]), requires_grad=True)
+    alpha = np.array([1.0, 2.0, 3.0])
+    out = S.dirichlet.logpdf(x, alpha)
+    np.testing.assert_allclose(out.data, ss.dirichlet.logpdf(x.data, alpha), rtol=1e-13)
+    out.backward()
+    np.testing.assert_allclose(x.grad, [0.0, 1 / 0.3, 2 / 0.7], rtol=1e-13)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_t_with_infinite_df_is_the_normal(method):
+    """SciPy's t at df = inf is the normal distribution; yaad's logpdf was NaN there, every
+    gradient too. The gradient in df is 0 (its limit: the t's moves as 1/df^2)."""
+    x = np.array([-1.5, 0.0, 0.5, 2.0])
+    xt = yaad.tensor(x, requires_grad=True)
+    df = yaad.tensor(np.array(np.inf), requires_grad=True)
+    out = _fn(S, "t", method)(xt, df, LOC, SCALE)
+    np.testing.assert_allclose(out.data, _fn(ss, "t", method)(x, np.inf, LOC, SCALE),
+                               rtol=1e-13)
+    np.testing.assert_allclose(out.data, _fn(ss, "norm", method)(x, LOC, SCALE), rtol=1e-13)
+    yaad.sum(out).backward()
+    xn = yaad.tensor(x, requires_grad=True)
+    yaad.sum(_fn(S, "norm", method)(xn, LOC, SCALE)).backward()
+    np.testing.assert_allclose(xt.grad, xn.grad, rtol=1e-13)
+    assert df.grad == 0.0
+    # the finite-df gradient in df tends to that 0
+    big = yaad.tensor(np.array(1e8), requires_grad=True)
+    yaad.sum(_fn(S, "t", method)(x, big, LOC, SCALE)).backward()
+    assert abs(float(big.grad)) < 1e-7

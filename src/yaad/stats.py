@@ -31,8 +31,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import linalg
-from .ops.elementwise import abs as _abs
 from .ops.elementwise import (
+    _t_log_density,
     arctan2,
     betainc,
     betaln,
@@ -51,6 +51,7 @@ from .ops.elementwise import (
     xlog1py,
     xlogy,
 )
+from .ops.elementwise import abs as _abs
 from .ops.reductions import sum as _sum
 from .ops.shape import concatenate, diagonal, expand_dims, matrix_transpose, squeeze
 
@@ -234,11 +235,6 @@ def _xlog1py(c: Any, y: Any) -> Any:
     return where(pos, c * log1p(where(pos, y, 0.0)), xlog1py(c, y))
 
 
-def _t_logpdf(z: Any, df: Any) -> Any:
-    return (gammaln(0.5 * (df + 1)) - gammaln(0.5 * df) - 0.5 * log(df * math.pi)
-            - 0.5 * (df + 1) * log1p(z * z / df))
-
-
 def _laplace_cdf(z: Any) -> Any:
     left = z <= 0
     return where(left, 0.5 * exp(where(left, z, 0)), 1 - 0.5 * exp(-where(left, 0, z)))
@@ -254,7 +250,8 @@ norm = _Continuous("norm", (), {
     "cdf": ndtr, "sf": lambda z: ndtr(-z), "logcdf": log_ndtr, "logsf": lambda z: log_ndtr(-z),
 }, doc="normal")
 t = _Continuous("t", ("df",), {
-    "logpdf": _t_logpdf, "cdf": lambda z, df: stdtr(df, z), "sf": lambda z, df: stdtr(df, -z),
+    "logpdf": lambda z, df: _t_log_density(df, z),
+    "cdf": lambda z, df: stdtr(df, z), "sf": lambda z, df: stdtr(df, -z),
 }, valid=lambda df: df > 0, safe=(1.0,), doc="Student's t")
 gamma = _Continuous("gamma", ("a",), {
     "logpdf": lambda z, a: _xlogy(a - 1, z) - z - gammaln(a),

@@ -249,12 +249,18 @@ def _log_defined_or_nonzero(x, y):
     return logical_or(x != 0, y != 0 if np.iscomplexobj(y) else y > 0)
 
 
+def _x_over(x, y):
+    """``x / y``, d/dy of ``x log(y)``: 0 where x = 0, also at y = 0 (for x = 0 the function
+    is 0 for every y; x / y would be 0 / 0, a NaN where the derivative is finite)."""
+    return x / where(logical_and(x == 0, y == 0), 1, y)
+
+
 xlogy = elementwise_op("xlogy", sp.xlogy,
             lambda _a, x, y: xlogy(_log_defined_or_nonzero(x, y), y),
-            lambda _a, x, y: x / y)
+            lambda _a, x, y: _x_over(x, y))
 xlog1py = elementwise_op("xlog1py", sp.xlog1py,
               lambda _a, x, y: xlog1py(_log_defined_or_nonzero(x, 1 + y), y),
-              lambda _a, x, y: x / (1 + y))
+              lambda _a, x, y: _x_over(x, 1 + y))
 # Bessel functions through the recurrences of the general orders.
 jv = elementwise_op("jv", sp.jv, None, lambda _a, v, x: 0.5 * (jv(v - 1, x) - jv(v + 1, x)))
 yv = elementwise_op("yv", sp.yv, None, lambda _a, v, x: 0.5 * (yv(v - 1, x) - yv(v + 1, x)))
@@ -429,19 +435,25 @@ betainc = elementwise_op("betainc", sp.betainc,
 
 
 def _t_log_density(df, t):
-    return (gammaln(0.5 * (df + 1)) - gammaln(0.5 * df) - 0.5 * log(df * math.pi)
-            - 0.5 * (df + 1) * log1p(t * t / df))
+    """Log of Student's t density; at ``df = inf`` the normal's (its limit, as SciPy)."""
+    normal = isinf(df)
+    df = where(normal, 1.0, df)  # (no inf - inf computed in the branch not taken)
+    return where(normal, -0.5 * t * t - 0.5 * math.log(2 * math.pi),
+                 gammaln(0.5 * (df + 1)) - gammaln(0.5 * df) - 0.5 * log(df * math.pi)
+                 - 0.5 * (df + 1) * log1p(t * t / df))
 
 
 def _stdtr_ddf(df, t):
     """d/d df of Student's t cdf: the tail 0.5 I_x(df/2, 1/2), x = df / (df + t^2), moves
     with its parameter and with x; 1 - x = t^2 / (df + t^2) is written out (no
     cancellation near t = 0, where the derivative vanishes)."""
+    normal = isinf(df)  # the normal limit: there the cdf no longer moves with df
+    df = where(normal, 1.0, df)
     s = df + t * t
     x = df / s
     da = 0.25 * _betainc_dab(1, 0, 0.5 * df, 0.5, x)
     dx = 0.5 * t * exp(xlogy(0.5 * df - 1, x) - betaln(0.5 * df, 0.5)) / (s * sqrt(s))
-    return -sign(t) * da - dx
+    return where(normal, 0.0, -sign(t) * da - dx)
 
 
 stdtr = elementwise_op("stdtr", sp.stdtr, lambda _ans, df, t: _stdtr_ddf(df, t),
