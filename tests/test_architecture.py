@@ -298,7 +298,7 @@ LAYERS: list[tuple[str, str]] = [
     ("transforms", "autograd func implicit"),
     ("library", "stats signal integrate optimize sparse sparse.* nn nn.* optim optim.* "
      "demo serialization testing extend bindings.tensor_methods bindings.numpy_protocols "
-     "backend anomaly"),
+     "backend anomaly interop"),
     ("package", "__init__ __main__ core modes bindings"),
 ]
 

@@ -206,12 +206,16 @@ def check_command(words: list[str], where: str) -> None:
         args = next((w[5:] for w in words if w.startswith("ARGS=")), "")
         if words[1] == "bench":
             check_command(["python", "-m", "benchmarks", *shlex.split(args)], where)
-    elif words[:2] == ["pip", "install"]:
+    elif words[:2] in (["pip", "install"], ["pip", "wheel"], ["pip", "uninstall"]):
         for target in words[2:]:
-            if target.startswith("."):
+            if target.startswith(".") or re.match(r"\$\(ls dist/yaad_autodiff-\S*\.whl\)", target):
                 extras = re.findall(r"\[(.*)\]", target)
                 unknown = set(extras[0].split(",")) - _extras() if extras else set()
                 assert not unknown, f"{where}: no extra {sorted(unknown)} in pyproject.toml"
+    elif words[0].endswith("python") and words[1] == "-c":  # (a one-liner: it must run)
+        run = subprocess.run([sys.executable, "-c", words[2]], cwd=ROOT, capture_output=True,
+                             text=True)
+        assert run.returncode == 0, f"{where}: {run.stderr[-2000:]}"
     elif words[0].endswith("python"):
         program = tuple(words[1:3]) if words[1] == "-m" else (words[1],)
         if words[1] != "-m":

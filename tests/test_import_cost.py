@@ -14,7 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-LAZY = ("scipy.signal", "scipy.optimize", "scipy.integrate", "scipy.stats", "scipy.interpolate")
+LAZY = ("scipy.signal", "scipy.optimize", "scipy.integrate", "scipy.stats", "scipy.interpolate",
+        "autoray", "quimb", "cotengra")  # (yaad.interop waits for them to be imported)
 
 
 def _modules_after(code: str) -> set[str]:

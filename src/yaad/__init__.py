@@ -41,6 +41,7 @@ from . import integrate, sparse
 from .serialization import load, save
 from .compile import CompileWarning, compile  # noqa: A004
 from .core.lazy import compute
+from . import interop
 from .bindings import tensor_methods as _methods
 
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from . import extend as extend
 from . import fft as fft
 from . import func as func
 from . import integrate as integrate
+from . import interop as interop
 from . import linalg as linalg
 from . import nn as nn
 from . import optim as optim
@@ -261,6 +262,7 @@ from .ops.products import transpose as transpose
 from .ops.products import vdot as vdot
 from .ops.products import vecmat as vecmat
 from .ops.reductions import all as all
+from .ops.reductions import allclose as allclose
 from .ops.reductions import amax as amax
 from .ops.reductions import amin as amin
 from .ops.reductions import any as any
@@ -269,6 +271,7 @@ from .ops.reductions import argmin as argmin
 from .ops.reductions import argpartition as argpartition
 from .ops.reductions import argsort as argsort
 from .ops.reductions import argwhere as argwhere
+from .ops.reductions import array_equal as array_equal
 from .ops.reductions import astype as astype
 from .ops.reductions import average as average
 from .ops.reductions import count_nonzero as count_nonzero

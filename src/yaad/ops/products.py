@@ -594,8 +594,12 @@ def _optimize_key(optimize) -> Any:
             elif len(items) == 2 and not isinstance(items[1], (list, tuple)):
                 return (items[0], items[1])  # (strategy, memory limit), as NumPy allows
         return ("path", tuple(tuple(int(i) for i in step) for step in items))
+    if isinstance(optimize, opt_einsum.paths.PathOptimizer):  # (cotengra's optimizers are)
+        return optimize
     raise TypeError(f"einsum: optimize must be a bool, a strategy name ('greedy', "
-                    f"'optimal', ...) or a contraction path, got {optimize!r}")
+                    f"'optimal', ...), a contraction path or a path optimizer "
+                    f"(opt_einsum.paths.PathOptimizer, such as cotengra.HyperOptimizer()), "
+                    f"got {optimize!r}")
 
 
 @lru_cache(maxsize=4096)
@@ -617,8 +621,15 @@ def _plan(subscripts: str, shapes: tuple, optimize: Any) -> tuple:
         kw["optimize"] = [list(step) for step in optimize[1]]
     elif isinstance(optimize, tuple):
         kw["optimize"], kw["memory_limit"] = optimize
-    else:
+    elif isinstance(optimize, str) or type(optimize).__module__.startswith("opt_einsum"):
         kw["optimize"] = optimize
+    else:  # another library's path optimizer (cotengra's): its indices kept in order
+        sizes: dict = {}
+        for term, shape in zip(inputs, shapes):
+            for c, k in zip(term, shape):
+                sizes[c] = max(k, sizes.get(c, 1))
+        kw["optimize"] = [list(step) for step in optimize([tuple(t) for t in inputs],
+                                                          tuple(output), sizes)]
     _, info = opt_einsum.contract_path(canonical, *shapes, shapes=True, **kw)
     return tuple((tuple(step[0]), step[2]) for step in info.contraction_list)
 
@@ -651,11 +662,12 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
         Accepted for NumPy compatibility; the layout of the result is NumPy's choice.
     casting : str
         The casting rule for ``dtype``.
-    optimize : bool, str or list
+    optimize : bool, str, list or path optimizer
         The contraction order. True (the default): ``opt_einsum``'s 'auto' (optimal for a
         few operands, greedy for many); 'greedy', 'optimal' or another ``opt_einsum``
-        strategy; a path such as ``['einsum_path', (0, 1), (0, 1)]``; False: one
-        contraction over all operands, as NumPy does. The order never changes the result
+        strategy; a path such as ``['einsum_path', (0, 1), (0, 1)]``; a path optimizer
+        (an ``opt_einsum.paths.PathOptimizer``, such as ``cotengra.HyperOptimizer()``);
+        False: one contraction over all operands, as NumPy does. The order never changes the result
         beyond rounding. Paths are cached per subscripts and shapes.
 
     Returns

@@ -25,7 +25,17 @@ from ..core.backend import dtype_kind, implements, namespace, native_dtype
 from ..core.lazy import is_lazy
 from ..core.op import op
 from ..core.tensor import Tensor
-from .elementwise import conj, isnan, logical_not, real, where
+from .elementwise import (
+    conj,
+    equal,
+    isclose,
+    isnan,
+    logical_and,
+    logical_not,
+    logical_or,
+    real,
+    where,
+)
 from .public_names import exported
 from .shape import (
     _as_operand,
@@ -786,6 +796,48 @@ Returns
 Tensor
     Boolean, without gradient.
 """, "reduce")
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """Whether two arrays are equal within a tolerance (numpy.allclose):
+    ``|a - b| <= atol + rtol * |b|`` everywhere, after broadcasting.
+
+    Parameters
+    ----------
+    a, b : Tensor or array_like
+    rtol, atol : float
+    equal_nan : bool
+        Whether NaNs in the same places compare equal.
+
+    Returns
+    -------
+    bool
+        A Python bool, read from the values (so a compiled function guards it).
+    """
+    return bool(all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
+    """Whether two arrays have the same shape and elements (numpy.array_equal).
+
+    Parameters
+    ----------
+    a1, a2 : Tensor or array_like
+    equal_nan : bool
+        Whether NaNs in the same places compare equal.
+
+    Returns
+    -------
+    bool
+        A Python bool, read from the values (so a compiled function guards it).
+    """
+    if np.shape(a1) != np.shape(a2):
+        return False
+    same = equal(a1, a2)
+    if equal_nan:
+        same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
+    return bool(all(same))
+
 
 count_nonzero = _nondiff(lambda a, axis=None, *, keepdims=False: np.count_nonzero(
     a, axis=axis, keepdims=keepdims), "count_nonzero",
