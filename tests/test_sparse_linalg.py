@@ -348,18 +348,82 @@ def test_solver_errors():
         sl.gmres(lambda v: v, np.ones(N))
 
 
-def test_second_order_and_forward_mode_raise():
-    a = spd(False)
-    s = yaad.tensor(1.0, requires_grad=True)
-    x, _ = sl.cg(s * yaad.sparse.asarray(a), np.ones(N))
-    (g,) = yaad.autograd.grad(yaad.sum(x), s, create_graph=False)
-    assert np.isfinite(g)
-    x, _ = sl.cg(s * yaad.sparse.asarray(a), np.ones(N))
-    with pytest.raises(NotImplementedError, match="second derivatives"):
-        yaad.autograd.grad(yaad.sum(x), s, create_graph=True)
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("name,preconditioned", [
+    ("cg", False), ("cg", True), ("minres", False), ("minres", True), ("gmres", False),
+    ("gmres", True), ("spsolve", False)])
+@pytest.mark.filterwarnings("ignore::yaad.func.BatchingWarning")
+def test_solvers_second_order_forward_mode_and_preconditioners(name, preconditioned,
+                                                               complex_):
+    # Hessians (reverse over reverse), Hessian-vector products (forward over reverse) and
+    # JVPs through each solver, with and without a preconditioner, against the dense solve
+    m = spd(complex_) if name in ("cg", "minres") else sparse(complex_, 14) + sps.eye(N)
+    eye = sps.eye(N, format="csr")
+    jacobi = sps.diags(1 / m.diagonal()) if preconditioned else None
+    if preconditioned and name == "gmres":
+        jacobi = sps.diags(1 / (m.diagonal() + (1j if complex_ else 0.5)))  # M^H != M
+    weights = np.arange(N) / N
+    b0 = vec(complex_)
+
+    def solve(th, b):
+        h = sparse_op(th, m, eye)
+        if name == "spsolve":
+            return sl.spsolve(h, b)
+        return getattr(sl, name)(h, b, rtol=1e-13, M=jacobi)[0]
+
+    def sparse_loss(th, b):
+        return yaad.sum(abs(solve(th, b)) ** 2 * weights)
+
+    def dense_loss(th, b):
+        return yaad.sum(abs(yaad.linalg.solve(dense_op(th, m, eye), b)) ** 2 * weights)
+
+    u = np.array([0.3, -0.5])
+    np.testing.assert_allclose(yaad.func.jacrev(yaad.func.grad(sparse_loss))(TH0, b0),
+                               yaad.func.jacrev(yaad.func.grad(dense_loss))(TH0, b0),
+                               rtol=1e-8, atol=1e-10)
+    v = vec(complex_)  # grad of <v, grad_b loss> (a real scalar) for b and theta
+
+    def second(loss):
+        return yaad.func.grad(lambda th, b: yaad.sum(yaad.real(
+            np.conj(v) * yaad.func.grad(loss, 1)(th, b))), (0, 1))(TH0, b0)
+
+    for got, want in zip(second(sparse_loss), second(dense_loss)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(yaad.func.hvp(lambda th: sparse_loss(th, b0), (TH0,), (u,))[1],
+                               yaad.func.hvp(lambda th: dense_loss(th, b0), (TH0,), (u,))[1],
+                               rtol=1e-8, atol=1e-10)
+    x, t = yaad.func.jvp(lambda th: solve(th, b0), (TH0,), (u,))
+    xd, td = yaad.func.jvp(lambda th: yaad.linalg.solve(dense_op(th, m, eye), b0), (TH0,),
+                           (u,))
+    assert t.dtype == xd.dtype and t.shape == (N,)
+    np.testing.assert_allclose(x, xd, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(t, td, rtol=1e-8, atol=1e-10)
+
+
+def test_preconditioned_cg_applies_the_preconditioner_and_keeps_the_gradient():
+    # an ill-conditioned diagonal-dominated SPD matrix: Jacobi preconditioning
+    d = np.logspace(0, 6, N)
+    a = sps.csr_array(sps.diags(d) + 0.1 * spd(False))
+    counts = []
+    for m in (None, sps.diags(1 / a.diagonal())):
+        count = [0]
+        b = yaad.tensor(np.ones(N), requires_grad=True)
+        x, _ = sl.cg(a, b, rtol=1e-12, maxiter=10 * N,
+                     M=None if m is None else spla.LinearOperator(
+                         (N, N), matvec=lambda v, m=m, count=count: (
+                             count.__setitem__(0, count[0] + 1), m @ v)[1]))
+        yaad.sum(x * x).backward()
+        np.testing.assert_allclose(b.grad, 2 * np.linalg.solve(
+            a.toarray(), np.linalg.solve(a.toarray(), np.ones(N))), rtol=1e-8)
+        counts.append(count[0])
+    assert counts[0] == 0 and counts[1] > 0
+
+
+def test_forward_mode_raises_where_it_is_not_implemented():
+    a = sparse(False, 3, hermitian=True)
     with pytest.raises(NotImplementedError, match="forward mode"):
-        yaad.func.jvp(lambda t: sl.cg(t * yaad.sparse.asarray(a), np.ones(N))[0], (1.0,),
-                      (1.0,))
+        yaad.func.jvp(lambda t: sl.eigsh(t * yaad.sparse.asarray(a), k=2)[0], (1.0,), (1.0,))
 
 
 def test_dense_tensor_and_float32_operators():

@@ -37,7 +37,9 @@ from ..core.grad_mode import no_grad
 from ..core.tensor import Tensor, make_tensor
 from ..implicit import (
     ConvergenceError,
+    _Implicit,
     data_of,
+    differentiable,
     first_order_only,
     not_converged,
     pack,
@@ -137,15 +139,17 @@ def hermitian_minres(apply: Callable[..., Any], b: np.ndarray, shift: float, rto
         result: tuple[Any, ...] = spla.minres(a, b, x0, shift=shift, rtol=rtol,
                                               maxiter=maxiter, M=M)
         return result
-    if M is not None:
-        raise NotImplementedError("minres: a preconditioner with a complex system is not "
-                                  "supported")
     like = [b]
     n = 2 * b.size
-    a = spla.LinearOperator((n, n), dtype=b.real.dtype,
-                            matvec=lambda v: pack([apply(unpack(v, like)[0])], like))
-    x, info = spla.minres(a, pack([b], like), None if x0 is None else pack([x0], like),
-                          shift=shift, rtol=rtol, maxiter=maxiter)
+
+    def real_form(f: Callable[..., Any]) -> spla.LinearOperator:
+        return spla.LinearOperator((n, n), dtype=b.real.dtype,
+                                   matvec=lambda v: pack([f(unpack(v, like)[0])], like))
+
+    m = None if M is None else real_form(spla.aslinearoperator(M).matvec)
+    x, info = spla.minres(real_form(apply), pack([b], like),
+                          None if x0 is None else pack([x0], like), shift=shift, rtol=rtol,
+                          maxiter=maxiter, M=m)
     return unpack(x, like)[0], info
 
 
@@ -570,23 +574,21 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
 # ---- linear solvers ---------------------------------------------------------------------------
 
 
-class _Solve:
-    """``x = A^-1 b`` and its gradient by one solve with ``A^H``."""
+def _linear_solve(name: str, op: ArrayOperator, b: Any, x: np.ndarray,
+                  solve: Callable[..., Any], solve_h: Callable[..., Any]) -> Any:
+    """``x = A(theta)^-1 b`` (computed) as the root of ``A(theta) x - b``: an implicit
+    function of ``b`` and the operator's tensors, whose derivatives solve with ``A^H``
+    (gradients) and ``A`` (tangents) by ``solve_h`` and ``solve`` (the user's solver and
+    preconditioner), to any order and in both modes."""
+    def residual(xl: list[Any], full: list[Any]) -> list[Any]:
+        return [op.s @ xl[0] - full[0]]
 
-    def __init__(self, name: str, op: ArrayOperator, x: np.ndarray,
-                 adjoint: Callable[..., Any]) -> None:
-        self.name = name
-        self.op = op
-        self.xs = [x]
-        self.adjoint = adjoint  # g -> A^-H g
-
-    def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
-                 grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        first_order_only(self.name)
-        (g,) = grads
-        lam = self.adjoint(np.asarray(g))
-        params = self.op.vjp(self.xs[0], -lam, inputs[1:]) if len(inputs) > 1 else []
-        return (lam, *params)
+    slots = [0] if differentiable(b) else []
+    problem = _Implicit(name, residual, op.closure, [b], slots, 0.0, None,
+                        solvers=(lambda r: [solve(np.asarray(r[0]))],
+                                 lambda r: [solve_h(np.asarray(r[0]))]))
+    problem.tensors = _result_tensors(op, b)
+    return problem.solve(lambda arrays: [x], [x])[0]
 
 
 def _krylov(name: str, solver: Callable[..., Any], op: ArrayOperator, b: Any, x0: Any,
@@ -600,12 +602,14 @@ def _krylov(name: str, solver: Callable[..., Any], op: ArrayOperator, b: Any, x0
         op.check_hermitian()
     dt = np.result_type(op.dtype, bb.dtype)
     x0 = None if x0 is None else np.asarray(data_of(x0), dtype=dt)
+    m_h = None if M is None or hermitian else spla.aslinearoperator(M).H
 
-    def solve(a: Any, rhs: np.ndarray, guess: Any) -> np.ndarray:
+    def run(a: Any, rhs: np.ndarray, guess: Any, m: Any) -> np.ndarray:
+        rhs = np.ravel(rhs)
         if not np.any(rhs):
-            return np.zeros(n, dt)
-        x, info = solver(a, rhs.astype(dt, copy=False), guess, rtol=rtol, atol=atol,
-                         maxiter=maxiter, M=M, **kw)
+            return np.zeros(n, np.result_type(dt, rhs.dtype))
+        x, info = solver(a, rhs.astype(np.result_type(dt, rhs.dtype), copy=False), guess,
+                         rtol=rtol, atol=atol, maxiter=maxiter, M=m, **kw)
         if info:
             reached = np.linalg.norm(a @ x - rhs) / np.linalg.norm(rhs)
             raise not_converged(name, reached, rtol, info if info > 0 else maxiter or 0,
@@ -613,17 +617,14 @@ def _krylov(name: str, solver: Callable[..., Any], op: ArrayOperator, b: Any, x0
         result: np.ndarray = x
         return result
 
-    x = solve(op.scipy(bb.dtype), bb, x0)
+    forward = op.scipy(bb.dtype)
+    x = run(forward, bb, x0, M)
     if hermitian:
-        adjoint = lambda g: solve(op.scipy(bb.dtype), g, None)  # noqa: E731
+        adjoint = forward
     else:
-        def adjoint(g: np.ndarray) -> np.ndarray:
-            ah = spla.LinearOperator((n, n), matvec=op.rmv, dtype=dt)
-            return solve(ah, g, None)
-
-    problem = _Solve(name, op, x, adjoint)
-    inputs = [b if isinstance(b, Tensor) else make_tensor(bb), *op.inputs]
-    return record(problem, inputs, _result_tensors(op, b))[0], 0
+        adjoint = spla.LinearOperator((n, n), matvec=op.rmv, dtype=dt)
+    return _linear_solve(name, op, b, x, lambda r: run(forward, r, None, M),
+                         lambda r: run(adjoint, r, None, M if hermitian else m_h)), 0
 
 
 def _minres(a: Any, b: np.ndarray, x0: Any, *, rtol: float, atol: float, maxiter: Any,
@@ -650,7 +651,8 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     -------
     x : Tensor
         The solution; its gradient is one more CG solve (``b``: ``A^-1 g``; operator
-        parameters: the VJP of ``A(theta) x`` at ``-A^-1 g``).
+        parameters: the VJP of ``A(theta) x`` at ``-A^-1 g``), preconditioned by ``M``
+        too; so are its tangent (forward mode) and higher derivatives.
     info : int
         0 (non-convergence raises :class:`ConvergenceError`, naming the residual).
     """
@@ -670,12 +672,15 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int |
     b : Tensor or array_like
         The right-hand side, ``(n,)``.
     x0, rtol, maxiter, M
-        As in SciPy.
+        As in SciPy (``M``: a Hermitian positive definite SciPy preconditioner, used in
+        every solve; a complex system is solved as the real symmetric system of its real
+        and imaginary parts, preconditioned alike).
 
     Returns
     -------
     x : Tensor
-        The solution (gradient: one more MINRES solve).
+        The solution (gradient: one more MINRES solve; likewise its tangent and higher
+        derivatives).
     info : int
         0 (non-convergence raises :class:`ConvergenceError`).
     """
@@ -684,7 +689,8 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int |
 
 
 def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
-          restart: int | None = None, maxiter: int | None = None) -> tuple[Any, ...]:
+          restart: int | None = None, maxiter: int | None = None,
+          M: Any = None) -> tuple[Any, ...]:
     """Solve ``A x = b`` for a general square ``A`` by GMRES (``scipy.sparse.linalg.gmres``),
     differentiable.
 
@@ -695,18 +701,20 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
         :class:`LinearOperator`).
     b : Tensor or array_like
         The right-hand side, ``(n,)``.
-    x0, rtol, atol, restart, maxiter
-        As in SciPy (``maxiter`` counts restart cycles).
+    x0, rtol, atol, restart, maxiter, M
+        As in SciPy (``maxiter`` counts restart cycles; ``M``: a SciPy preconditioner,
+        ``M^H`` preconditions the solve of the gradient).
 
     Returns
     -------
     x : Tensor
-        The solution; its gradient is a GMRES solve with ``A^H``.
+        The solution; its gradient is a GMRES solve with ``A^H``, its tangent (forward
+        mode) one with ``A``, and both compose to higher orders.
     info : int
         0 (non-convergence raises :class:`ConvergenceError`).
     """
     return _krylov("sparse.linalg.gmres", spla.gmres, _operator(A, "sparse.linalg.gmres"), b,
-                   x0, rtol, atol, maxiter, None, False, restart=restart)
+                   x0, rtol, atol, maxiter, M, False, restart=restart)
 
 
 def spsolve(A: Any, b: Any) -> Any:
@@ -724,7 +732,8 @@ def spsolve(A: Any, b: Any) -> Any:
     Returns
     -------
     Tensor
-        The solution; the gradient reuses the factorisation (a solve with ``A^H``).
+        The solution; the gradient reuses the factorisation (a solve with ``A^H``), as do
+        its tangent (forward mode) and higher derivatives.
     """
     name = "sparse.linalg.spsolve"
     op = _operator(A, name)
@@ -746,6 +755,5 @@ def spsolve(A: Any, b: Any) -> Any:
         return result
 
     x = solve(bb, "N")
-    problem = _Solve(name, op, x, lambda g: solve(g, "H"))
-    inputs = [b if isinstance(b, Tensor) else make_tensor(bb), *op.inputs]
-    return record(problem, inputs, _result_tensors(op, b))[0]
+    return _linear_solve(name, op, b, x, lambda r: solve(r.reshape(bb.shape), "N"),
+                         lambda r: solve(r.reshape(bb.shape), "H"))
