@@ -85,3 +85,35 @@ def test_hamiltonian_op_gradients():
     gradcheck(apply_h, [psi])
     gradcheck(lambda p: rayleigh_quotient(apply_h, p), [psi])
     gradgradcheck(lambda p: rayleigh_quotient(apply_h, p), [psi])
+
+
+@pytest.mark.parametrize("threads", [None, 2])
+def test_every_part_runs_with_the_thread_pools_fixed(monkeypatch, capsys, threads):
+    """Each part runs with --threads BLAS/OpenMP threads (default 1): the libraries'
+    default pools oversubscribed a two-core machine (the tensor-network parts: 244 s,
+    9.7 s with one thread)."""
+    from threadpoolctl import threadpool_info
+
+    from yaad import demo
+
+    seen = {}
+
+    def record(part):
+        def fake(*args, **kwargs):
+            seen[part] = sorted({p["num_threads"] for p in threadpool_info()
+                                 if p["user_api"] in ("blas", "openmp")})
+            raise ImportError("recorded")  # (the MLP part's way out; enough for the test)
+        return fake
+
+    monkeypatch.setattr(demo, "digits_mlp", record("mlp"))
+    monkeypatch.setattr(demo, "_example", lambda name: object())
+    monkeypatch.setattr(demo, "_trg", lambda example: record("trg")())
+    before = threadpool_info()
+    args = ["demo", "--parts", "mlp,trg", "--no-figure", "--no-progress"]
+    with pytest.raises(ImportError):  # (trg, after mlp)
+        main(args + ([] if threads is None else ["--threads", str(threads)]))
+    pools = [p for p in threadpool_info() if p["user_api"] in ("blas", "openmp")]
+    assert pools, "no BLAS pool seen: the test cannot check anything"
+    assert seen == {"mlp": [threads or 1], "trg": [threads or 1]}
+    assert threadpool_info() == before  # (restored after each part)
+    assert f"{threads or 1} BLAS thread" in capsys.readouterr().out

@@ -49,25 +49,35 @@ def _progress(iterable: Iterable, enabled: bool, desc: str, total: int | None = 
 
 
 @contextlib.contextmanager
-def _one_thread():
-    """Time with one BLAS / PyTorch thread (what the reference figures use), when the
-    libraries allow it."""
+def _threads(n: int):
+    """Run with ``n`` BLAS / OpenMP threads (threadpoolctl) and ``n`` PyTorch threads.
+
+    Every timed part of the demo runs inside: with the libraries' defaults, BLAS's threads
+    and the machine's other work can oversubscribe the cores (the tensor-network parts
+    once took 244 s on two cores, and 9.7 s with one thread). Without threadpoolctl, the
+    BLAS pools are left alone, with a note."""
     with contextlib.ExitStack() as stack:
         try:
             from threadpoolctl import threadpool_limits
 
-            stack.enter_context(threadpool_limits(1))
+            stack.enter_context(threadpool_limits(n))
         except ImportError:
-            pass
+            if not _NOTED:
+                _NOTED.append("threadpoolctl")
+                print("  (threadpoolctl is not installed: BLAS threads not limited; "
+                      "pip install threadpoolctl)")
         torch = sys.modules.get("torch")
         before = torch.get_num_threads() if torch is not None else None
         if torch is not None:
-            torch.set_num_threads(1)
+            torch.set_num_threads(n)
         try:
             yield
         finally:
             if torch is not None:
                 torch.set_num_threads(before)
+
+
+_NOTED: list = []  # (the missing threadpoolctl is said once)
 
 
 # ---- 1. the seed workload ------------------------------------------------------------
@@ -161,7 +171,7 @@ def seed_timings(repeats: int = 30, number: int = 200, progress: bool = True,
     # Repeats interleave the implementations, so that a slow spell of a noisy machine
     # does not fall on one of them only.
     jobs = [(name, fn) for _ in range(repeats) for name, fn in impls.items()]
-    with _one_thread():
+    with _threads(1):  # (the seed figures are one thread's, whatever --threads says)
         for name, fn in _progress(jobs, progress, "timing tr(x1 @ x2)"):
             start = time.perf_counter()
             for _ in range(number):
@@ -420,6 +430,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--L", type=int, default=10, help="length of the Ising chain (default 10)")
     p.add_argument("--out", default=os.path.join("out", "demo"),
                    help="output folder for the figure (default out/demo)")
+    p.add_argument("--threads", type=int, default=1, help="BLAS, OpenMP and PyTorch threads "
+                   "for every timed part (default 1: the arrays are small, and more threads "
+                   "than free cores slow them down many times; the seed workload always uses "
+                   "one)")
     p.add_argument("--no-figure", action="store_true", help="do not save the figure")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return p
@@ -460,6 +474,45 @@ def _ipeps(example: Any, progress: bool, D: int = 2, chi: int = 16, steps: int =
     return r
 
 
+def _run_part(part: str, args: argparse.Namespace, progress: bool, results: dict) -> None:
+    """One part of the demo; its results go into ``results[part]``."""
+    if part == "seed":
+        print("Seed workload: loss and gradients of tr(x1 @ x2), two 30x30 float64, "
+              "one thread")
+        rows = seed_timings(args.repeats, args.number, progress)
+        print(f"  {'implementation':<28}{'median us/call':>16}{'vs NumPy':>10}")
+        for name, us in rows:
+            print(f"  {name:<28}{us:>16.1f}{us / rows[0][1]:>9.1f}x")
+        results["seed"] = rows
+    elif part == "ising":
+        print(f"Transverse-field Ising chain, L={args.L}, h=1, open ends: ground state "
+              f"by Adam on a complex wave function of {2 ** args.L} amplitudes")
+        r = ising_ground_state(L=args.L, steps=args.steps, progress=progress)
+        print(f"  exact ground-state energy (Lanczos): {r['exact']:.10f}")
+        print(f"  yaad + Adam, {r['steps']} steps:     {r['energy']:.10f}  "
+              f"({r['seconds']:.2f} s)")
+        print(f"  relative energy error: {r['relative_error']:.2e}")
+        results["ising"] = r
+    elif part in EXTRA_PARTS:
+        example = _example("trg_specific_heat" if part == "trg" else "ipeps_heisenberg")
+        if example is None:
+            print(f"{part}: skipped, the scripts of examples/ are not here (run it from "
+                  f"a source checkout of yaad)")
+            return
+        results[part] = _trg(example) if part == "trg" else _ipeps(example, progress)
+    else:
+        print("MLP (64-64-10, tanh) trained with Adam on scikit-learn's digits")
+        try:
+            r = digits_mlp(epochs=args.epochs, progress=progress)
+        except ImportError as e:
+            print(f"  skipped: scikit-learn is needed ({e}); pip install scikit-learn")
+            return
+        print(f"  final training loss: {r['losses'][-1]:.4f}  ({r['seconds']:.2f} s)")
+        print(f"  test accuracy: {100 * r['test_accuracy']:.1f}% of {r['n_test']} "
+              f"held-out images")
+        results["mlp"] = r
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo with command-line arguments; return an exit status."""
     args = build_parser().parse_args(argv)
@@ -477,44 +530,12 @@ def run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     start = time.perf_counter()
     results: dict[str, Any] = {}
-    print(f"yaad {yaad.__version__} demo (NumPy {np.__version__}, {os.cpu_count()} CPUs)")
+    print(f"yaad {yaad.__version__} demo (NumPy {np.__version__}, {os.cpu_count()} CPUs; "
+          f"{args.threads} BLAS thread{'s' if args.threads != 1 else ''} per part)")
     for k, part in enumerate(parts, 1):
         print(f"\n[{k}/{len(parts)}] ", end="")
-        if part == "seed":
-            print("Seed workload: loss and gradients of tr(x1 @ x2), two 30x30 float64, "
-                  "one thread")
-            rows = seed_timings(args.repeats, args.number, progress)
-            print(f"  {'implementation':<28}{'median us/call':>16}{'vs NumPy':>10}")
-            for name, us in rows:
-                print(f"  {name:<28}{us:>16.1f}{us / rows[0][1]:>9.1f}x")
-            results["seed"] = rows
-        elif part == "ising":
-            print(f"Transverse-field Ising chain, L={args.L}, h=1, open ends: ground state "
-                  f"by Adam on a complex wave function of {2 ** args.L} amplitudes")
-            r = ising_ground_state(L=args.L, steps=args.steps, progress=progress)
-            print(f"  exact ground-state energy (Lanczos): {r['exact']:.10f}")
-            print(f"  yaad + Adam, {r['steps']} steps:     {r['energy']:.10f}  "
-                  f"({r['seconds']:.2f} s)")
-            print(f"  relative energy error: {r['relative_error']:.2e}")
-            results["ising"] = r
-        elif part in EXTRA_PARTS:
-            example = _example("trg_specific_heat" if part == "trg" else "ipeps_heisenberg")
-            if example is None:
-                print(f"{part}: skipped, the scripts of examples/ are not here (run it from "
-                      f"a source checkout of yaad)")
-                continue
-            results[part] = _trg(example) if part == "trg" else _ipeps(example, progress)
-        else:
-            print("MLP (64-64-10, tanh) trained with Adam on scikit-learn's digits")
-            try:
-                r = digits_mlp(epochs=args.epochs, progress=progress)
-            except ImportError as e:
-                print(f"  skipped: scikit-learn is needed ({e}); pip install scikit-learn")
-                continue
-            print(f"  final training loss: {r['losses'][-1]:.4f}  ({r['seconds']:.2f} s)")
-            print(f"  test accuracy: {100 * r['test_accuracy']:.1f}% of {r['n_test']} "
-                  f"held-out images")
-            results["mlp"] = r
+        with _threads(args.threads):
+            _run_part(part, args, progress, results)
     if results and not args.no_figure:
         try:
             path = plot(results, os.path.join(args.out, "yaad-demo.png"))
