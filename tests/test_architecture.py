@@ -296,7 +296,7 @@ LAYERS: list[tuple[str, str]] = [
     ("modes", "modes.forward modes.batch modes.anomaly modes.checkpoint modes.substitute "
      "compile compiled compiled.*"),
     ("transforms", "autograd func implicit"),
-    ("library", "stats signal integrate optimize sparse sparse.* nn nn.* optim optim.* "
+    ("library", "stats signal integrate ode ode.* optimize sparse sparse.* nn nn.* optim optim.* "
      "demo serialization testing extend bindings.tensor_methods bindings.numpy_protocols "
      "backend anomaly interop"),
     ("package", "__init__ __main__ core modes bindings"),

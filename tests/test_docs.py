@@ -50,7 +50,7 @@ INTERNAL = {"yaad.compile", "yaad.compiled", "yaad.creation", "yaad.demo", "yaad
             "yaad.linalg.products", "yaad.linalg.rank", "yaad.linalg.spectral",
             "yaad.linalg.systems", "yaad.function", "yaad.ops", "yaad.nn.layers",
             "yaad.nn.module", "yaad.sparse.tensor", "yaad.sparse.array_operator",
-            "yaad.optim.lr_scheduler", "yaad.optim.optimizer",
+            "yaad.optim.lr_scheduler", "yaad.optim.optimizer", "yaad.ode",
             *INTERNAL_PACKAGES}
 
 

@@ -1,19 +1,28 @@
-"""``yaad.integrate``: ODE solutions differentiated by the adjoint method.
+"""``yaad.integrate``: ODE solutions differentiated as they were computed.
 
 ``odeint(func, y0, t, *args)`` (the signature of ``scipy.integrate.odeint`` and
 ``jax.experimental.ode.odeint``: ``func(y, t, *args)``) and ``solve_ivp(fun, t_span, y0,
-t_eval=..., args=...)`` (SciPy's, ``fun(t, y, *args)``) integrate with SciPy's
-``solve_ivp`` (``DOP853`` by default) and record one node. Its backward integrates the
-adjoint system backwards in time, as torchdiffeq's ``odeint_adjoint`` does::
+t_eval=..., args=...)`` (SciPy's, ``fun(t, y, *args)``) integrate with yaad's own
+adaptive methods (:mod:`yaad.ode`): Dormand-Prince 5(4) (``"dopri5"``, SciPy's
+``"RK45"``) or, for stiff systems, Radau IIA of order 5 (``"Radau"``). The outputs at
+the times in between are the method's dense output.
 
-    dy/dt = f(y, t),   da/dt = -(df/dy)^T a,   dp/dt = -(df/dtheta)^T a
+The gradient (``adjoint="discrete"``, the default) is the discrete adjoint of the
+solver's own steps: the exact derivative of the computed solution (with the step sizes
+the controller chose held fixed), as diffrax's ``RecursiveCheckpointAdjoint``. The
+backward pass recomputes the steps from checkpoints (memory: ``checkpoints`` states per
+level of recomputation) and takes one vector-Jacobian product of ``func`` per stage.
+It is safe on stiff and strongly decaying systems, where integrating the state
+backwards is not. Gradients reach ``y0``, the tensor arguments, the tensors ``func``
+uses from outside, and the times (the initial time and the output times). Second
+derivatives (``create_graph=True``) and forward mode (``jvp``, ``hessian``) replay the
+steps as yaad operations (``dopri5``).
 
-with ``a`` the gradient of the state, jumping by the gradient of each output at its time,
-and ``p`` accumulating the gradient of the parameters: vector-Jacobian products of ``f``
-only, and memory that does not grow with the number of steps. The state may be real or
-complex (integrated as its real and imaginary parts), of any shape. Gradients flow to
-``y0``, to tensor arguments in ``args`` and to tensors ``func`` uses from outside; not to
-the times. Second derivatives are not implemented (they raise).
+``adjoint="backsolve"`` is the continuous adjoint of torchdiffeq's ``odeint_adjoint``
+(the state, its adjoint and the parameters' gradient integrated backwards together by
+SciPy's ``solve_ivp``, memory independent of the number of steps): only for non-stiff
+problems, since the state integrated backwards grows like ``exp(|lambda| t)`` for each
+decaying mode ``lambda`` and the gradient is then wrong or NaN.
 """
 
 from __future__ import annotations
@@ -23,48 +32,72 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import scipy  # (scipy.integrate and scipy.optimize: imported where first used)
 
-from .core.grad_mode import no_grad
+from .core.grad_mode import enable_grad, no_grad, state
 from .core.tensor import Tensor, make_tensor
 from .implicit import (
     Closure,
     data_of,
     differentiable,
     first_order_only,
-    leaf,
+    local,
     not_converged,
     pack,
     record,
     unpack,
     vjp_of,
 )
+from .ode.field import Field
+from .ode.methods import method_of
+from .ode.solver import Trajectory
+from .ops.shape import concatenate
 
 __all__ = ["odeint", "solve_ivp"]
 
+ADJOINTS = ("discrete", "backsolve")
 
-class _Ode:
-    """A solution of ``dy/dt = func(y, t, *params)`` at ``times`` and its adjoint."""
 
-    def __init__(self, func: Callable[..., Any], closure: Closure, params: list[Any],
-                 slots: list[int], times: np.ndarray, method: str, rtol: float,
-                 atol: float) -> None:
-        self.name = "integrate.odeint"
-        self.func = func
-        self.closure = closure
-        self.params = params
-        self.slots = slots
+class _Discrete:
+    """The node of an ODE solution whose backward is the discrete adjoint."""
+
+    def __init__(self, trajectory: Trajectory, need_t: bool, shape: tuple[int, ...],
+                 times: np.ndarray) -> None:
+        self.name = trajectory.name
+        self.trajectory = trajectory
+        self.need_t = need_t
+        self.shape = shape
         self.times = times
-        self.method = method
-        self.rtol = rtol
-        self.atol = atol
         self.xs: list[np.ndarray] = []
 
-    def rhs(self, y: Any, t: float, inputs: Sequence[Any]) -> Any:
-        """``func(y, t, params)`` with the node's inputs (after ``y0``) in place of the
-        differentiable parameters and the captured tensors."""
-        full = list(self.params)
-        for k, p in zip(self.slots, inputs):
-            full[k] = p
-        return self.closure.call(lambda: self.func(y, t, *full), inputs[len(self.slots):])
+    def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
+                 grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        (g,) = grads
+        if state.enabled or state.levels:  # recorded: replay the steps as yaad ops
+            loc = [local(x) for x in inputs]
+            times = loc[1] if self.need_t else self.times
+            with enable_grad():
+                out = self.trajectory.replay(loc[0], times, loc[1 + self.need_t:])
+            return tuple(vjp_of([out], loc, [g], True, True))
+        G = np.asarray(data_of(g)).reshape(len(self.times), -1)
+        ybar, tbar, pbars = self.trajectory.backward(G, self.need_t)
+        front = [ybar.reshape(self.shape)] + ([tbar] if self.need_t else [])
+        return (*front, *pbars)
+
+
+class _Backsolve:
+    """A solution by SciPy's ``solve_ivp`` and its continuous adjoint (backwards)."""
+
+    def __init__(self, field: Field, times: np.ndarray, method: str, rtol: float,
+                 atol: float, need_t: bool, shape: tuple[int, ...]) -> None:
+        self.name = "integrate.odeint"
+        self.field = field
+        self.times = times
+        self.method = {"dopri5": "RK45", "rk45": "RK45", "radau": "Radau"}.get(
+            method.lower(), method)
+        self.rtol = rtol
+        self.atol = atol
+        self.need_t = need_t
+        self.shape = shape
+        self.xs: list[np.ndarray] = []
 
     def integrate(self, fun: Callable[..., Any], state: np.ndarray, t0: float, t1: float,
                   what: str) -> np.ndarray:
@@ -79,53 +112,55 @@ class _Ode:
         end: np.ndarray = sol.y[:, -1]
         return end
 
-    def forward(self, y0: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
+    def forward(self, y0: np.ndarray) -> np.ndarray:
         likes = [y0]
-        full = list(self.params)
-        for k in self.slots:
-            full[k] = arrays[k]
 
         def fun(t: float, v: np.ndarray) -> np.ndarray:
-            with no_grad():
-                return pack([self.func(unpack(v, likes)[0], t, *full)], likes)
+            return pack([self.field.value(unpack(v, likes)[0], t)], likes)
 
         ys = [y0]
-        state = pack([y0], likes)
+        state_ = pack([y0], likes)
         for t0, t1 in zip(self.times[:-1], self.times[1:]):
-            state = self.integrate(fun, state, t0, t1, "forward")
-            ys.append(unpack(state, likes)[0])
+            state_ = self.integrate(fun, state_, t0, t1, "forward")
+            ys.append(unpack(state_, likes)[0])
         return np.stack(ys)
 
     def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
                  grads: tuple[Any, ...]) -> tuple[Any, ...]:
         first_order_only(self.name)
-        (g,) = grads
-        g = np.asarray(g)
-        ys = self.xs[0]
-        params = [np.asarray(p) for p in inputs[1:]]
+        field = self.field
+        g = np.asarray(data_of(grads[0])).reshape(len(self.times), -1)
+        ys = np.asarray(data_of(xs[0])).reshape(len(self.times), -1)
+        params = field.params
         likes = [ys[0], ys[0], *params]
 
         def augmented(t: float, v: np.ndarray) -> np.ndarray:
             y, a, *_ = unpack(v, likes)
-            yl = leaf(y)
-            pl = [leaf(p) for p in params]
-            f = self.rhs(yl, t, pl)
-            vj = vjp_of([f], [yl, *pl], [a], False, False)
-            return pack([data_of(f), *[-x for x in vj]], likes)
+            yb, _, pbars = field.vjp(y, t, a)
+            return pack([field.value(y, t), -yb, *[-p for p in pbars]], likes)
 
         a = g[-1]
-        pbar = [np.zeros(p.shape, p.dtype) for p in params]
+        pbar = [np.zeros(np.shape(p), np.result_type(p, float)) for p in params]
         for i in range(len(self.times) - 1, 0, -1):
-            state = pack([ys[i], a, *pbar], likes)
-            state = self.integrate(augmented, state, self.times[i], self.times[i - 1],
-                                   "adjoint")
-            _, a, *pbar = unpack(state, likes)
+            state_ = pack([ys[i], a, *pbar], likes)
+            state_ = self.integrate(augmented, state_, self.times[i], self.times[i - 1],
+                                    "adjoint")
+            _, a, *pbar = unpack(state_, likes)
             a = a + g[i - 1]
-        return (a, *pbar)
+        front = [a.reshape(self.shape)]
+        if self.need_t:
+            # dy(t_i)/dt_i = f(y_i, t_i); dy(t_i)/dt_0 = -Phi(t_i, t_0) f(y_0, t_0)
+            tbar = np.array([np.vdot(g[i], field.value(ys[i], self.times[i])).real
+                             for i in range(len(self.times))])
+            tbar[0] = -np.vdot(a - g[0], field.value(ys[0], self.times[0])).real
+            front.append(tbar)
+        return (*front, *pbar)
 
 
 def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 1e-8,
-           atol: float = 1e-10, method: str = "DOP853") -> Any:
+           atol: float = 1e-10, method: str = "dopri5", adjoint: str = "discrete",
+           checkpoints: int | None = None, max_steps: int = 100_000,
+           compiled: bool = True) -> Any:
     """Integrate ``dy/dt = func(y, t, *args)`` and return ``y`` at the times ``t``.
 
     Parameters
@@ -133,61 +168,117 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 
     func : callable
         ``func(y, t, *args)`` written with yaad (or NumPy) functions, returning an array
         of ``y``'s shape. It may use tensors it does not receive; those that require
-        grad get gradients.
+        grad get gradients. ``t`` is a 0-d tensor (a float with ``compiled=False``,
+        unless the times require grad).
     y0 : Tensor or array_like
-        The initial state (any shape, real or complex).
-    t : array_like
-        The times, monotonic, starting at the time of ``y0``.
+        The initial state (any shape, real or complex; real for ``"Radau"``).
+    t : Tensor or array_like
+        The times, strictly monotonic, starting at the time of ``y0``. A tensor that
+        requires grad gets the gradient (the vector field at the output times, through
+        the computed steps).
     *args : Tensor, array_like or any
         Further arguments of ``func``; tensors that require grad get gradients.
     rtol, atol : float
-        Tolerances of the forward and of the adjoint integration.
+        Tolerances of the steps' local error.
     method : str
-        A method of ``scipy.integrate.solve_ivp``.
+        ``"dopri5"`` (or ``"RK45"``, Dormand-Prince 5(4), explicit) or ``"Radau"``
+        (Radau IIA of order 5, implicit: for stiff systems). With
+        ``adjoint="backsolve"``, any method of ``scipy.integrate.solve_ivp``.
+    adjoint : {"discrete", "backsolve"}
+        ``"discrete"``: the exact gradient of the computed solution, from the steps
+        recomputed at checkpoints. ``"backsolve"``: the continuous adjoint, integrated
+        backwards with the state (memory independent of the steps, but wrong on stiff
+        or strongly decaying systems: use only for non-stiff ones).
+    checkpoints : int, optional
+        The discrete adjoint's memory: the most states kept at once per level of
+        recomputation (the backward pass recomputes the steps in between). Default: as
+        many as fit in 64 MiB (every step's state and stages for most problems, so that
+        nothing is recomputed).
+    max_steps : int
+        The most steps before :class:`ConvergenceError`.
+    compiled : bool
+        Run ``func`` and its vector-Jacobian product as compiled programs
+        (``yaad.compile``; not when ``func`` captures tensors that require grad).
 
     Returns
     -------
     Tensor
-        ``y(t)``, shape ``(len(t),) + y0.shape``; ``y(t[0]) = y0``. Its backward is the
-        adjoint method (constant memory in the number of steps).
+        ``y(t)``, shape ``(len(t),) + y0.shape``; ``y(t[0]) = y0``.
 
     Raises
     ------
     ConvergenceError
-        If SciPy's integrator stops early (forward or adjoint).
+        If the step size underflows (a singularity; a stiff system with an explicit
+        method) or ``max_steps`` is reached.
     """
+    name = "integrate.odeint"
     times = np.asarray(data_of(t), dtype=float)
     if times.ndim != 1 or times.size < 2:
-        raise ValueError(f"integrate.odeint: t must be a vector of at least two times, not "
+        raise ValueError(f"{name}: t must be a vector of at least two times, not "
                          f"of shape {times.shape}")
     steps = np.diff(times)
     if not (np.all(steps > 0) or np.all(steps < 0)):
-        raise ValueError("integrate.odeint: the times must be strictly monotonic")
+        raise ValueError(f"{name}: the times must be strictly monotonic")
+    if adjoint not in ADJOINTS:
+        raise ValueError(f"{name}: adjoint must be one of {ADJOINTS}, not {adjoint!r}")
     y0a = np.asarray(data_of(y0))
     if y0a.dtype.kind not in "fc":
         y0a = y0a.astype(float)
+    need_t = differentiable(t)
     slots = [k for k, p in enumerate(args) if differentiable(p)]
     plain = [p.detach() if k in slots else p for k, p in enumerate(args)]
-    closure = Closure(lambda y: func(y, float(times[0]), *plain), "integrate.odeint")
-    first = closure.discover(make_tensor(y0a))
+    closure = Closure(lambda y: func(y, float(times[0]), *plain), name)
+    forward_mode = bool(state.levels) and (
+        differentiable(y0) or need_t or bool(slots) or state.enabled)
+    if forward_mode:  # tangents: the steps run as yaad operations (no discovery needed)
+        with no_grad():
+            first = func(make_tensor(y0a), float(times[0]), *plain)
+    else:
+        first = closure.discover(make_tensor(y0a))
     if np.shape(first) != y0a.shape:
-        raise ValueError(f"integrate.odeint: func returned shape {np.shape(first)} for a "
+        raise ValueError(f"{name}: func returned shape {np.shape(first)} for a "
                          f"state of shape {y0a.shape}")
     if np.iscomplexobj(data_of(first)) and y0a.dtype.kind != "c":
-        raise TypeError("integrate.odeint: func returned complex values for a real y0; "
-                        "start from a complex y0 (y0 + 0j)")
-    problem = _Ode(func, closure, list(args), slots, times, method, rtol, atol)
-    arrays = [data_of(p) if isinstance(p, Tensor) else p for p in args]
-    problem.xs = [problem.forward(y0a, arrays)]
+        raise TypeError(f"{name}: func returned complex values for a real y0; "
+                        f"start from a complex y0 (y0 + 0j)")
+    field = Field(func, args, slots, closure, y0a.shape, need_t,
+                  compiled and not forward_mode)
     y0t = y0 if isinstance(y0, Tensor) else make_tensor(y0a)
-    inputs = [y0t, *[args[k] for k in slots], *closure.captured]
-    tensors = isinstance(y0, Tensor) or bool(slots) or bool(closure.found)
+    inputs = [y0t, *([t] if need_t else []), *[args[k] for k in slots], *closure.captured]
+    tensors = isinstance(y0, Tensor) or bool(slots) or bool(closure.found) or need_t
+    if adjoint == "backsolve":
+        problem: Any = _Backsolve(field, times, method, rtol, atol, need_t, y0a.shape)
+        problem.xs = [problem.forward(y0a).reshape((len(times),) + y0a.shape)]
+        return record(problem, inputs, tensors)[0]
+    m = method_of(method, rtol, atol, name)
+    if m.name == "radau" and y0a.dtype.kind == "c":
+        raise TypeError(f"{name}: method='Radau' takes a real state, not {y0a.dtype}; "
+                        f"integrate the real and imaginary parts as a real state of twice "
+                        f"the size, or use method='dopri5'")
+    trajectory = Trajectory(m, field, times, checkpoints, max_steps, name)
+    outs = trajectory.run(y0a.reshape(-1)).reshape((len(times),) + y0a.shape)
+    if forward_mode:
+        params = [args[k] for k in slots]
+        with enable_grad():
+            return trajectory.replay(y0t, t if need_t else times, params)
+    problem = _Discrete(trajectory, need_t, y0a.shape, times)
+    problem.xs = [outs]
     return record(problem, inputs, tensors)[0]
 
 
-def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any, t_eval: Any = None,
-              args: tuple[Any, ...] = (), method: str = "DOP853", rtol: float = 1e-8,
-              atol: float = 1e-10) -> scipy.optimize.OptimizeResult:
+def _as_times(parts: Sequence[Any]) -> Any:
+    """The 1-d times from scalars and vectors, a tensor if any part is one."""
+    if any(isinstance(p, Tensor) for p in parts):
+        return concatenate([p.reshape(-1) if isinstance(p, Tensor)
+                            else np.asarray(p, float).reshape(-1) for p in parts])
+    return np.concatenate([np.asarray(p, float).reshape(-1) for p in parts])
+
+
+def solve_ivp(fun: Callable[..., Any], t_span: Sequence[Any], y0: Any, t_eval: Any = None,
+              args: tuple[Any, ...] = (), method: str = "RK45", rtol: float = 1e-8,
+              atol: float = 1e-10, adjoint: str = "discrete",
+              checkpoints: int | None = None, max_steps: int = 100_000,
+              compiled: bool = True) -> scipy.optimize.OptimizeResult:
     """Solve ``dy/dt = fun(t, y, *args)`` (``scipy.integrate.solve_ivp``), differentiable.
 
     Parameters
@@ -195,34 +286,40 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any, t_eval:
     fun : callable
         ``fun(t, y, *args)``, written with yaad functions, ``y`` a vector.
     t_span : tuple
-        ``(t0, t1)``.
+        ``(t0, t1)`` (floats or 0-d tensors; a tensor that requires grad gets the
+        gradient).
     y0 : Tensor or array_like
         The initial state, a vector (real or complex).
-    t_eval : array_like, optional
-        The output times, from ``t0``; default ``(t0, t1)``.
+    t_eval : Tensor or array_like, optional
+        The output times; default ``(t0, t1)``.
     args : tuple
         Further arguments of ``fun``; tensors that require grad get gradients.
-    method, rtol, atol
-        As in SciPy.
+    method : str
+        ``"RK45"`` (Dormand-Prince 5(4), yaad's ``"dopri5"``) or ``"Radau"`` (stiff).
+    rtol, atol, adjoint, checkpoints, max_steps, compiled
+        As in :func:`odeint`.
 
     Returns
     -------
     scipy.optimize.OptimizeResult
-        ``t`` (the output times), ``y`` (a Tensor of shape ``(n, len(t))``, differentiable
-        by the adjoint method), ``success`` and ``message``.
+        ``t`` (the output times, an array), ``y`` (a Tensor of shape ``(n, len(t))``,
+        differentiable), ``success`` and ``message``.
     """
-    times = np.asarray(t_span, dtype=float) if t_eval is None else np.asarray(t_eval, float)
     if np.ndim(data_of(y0)) != 1:
         raise ValueError(f"integrate.solve_ivp: y0 must be a vector, not of shape "
                          f"{np.shape(data_of(y0))}")
-    if times.size and times[0] != t_span[0]:
-        times = np.concatenate([[float(t_span[0])], times])
-        ys = odeint(lambda y, t, *a: fun(t, y, *a), y0, times, *args, rtol=rtol, atol=atol,
-                    method=method)[1:]
+    t0, t1 = t_span[0], t_span[1]
+    if t_eval is None:
+        times, drop = _as_times([t0, t1]), 0
+    elif float(np.asarray(data_of(t_eval), float).reshape(-1)[0]) != float(data_of(t0)):
+        times, drop = _as_times([t0, t_eval]), 1
     else:
-        ys = odeint(lambda y, t, *a: fun(t, y, *a), y0, times, *args, rtol=rtol, atol=atol,
-                    method=method)
+        times, drop = _as_times([t_eval]), 0
+    ys = odeint(lambda y, t, *a: fun(t, y, *a), y0, times, *args, rtol=rtol, atol=atol,
+                method=method, adjoint=adjoint, checkpoints=checkpoints,
+                max_steps=max_steps, compiled=compiled)[drop:]
     y = ys.T if isinstance(ys, Tensor) else np.asarray(ys).T
-    return scipy.optimize.OptimizeResult(t=times[-y.shape[1]:], y=y, success=True,
+    t_out = np.asarray(data_of(times), float)[drop:]
+    return scipy.optimize.OptimizeResult(t=t_out, y=y, success=True,
                                          status=0, message="The solver successfully reached "
                                          "the end of the integration interval.")

@@ -1,0 +1,273 @@
+"""One step of an ODE method on flat arrays, its dense output, and the step's adjoint.
+
+A method steps ``y' = f(y, t)`` from ``(y, t)`` by ``h`` and returns the new state and
+the step's *data* (the stages), from which the dense output and the adjoint are computed.
+A step is a deterministic function of ``(y, t, h)`` (and of the cache handed over from
+the previous step, itself a function of ``y``), so the reverse pass recomputes exactly
+the steps the forward pass took. The adjoint of a step is the exact vector-Jacobian
+product of that computation with the step size held fixed (the step size controller's
+choices are not differentiated):
+
+    adjoint(field, y, t, h, data, ybar_new, thetas, G, need_t, acc)
+        -> (ybar, tbar, hbar, toutbar)
+
+for the gradient ``ybar_new`` of the new state and the gradients ``G`` of the outputs
+interpolated at the fractions ``thetas`` of the step; the parameters' gradients are added
+by ``acc``. Complex states: gradients follow yaad's convention (``dL/dRe + i dL/dIm``),
+so the gradient of a real scalar ``s`` that multiplies ``v`` is ``Re vdot(vbar, v)``.
+
+Dormand-Prince 5(4) coefficients and its dense output are those of Dormand and Prince
+(1980) with Shampine's interpolant, as in SciPy's ``RK45``; Radau IIA of order 5 and its
+error estimate are Hairer and Wanner's (``RADAU5``, SciPy's ``Radau``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import scipy.linalg
+
+from ..implicit import ConvergenceError
+
+
+def rms(x: np.ndarray) -> float:
+    """The root mean square of ``|x|`` (the solvers' error norm)."""
+    return float(np.sqrt(np.mean(np.abs(x) ** 2))) if x.size else 0.0
+
+
+def _re_vdot(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.vdot(a, b).real)
+
+
+class Dopri5:
+    """Dormand-Prince 5(4), seven stages (the seventh is the next step's first)."""
+
+    name = "dopri5"
+    error_order = 4
+    C = np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1])
+    A = np.zeros((7, 7))
+    A[1, :1] = [1 / 5]
+    A[2, :2] = [3 / 40, 9 / 40]
+    A[3, :3] = [44 / 45, -56 / 15, 32 / 9]
+    A[4, :4] = [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729]
+    A[5, :5] = [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]
+    A[6, :6] = [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]
+    B = A[6].copy()
+    E = np.array([-71 / 57600, 0, 71 / 16695, -71 / 1920, 17253 / 339200, -22 / 525,
+                  1 / 40])
+    P = np.array([
+        [1, -8048581381 / 2820520608, 8663915743 / 2820520608,
+         -12715105075 / 11282082432],
+        [0, 0, 0, 0],
+        [0, 131558114200 / 32700410799, -68118460800 / 10900136933,
+         87487479700 / 32700410799],
+        [0, -1754552775 / 470086768, 14199869525 / 1410260304,
+         -10690763975 / 1880347072],
+        [0, 127303824393 / 49829197408, -318862633887 / 49829197408,
+         701980252875 / 199316789632],
+        [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+        [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423]])
+
+    def __init__(self, rtol: float, atol: float) -> None:
+        self.rtol, self.atol = rtol, atol
+
+    def first(self, field: Any, y: np.ndarray, t: float) -> Any:
+        """The cache of a step from ``y``: ``f(y, t)``."""
+        return field.value(y, t)
+
+    @staticmethod
+    def next_cache(data: Any) -> Any:
+        """The next step's cache from this step's data (first same as last)."""
+        return data[6]
+
+    def step(self, field: Any, y: np.ndarray, t: float, h: float, k1: np.ndarray,
+             error: bool = True) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(y_new, K, error norm)``; ``K`` holds the seven stages' ``f`` values."""
+        K = np.empty((7, y.size), np.result_type(y, k1))
+        K[0] = k1
+        A, C = self.A, self.C
+        for i in range(1, 7):
+            Y = y + h * (A[i, :i] @ K[:i])
+            K[i] = field.value(Y, t + C[i] * h)
+        if not error:
+            return Y, K, 0.0
+        scale = self.atol + self.rtol * np.maximum(np.abs(y), np.abs(Y))
+        return Y, K, rms(h * (self.E @ K) / scale)
+
+    def weights(self, thetas: np.ndarray) -> np.ndarray:
+        """The dense output's weights of the stages at ``thetas``, ``(M, 7)``."""
+        return (thetas[:, None] ** np.arange(1, 5)) @ self.P.T
+
+    def dweights(self, thetas: np.ndarray) -> np.ndarray:
+        """Their derivatives with respect to ``theta``."""
+        return (np.arange(1, 5) * thetas[:, None] ** np.arange(4)) @ self.P.T
+
+    def dense(self, y: np.ndarray, h: float, K: np.ndarray, thetas: np.ndarray) -> np.ndarray:
+        """The states at ``t + theta h``, ``(M, n)``."""
+        return y + h * (self.weights(thetas) @ K)
+
+    def adjoint(self, field: Any, y: np.ndarray, t: float, h: float, K: np.ndarray,
+                ybar_new: np.ndarray, thetas: np.ndarray, G: np.ndarray, need_t: bool,
+                acc: Callable) -> tuple[np.ndarray, float, float, np.ndarray | None]:
+        A, C = self.A, self.C
+        Kbar = h * np.outer(self.B, ybar_new)
+        ybar = ybar_new.copy()
+        hbar = _re_vdot(ybar_new, self.B @ K)
+        tbar = 0.0
+        toutbar = None
+        if thetas.size:
+            W = self.weights(thetas)
+            ybar = ybar + G.sum(axis=0)
+            Kbar = Kbar + h * (W.T @ G)
+            hbar += float(np.sum((G.conj() * (W @ K)).real))
+            if need_t:
+                # theta = (tout - t) / h: dout/dtheta = h dW K
+                thbar = h * np.sum((G.conj() * (self.dweights(thetas) @ K)).real, axis=1)
+                toutbar = thbar / h
+                tbar -= float(thbar.sum()) / h
+                hbar -= float(thbar @ thetas) / h
+        for i in range(6, -1, -1):
+            kb = Kbar[i]
+            if not kb.any():
+                continue
+            Yi = y + h * (A[i, :i] @ K[:i]) if i else y
+            yb, tb, pbars = field.vjp(Yi, t + C[i] * h, kb)
+            ybar = ybar + yb
+            if i:
+                Kbar[:i] += h * np.outer(A[i, :i], yb)
+                hbar += _re_vdot(yb, A[i, :i] @ K[:i]) + C[i] * tb
+            tbar += tb
+            acc(pbars)
+        return ybar, tbar, hbar, toutbar
+
+
+_S6 = 6 ** 0.5
+
+
+class Radau:
+    """Radau IIA of order 5 (three implicit stages, stiffly accurate, L-stable).
+
+    The stages ``Z`` (offsets from ``y``) solve ``Z = h (A x I) F(y + Z)`` by Newton's
+    method with the Jacobian at ``(y, t)``, from ``Z = 0`` to a scaled tolerance far
+    below the step's; the adjoint differentiates the solved equations (the implicit
+    function theorem, with the exact Jacobians at the three stages).
+    """
+
+    name = "radau"
+    error_order = 3
+    C = np.array([(4 - _S6) / 10, (4 + _S6) / 10, 1.0])
+    A = np.array([
+        [(88 - 7 * _S6) / 360, (296 - 169 * _S6) / 1800, (-2 + 3 * _S6) / 225],
+        [(296 + 169 * _S6) / 1800, (88 + 7 * _S6) / 360, (-2 - 3 * _S6) / 225],
+        [(16 - _S6) / 36, (16 + _S6) / 36, 1 / 9]])
+    E = np.array([-13 - 7 * _S6, -13 + 7 * _S6, -1]) / 3
+    MU_REAL = 3 + 3 ** (2 / 3) - 3 ** (1 / 3)
+    # the collocation polynomial: y + sum_j Z_j L_j(theta), L_j(c_k) = delta_jk, L_j(0) = 0
+    Q = np.linalg.inv(C[:, None] ** np.arange(1, 4))
+    NEWTON_TOL = 1e-4
+    NEWTON_MAXITER = 12
+
+    def __init__(self, rtol: float, atol: float) -> None:
+        self.rtol, self.atol = rtol, atol
+
+    def first(self, field: Any, y: np.ndarray, t: float) -> Any:
+        return None
+
+    @staticmethod
+    def next_cache(data: Any) -> Any:
+        return None
+
+    def step(self, field: Any, y: np.ndarray, t: float, h: float, cache: Any,
+             error: bool = True) -> tuple[np.ndarray, Any, float]:
+        """``(y_new, Z, error norm)``; raises ``_NewtonFailed`` if Newton stalls."""
+        n = y.size
+        J = field.jac(y, t)
+        lu = scipy.linalg.lu_factor(np.eye(3 * n) - h * np.kron(self.A, J))
+        scale = self.atol + self.rtol * np.abs(y)
+        Z = np.zeros((3, n))
+        times = t + self.C * h
+        for _ in range(self.NEWTON_MAXITER):
+            F = np.stack([field.value(y + Z[j], times[j]) for j in range(3)])
+            R = h * (self.A @ F) - Z
+            dZ = scipy.linalg.lu_solve(lu, R.reshape(-1)).reshape(3, n)
+            Z = Z + dZ
+            if not np.all(np.isfinite(Z)):
+                break
+            if rms(dZ / scale) < self.NEWTON_TOL:
+                break
+        else:
+            raise _NewtonFailed
+        if not np.all(np.isfinite(Z)):
+            raise _NewtonFailed
+        y_new = y + Z[2]
+        if not error:
+            return y_new, Z, 0.0
+        f0 = field.value(y, t)
+        E = scipy.linalg.solve(self.MU_REAL / h * np.eye(n) - J, f0 + (self.E @ Z) / h)
+        scale = self.atol + self.rtol * np.maximum(np.abs(y), np.abs(y_new))
+        return y_new, Z, rms(E / scale)
+
+    def weights(self, thetas: np.ndarray) -> np.ndarray:
+        return (thetas[:, None] ** np.arange(1, 4)) @ self.Q
+
+    def dweights(self, thetas: np.ndarray) -> np.ndarray:
+        return (np.arange(1, 4) * thetas[:, None] ** np.arange(3)) @ self.Q
+
+    def dense(self, y: np.ndarray, h: float, Z: np.ndarray, thetas: np.ndarray) -> np.ndarray:
+        return y + self.weights(thetas) @ Z
+
+    def adjoint(self, field: Any, y: np.ndarray, t: float, h: float, Z: np.ndarray,
+                ybar_new: np.ndarray, thetas: np.ndarray, G: np.ndarray, need_t: bool,
+                acc: Callable) -> tuple[np.ndarray, float, float, np.ndarray | None]:
+        n = y.size
+        Zbar = np.zeros((3, n))
+        Zbar[2] = ybar_new
+        ybar = ybar_new.copy()
+        tbar = hbar = 0.0
+        toutbar = None
+        if thetas.size:
+            ybar = ybar + G.sum(axis=0)
+            Zbar = Zbar + self.weights(thetas).T @ G
+            if need_t:
+                thbar = np.sum(G * (self.dweights(thetas) @ Z), axis=1)
+                toutbar = thbar / h
+                tbar -= float(thbar.sum()) / h
+                hbar -= float(thbar @ thetas) / h
+        times = t + self.C * h
+        Js = [field.jac(y + Z[j], times[j]) for j in range(3)]
+        # (dG/dZ)^T W = Zbar with G(Z) = Z - h (A x I) F(y + Z)
+        M = np.eye(3 * n) - h * np.kron(self.A, np.ones((n, n))) * np.tile(
+            np.hstack(Js), (3, 1))
+        W = scipy.linalg.solve(M.T, Zbar.reshape(-1)).reshape(3, n)
+        V = h * (self.A.T @ W)
+        for j in range(3):
+            yb, tb, pbars = field.vjp(y + Z[j], times[j], V[j])
+            ybar = ybar + yb
+            Fj = field.value(y + Z[j], times[j])
+            hbar += float(V[j] @ Fj) / h + self.C[j] * tb
+            tbar += tb
+            acc(pbars)
+        return ybar, tbar, hbar, toutbar
+
+
+class _NewtonFailed(Exception):
+    """Newton's method did not converge on a Radau step (the step is halved)."""
+
+
+METHODS = {"dopri5": Dopri5, "rk45": Dopri5, "radau": Radau}
+
+
+def method_of(name: str, rtol: float, atol: float, fname: str) -> Any:
+    """The method called ``name`` (case-insensitive: ``"dopri5"``/``"RK45"``,
+    ``"Radau"``)."""
+    cls = METHODS.get(str(name).lower())
+    if cls is None:
+        raise ValueError(
+            f"{fname}: unknown method {name!r}; the discrete adjoint has 'dopri5' (or "
+            f"'RK45', explicit) and 'Radau' (implicit, for stiff systems). SciPy's other "
+            f"methods ('DOP853', 'BDF', 'LSODA') run with adjoint='backsolve'")
+    return cls(rtol, atol)
+
+
+__all__ = ["ConvergenceError", "Dopri5", "Radau", "method_of", "rms"]
