@@ -15,7 +15,7 @@ from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
 from .compiled.reverse import record_backward
 from .compiled.rewrite import rewrite
-from .compiled.state import TooMuchState, watch
+from .compiled.state import TooMuchState, float_state, watch
 from .compiled.tape import Recorder, outcome_key, plain_outputs
 from .core.backend import is_foreign
 from .core.grad_mode import state
@@ -183,7 +183,7 @@ class Compiled:
     def _signature(self, args: tuple[Any, ...], kw: dict[Any, Any]) -> tuple[Any, ...]:
         leaves: list[Any] = []
         objects: list[Any] = []
-        parts: list[Any] = [state.enabled]
+        parts: list[Any] = [state.enabled, float_state()]
         for a in args:
             if _valued(a):
                 leaves.append(a)
@@ -209,7 +209,7 @@ class Compiled:
             return self.fn(*args, **kw)
         if not kw and not self._modules:
             # The common case, specialised: tensor arguments only.
-            parts: list[Any] = [st.enabled]
+            parts: list[Any] = [st.enabled, float_state()]
             for a in args:
                 if a.__class__ is not Tensor and not _valued(a):
                     break
@@ -255,7 +255,10 @@ class Compiled:
                                             f"cells, globals, attributes, items, arrays "
                                             f"they hold) changed {n} times", args, kw)
         if tree is None:
-            if key in self._eager:
+            # (a signature that runs eagerly in the default floating-point state runs
+            # eagerly, silently, in the others too: key[1] is that state, see float_state)
+            if key in self._eager or (key[1] is not None
+                                      and (key[0], None, *key[2:]) in self._eager):
                 self.stats["eager"] += 1
                 return self.fn(*args, **kw)
             self._make_room()

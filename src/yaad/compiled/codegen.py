@@ -21,7 +21,7 @@ from ..core.backend import call as call_foreign
 from ..core.op import registry
 from ..ops import products
 from .product_ops import TRACE_MM
-from .tape import Alias, Const, Entry, Guard, Load, Slot, SlotTuple
+from .tape import Alias, Const, Entry, Guard, Load, Slot, SlotTuple, float_context
 
 
 class Namespace:
@@ -349,7 +349,7 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
                 lhs += ","
             line = f"{lhs} = {fn}({', '.join(args)})"
             if it.err is not None:
-                err = ns.name(functools.partial(np.errstate, **it.err), "e")
+                err = ns.name(functools.partial(float_context, it.err), "e")
                 lines.append(f"{indent}with {err}():")
                 lines.append(f"{indent}    {line}")
             else:

@@ -29,6 +29,7 @@ import contextlib
 import operator
 import random
 import sys
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -88,7 +89,8 @@ class Entry:
 
     ``grad_in[i]``: a gradient can flow into positional argument ``i`` (a tensor that
     required grad, with a rule). ``diff_out[k]``: output ``k`` required grad. ``err``: the
-    NumPy error state when it ran, if it was not the state at the start.
+    NumPy error state when it ran, if it or the warnings filters (then under the key
+    ``filters``) were not those at the start (see :func:`float_context`).
     """
 
     __slots__ = ("op", "args", "kw", "outs", "grad_in", "diff_out", "err", "dtypes", "spell")
@@ -257,6 +259,21 @@ def outcome_key(v: Any) -> Any:
     return (t, v)
 
 
+@contextlib.contextmanager
+def float_context(err: dict) -> Any:
+    """NumPy's error state ``err`` (see :class:`Entry`) and, under its key ``filters``, the
+    warnings filters an op was recorded in."""
+    filters = err.get("filters")
+    with np.errstate(**{k: v for k, v in err.items() if k != "filters"}):
+        if filters is None:
+            yield
+            return
+        with warnings.catch_warnings():
+            warnings.filters[:] = filters
+            getattr(warnings, "_filters_mutated", lambda: None)()  # (its registry's cache)
+            yield
+
+
 def _layout(a: np.ndarray) -> tuple:
     return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
 
@@ -408,6 +425,7 @@ class Recorder:
         self.suspended = 0
         self.quiet = 0  # >0: do not note the NumPy error state (strong zeros)
         self.err0 = np.geterr()
+        self.filters0 = tuple(warnings.filters)
         self.effects: list = []  # (("in", k) | ("ext", tensor), slot): accumulate .grad
         self.probe: Probe | None = None
         self.plain: dict[int, Tensor] = {}  # see rule_tensor
@@ -648,11 +666,16 @@ class Recorder:
             node = t._node
             slots.append(self.new_slot(t._data, t, ("op",), t.requires_grad,
                                        node if node is not None else t))
-        err = None if self.quiet else np.geterr()
+        err = None
+        if not self.quiet:
+            np_err = np.geterr()
+            filters = tuple(warnings.filters)
+            if np_err != self.err0 or filters != self.filters0:
+                # The function set them: the replay runs the op in the same state.
+                err = np_err if filters == self.filters0 else {**np_err, "filters": filters}
         target = self.target
         target.append(Entry(spec, refs, kwrefs, tuple(slots), grad_in,
-                            tuple(t.requires_grad for t in outs),
-                            None if err == self.err0 or err is None else err,
+                            tuple(t.requires_grad for t in outs), err,
                             tuple(getattr(t._data, "dtype", None) for t in outs)))
         if not (spec.elementwise or (spec in _shape_ops() and _operands_only(spec, refs,
                                                                          kwrefs))):
