@@ -445,3 +445,74 @@ def test_dense_tensor_and_float32_operators():
     assert b.grad.dtype == np.float32
     np.testing.assert_allclose(b.grad, np.linalg.solve(m.toarray().astype(float), np.ones(N)),
                                rtol=1e-4)
+
+
+# ---- second derivatives through eigsh --------------------------------------------------
+
+
+def tfim_terms(L):
+    """-sum Z_i Z_(i+1) and -sum X_i of the periodic transverse-field Ising chain."""
+    sx = sps.csr_array([[0.0, 1.0], [1.0, 0.0]])
+    sz = sps.csr_array([[1.0, 0.0], [0.0, -1.0]])
+
+    def site(op, i):
+        m = sps.eye(1, format="csr")
+        for j in range(L):
+            m = sps.kron(m, op if j == i else sps.eye(2), format="csr")
+        return m
+
+    zz = sum(site(sz, i) @ site(sz, (i + 1) % L) for i in range(L))
+    x = sum(site(sx, i) for i in range(L))
+    return sps.csr_array(-zz), sps.csr_array(-x)
+
+
+@pytest.mark.parametrize("h", [0.7, 1.0, 1.5])
+def test_tfim_second_derivative_of_the_ground_state_energy_against_exact_diagonalisation(h):
+    # d^2 E0 / dh^2 = -2 sum_n |<n|X|0>|^2 / (E_n - E_0) (second-order perturbation theory
+    # on numpy.linalg.eigh of the dense Hamiltonian) and finite differences of the exact
+    # ground-state energy
+    zz, x = tfim_terms(8)
+
+    def e0(hh):
+        w, _ = sl.eigsh(yaad.sparse.asarray(zz) + hh * yaad.sparse.asarray(x), k=1,
+                        which="SA", tol=1e-14)
+        return w[0]
+
+    w, v = np.linalg.eigh((zz + h * x).toarray())
+    m = v.T @ (x @ v[:, 0])
+    exact = -2 * np.sum(m[1:] ** 2 / (w[1:] - w[0]))
+    got = yaad.func.grad(yaad.func.grad(e0))(h)
+    assert np.ndim(got) == 0 and np.asarray(got).dtype == np.float64
+    np.testing.assert_allclose(got, exact, rtol=1e-9)
+    ed = lambda hh: np.linalg.eigvalsh((zz + hh * x).toarray())[0]  # noqa: E731
+    fd = lambda e: (ed(h + e) - 2 * ed(h) + ed(h - e)) / e ** 2  # noqa: E731
+    np.testing.assert_allclose(got, (4 * fd(1e-3) - fd(2e-3)) / 3, rtol=1e-6)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.filterwarnings("ignore::yaad.func.BatchingWarning")
+def test_eigsh_hessian_of_eigenvalues_matches_dense_eigh(complex_):
+    a, b = two_terms(complex_, True)
+
+    def sparse_loss(th):
+        w, _ = sl.eigsh(sparse_op(th, a, b), k=3, which="SA", tol=1e-14)
+        return w[0] + 2 * w[1] - w[2] ** 2
+
+    def dense_loss(th):
+        w, _ = yaad.linalg.eigh(dense_op(th, a, b))
+        return w[0] + 2 * w[1] - w[2] ** 2
+
+    np.testing.assert_allclose(yaad.func.jacrev(yaad.func.grad(sparse_loss))(TH0),
+                               yaad.func.jacrev(yaad.func.grad(dense_loss))(TH0),
+                               rtol=1e-8, atol=1e-10)
+
+
+def test_eigsh_second_derivatives_of_eigenvector_losses_raise():
+    a, b = two_terms(False, True)
+    th = yaad.tensor(TH0, requires_grad=True)
+    _, v = sl.eigsh(sparse_op(th, a, b), k=2, which="SA")
+    (g,) = yaad.autograd.grad(yaad.sum(v[:, 0] ** 4), th, create_graph=False)
+    assert np.all(np.isfinite(g))
+    _, v = sl.eigsh(sparse_op(th, a, b), k=2, which="SA")
+    with pytest.raises(NotImplementedError, match="loss of the eigenvectors"):
+        yaad.autograd.grad(yaad.sum(v[:, 0] ** 4), th, create_graph=True)

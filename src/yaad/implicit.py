@@ -36,7 +36,7 @@ from .core.grad_mode import enable_grad, no_grad, state
 from .core.levels import tangent_of, with_tangent
 from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx
-from .modes.batched_values import BatchAxis, per_example
+from .modes.batched_values import BatchAxis, batch_sizes, per_example
 from .modes.forward import forward_level
 from .modes.substitute import with_substitute
 from .ops.elementwise import positive, real
@@ -191,10 +191,15 @@ def vjp_of(outputs: Sequence, inputs: Sequence, cotangents: Sequence, retain: bo
     return [np.zeros(t.shape, t.dtype) if g is None else g for g, t in zip(grads, inputs)]
 
 
+def forward_mode_on() -> bool:
+    """Whether a forward-mode level (not a vmap batch level) is active."""
+    return any(lv not in batch_sizes for lv in state.levels)
+
+
 def first_order_only(name: str) -> None:
     """Raise in a backward pass that is being recorded (``create_graph=True``) or runs
-    under forward mode (``hessian``, ``hvp``)."""
-    if state.enabled or state.levels:
+    under forward mode (``hessian``, ``hvp``; vmap's batch levels are no forward mode)."""
+    if state.enabled or forward_mode_on():
         raise NotImplementedError(
             f"{name}: second derivatives (create_graph=True) through this solver are not "
             f"implemented; take first derivatives, or differentiate a dense version "

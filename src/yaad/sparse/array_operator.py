@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse.linalg as spla
 
 from ..core.grad_mode import enable_grad, no_grad
-from ..implicit import Closure, data_of, leaf, vjp_of
+from ..implicit import Closure, data_of, leaf, local, vjp_of
 
 
 class ArrayOperator:
@@ -80,6 +80,14 @@ class ArrayOperator:
         leaves = [leaf(a) for a in inputs]
         y = self.closure.call(lambda: self.s @ v, leaves)
         return vjp_of([y], leaves, [ybar], False, False)
+
+    def vjp_recorded(self, v: Any, ybar: Any, inputs: tuple[Any, ...]) -> list[Any]:
+        """:meth:`vjp` as yaad operations (``create_graph=True``): differentiable in ``v``,
+        ``ybar`` and the inputs (tensors linked into the graph)."""
+        with enable_grad():
+            locals_ = [local(a) for a in inputs]
+            y = self.closure.call(lambda: self.s @ v, locals_)
+            return vjp_of([y], locals_, [ybar], True, True)
 
     def check_hermitian(self) -> None:
         """Raise if random probes show that the operator is not Hermitian."""

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
-from ..core.grad_mode import no_grad
+from ..core.grad_mode import no_grad, state
 from ..core.tensor import Tensor, make_tensor
 from ..implicit import (
     ConvergenceError,
@@ -41,6 +41,7 @@ from ..implicit import (
     data_of,
     differentiable,
     first_order_only,
+    forward_mode_on,
     not_converged,
     pack,
     record,
@@ -172,15 +173,35 @@ class _Eigsh(_Eig):
 
     def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
                  grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        first_order_only(self.name)
+        if state.enabled or forward_mode_on():
+            return self._recorded(inputs, xs, grads)
         w, v = self.xs
         gw, gv = grads
-        gw = np.asarray(gw)
+        gw = np.asarray(data_of(gw))
         ybar = v * gw.astype(v.dtype)  # Hellmann-Feynman: dw_i = v_i^H dA v_i
         if gv is not None and np.any(gv):
-            gv = np.asarray(gv)
+            gv = np.asarray(data_of(gv))
             ybar = ybar + self._vector_part(w, v, gw, gv)
         return tuple(self.op.vjp(v, ybar, inputs))
+
+    def _recorded(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
+                  grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The gradient as yaad operations (``create_graph=True``): Hellmann-Feynman,
+        ``Re <v gw, A(theta) v>`` differentiated for ``theta`` with the eigenvectors ``v``
+        the node's outputs, so that a second backward pass reaches them (and through them,
+        the first-order eigenvector gradient: a MINRES solve with ``A - w_i``)."""
+        if forward_mode_on():
+            first_order_only(self.name)
+        _, v = xs
+        gw, gv = grads
+        if gv is not None and np.any(data_of(gv)):
+            raise NotImplementedError(
+                f"{self.name}: second derivatives (create_graph=True) of a loss of the "
+                f"eigenvectors are not implemented; those of a loss of the eigenvalues "
+                f"are (Hellmann-Feynman: d^2 E / d theta^2 through the eigenvectors)")
+        if not np.any(data_of(gw)):
+            return tuple(np.zeros(np.shape(a), data_of(a).dtype) for a in inputs)
+        return tuple(self.op.vjp_recorded(v, v * gw, inputs))
 
     def _vector_part(self, w: Any, v: Any, gw: Any, gv: Any) -> np.ndarray:
         vh = v.conj().T
