@@ -456,3 +456,88 @@ def test_declared_rules_and_strategies():
     bad = yaad.op(np.square, name="test_vmap_bad", batch="nonsense")
     with pytest.raises(ValueError, match="is not a batching strategy"):
         vmap(bad)(x)
+
+
+# ---- valid inputs that crashed or came back changed ------------------------------------------
+
+
+def test_softplus_and_embedding_with_batched_indices_against_torch():
+    """Both read ``.data`` of their input (softplus for its threshold, embedding for its
+    indices), which a tensor inside vmap refuses."""
+    from torch.func import vmap as tvmap
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3)) * 15  # on both sides of the threshold 20
+    got = vmap(yaad.nn.functional.softplus)(yaad.tensor(x))
+    np.testing.assert_allclose(got.numpy(), tvmap(torch.nn.functional.softplus)(
+        torch.tensor(x)).numpy(), rtol=1e-14)
+    w, idx = rng.standard_normal((5, 2)), np.array([[0, 1], [2, 4], [3, 3]])
+    wy, wt = yaad.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    got = vmap(lambda i: yaad.nn.functional.embedding(i, wy, padding_idx=3))(yaad.tensor(idx))
+    want = tvmap(lambda i: torch.nn.functional.embedding(i, wt, padding_idx=3))(
+        torch.tensor(idx))
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    assert got.shape == (3, 2, 2)
+    (got ** 2).sum().backward()
+    (want ** 2).sum().backward()
+    np.testing.assert_allclose(wy.grad, wt.grad.numpy(), rtol=1e-14)
+    with pytest.raises(IndexError, match="embedding"):
+        vmap(lambda i: yaad.nn.functional.embedding(i, wy))(yaad.tensor(idx + 1))
+
+
+def test_zeros_like_of_a_batched_tensor_is_batched_as_in_torch():
+    """zeros_like inside vmap came back unbatched, so writing one example's values into it
+    raised; torch.func gives a batched tensor."""
+    from torch.func import vmap as tvmap
+
+    x = np.arange(12.0).reshape(4, 3)
+
+    def f(lib):
+        def body(v):
+            z = lib.zeros_like(v)
+            assert tuple(z.shape) == (3,)
+            z[0] = v[1]
+            return z + lib.ones_like(v)
+        return body
+
+    got = vmap(f(yaad))(yaad.tensor(x))
+    want = tvmap(f(torch))(torch.tensor(x))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # a new shape stays one example's, the same for all (as before)
+    assert vmap(lambda v: yaad.zeros_like(v, shape=(2,)))(yaad.tensor(x)).shape == (4, 2)
+
+
+def test_outputs_that_are_none_strings_or_ordered_dicts():
+    """None and strings come back as they are (JAX's None; torch.func refuses both); an
+    OrderedDict keeps its type and order (torch.func's) where it came back as a sorted dict."""
+    from collections import OrderedDict
+
+    from torch.func import vmap as tvmap
+
+    x = np.arange(10.0).reshape(5, 2)
+    for chunk in (None, 2):
+        out = vmap(lambda v: (2 * v, None, "label"), chunk_size=chunk)(yaad.tensor(x))
+        assert out[1] is None and out[2] == "label"
+        np.testing.assert_array_equal(out[0].numpy(), 2 * x)
+    got = vmap(lambda v: OrderedDict(b=v, a=2 * v))(yaad.tensor(x))
+    want = tvmap(lambda v: OrderedDict(b=v, a=2 * v))(torch.tensor(x))
+    assert type(got) is type(want) is OrderedDict and list(got) == list(want) == ["b", "a"]
+    for k in want:
+        np.testing.assert_array_equal(got[k].numpy(), want[k].numpy())
+    g = grad(lambda p: (p["w"] ** 2).sum())(OrderedDict(w=np.ones(2), v=np.ones(1)))
+    assert type(g) is OrderedDict and list(g) == ["w", "v"]
+
+
+def test_full_like_with_a_tensor_fill_value_as_numpy():
+    """full_like(x, yaad.tensor(3.0)) crashed (numpy.copyto of a tensor). NumPy broadcasts
+    an array fill value and casts it to the dtype; yaad does, differentiably in it."""
+    for base, fill in ((np.ones(3), 3.0), (np.ones((2, 3), np.float32), [1.0, 2.0, 3.0]),
+                       (np.ones(3, np.int64), 2.7)):
+        f = yaad.tensor(fill)
+        got = yaad.full_like(base, f)
+        want = np.full_like(base, fill)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want)
+    f = yaad.tensor(3.0, requires_grad=True)
+    yaad.sum(yaad.full_like(yaad.tensor(np.ones((2, 3))), f)).backward()
+    assert f.grad == 6.0

@@ -19,7 +19,7 @@ from .core.backend import (
 )
 from .core.op import op, registry
 from .core.tensor import Tensor
-from .modes.batched_values import batch_axes, draw
+from .modes.batched_values import batch_axes, draw, like
 from .ops.elementwise import floor
 from .ops.shape import (
     astype,
@@ -400,8 +400,18 @@ def _batched_copy(x: Tensor, requires_grad: bool, dtype: Any) -> Tensor:
 
 def _like_maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Tensor]:
     def make(a: Any, *args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
-        if batch_axes(a):  # inside vmap: the same for every example, of one example's shape
+        if name == "full_like" and (args or "fill_value" in kwargs):
+            fill = args[0] if args else kwargs["fill_value"]
+            if isinstance(fill, Tensor):  # NumPy takes an array: its values, broadcast
+                return _full_like_tensor(a, fill, requires_grad, **{
+                    k: v for k, v in kwargs.items() if k != "fill_value"})
+        batched = bool(batch_axes(a))
+        if batched and ("shape" in kwargs or requires_grad):
+            # a new shape, or a leaf (which has no batch axis): one example's, shared
+            batched = False
             data = a._stand_in()
+        elif batched:
+            data = a._data  # every example's
         else:
             data = a.data if isinstance(a, Tensor) else a
         if is_foreign(data):  # made by the array's own library
@@ -409,11 +419,25 @@ def _like_maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Te
             if "dtype" in kwargs:
                 kwargs["dtype"] = native_dtype(xp, kwargs["dtype"])
             return Tensor(getattr(xp, name)(data, *args, **kwargs), requires_grad=requires_grad)
-        return Tensor(np_fn(data, *args, **kwargs), requires_grad=requires_grad)
+        out = Tensor(np_fn(data, *args, **kwargs), requires_grad=requires_grad)
+        if batched:
+            # inside vmap: batched as ``a`` is, as in torch.func (an in-place write of one
+            # example's values into it then works)
+            return like(out, a)
+        return out
 
     make.__name__ = name
     make.__doc__ = f"numpy.{name} of an array or tensor, as a tensor (no gradient link)."
     return make
+
+
+def _full_like_tensor(a: Any, fill: Tensor, requires_grad: bool, dtype: Any = None,
+                      order: Any = "K", subok: Any = True, shape: Any = None) -> Tensor:
+    """``full_like(a, fill)`` for a tensor ``fill``: ``fill`` broadcast to the shape and cast
+    to the dtype (NumPy's unsafe cast), differentiable in ``fill``."""
+    like_ = zeros_like(a, dtype=dtype, shape=shape)
+    out: Tensor = astype(broadcast_to(fill, like_.shape) + like_, like_.dtype, copy=True)
+    return out.requires_grad_(True) if requires_grad and not out.requires_grad else out
 
 
 zeros_like = _like_maker(np.zeros_like, "zeros_like")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
@@ -59,11 +60,13 @@ def _flatten(tree: Any, leaves: list[Any]) -> Any:
     if isinstance(tree, (tuple, list)):
         return (type(tree), None, tuple(_flatten(c, leaves) for c in tree))
     if isinstance(tree, dict):
-        try:
-            keys = sorted(tree)
-        except TypeError:
-            keys = list(tree)
-        return (dict, keys, tuple(_flatten(tree[k], leaves) for k in keys))
+        keys = list(tree)
+        if type(tree) is not OrderedDict:  # (an OrderedDict's order is part of it, as in JAX)
+            try:
+                keys = sorted(tree)
+            except TypeError:
+                pass
+        return (type(tree), keys, tuple(_flatten(tree[k], leaves) for k in keys))
     leaves.append(tree)
     return None
 
@@ -78,8 +81,13 @@ def _unflatten(structure: Any, leaves: Iterator[Any]) -> Any:
         return next(leaves)
     kind, keys, children = structure
     values = [_unflatten(c, leaves) for c in children]
-    if kind is dict:
-        return dict(zip(keys, values))
+    if kind is dict or kind is OrderedDict:
+        return kind(zip(keys, values))
+    if issubclass(kind, dict):  # another mapping type: its own, if it is built from pairs
+        try:
+            return kind(zip(keys, values))
+        except TypeError:
+            return dict(zip(keys, values))
     if kind is tuple or kind is list:
         return kind(values)
     if hasattr(kind, "_make"):  # a namedtuple
@@ -1088,6 +1096,9 @@ def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[
         o_leaves, o_tree = _tree_flatten(out)
         results = []
         for k, (o, a) in enumerate(zip(o_leaves, _axes_for(out_axes, o_tree, "out_axes"))):
+            if _not_a_value(o):  # None or a string: the same object for every example
+                results.append(o)
+                continue
             if a is None:
                 if batching.involves(o, level):
                     raise ValueError(f"vmap: out_axes is None for output {k}, but it differs "
@@ -1099,7 +1110,14 @@ def _vmapped(func: Callable[..., Any], leaves: list[Any], tree: Any, axes: list[
                 raise ValueError(f"vmap: out_axes gives axis {a} for output {k}, which has "
                                  f"{nd} axes with the batch axis")
             results.append(batch_mode.strip(o, level, size, a % nd)[0])
-    return _tree_unflatten(o_tree, [_export(r, array_mode) for r in results])
+    return _tree_unflatten(o_tree, [r if _not_a_value(r) else _export(r, array_mode)
+                                    for r in results])
+
+
+def _not_a_value(o: Any) -> bool:
+    """An output of a vmapped function that is no array: returned as it is (JAX returns a
+    None so; PyTorch refuses both, which breaks functions that return a label or None)."""
+    return o is None or isinstance(o, (str, bytes))
 
 
 def _join_chunks(parts: list[Any], out_axes: Any) -> Any:
@@ -1108,7 +1126,8 @@ def _join_chunks(parts: list[Any], out_axes: Any) -> Any:
     joined = []
     for k, a in enumerate(_axes_for(out_axes, structure, "out_axes")):
         pieces = [t[0][k] for t in trees]
-        joined.append(pieces[0] if a is None else concatenate(pieces, axis=a))
+        joined.append(pieces[0] if a is None or _not_a_value(pieces[0])
+                      else concatenate(pieces, axis=a))
     return _tree_unflatten(structure, joined)
 
 

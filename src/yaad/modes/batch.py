@@ -49,6 +49,7 @@ from .batched_values import (
     escaped_error,
     innermost_level,
     involves,
+    like,
     mark,
     own_levels,
     randomness_of,
@@ -367,14 +368,6 @@ def root(out: Tensor, cotangent: Any) -> tuple[Tensor, Any]:
         cur = with_tangents(cur, {lv: v for lv, v in cur._tangents.items()
                              if lv != level and type(v) is BatchAxis})
     return make_tensor(out._data, out._node, out.requires_grad), cotangent
-
-
-def like(g: Any, x: Any) -> Any:
-    """The gradient ``g`` of the recorded arrays of ``x`` with the batch axes of ``x``."""
-    axes = batch_axes(x)
-    for level, p in sorted(axes.items(), key=lambda item: -item[1]):
-        g = mark(g, level, p)
-    return g
 
 
 def conform(result: Any, target: Tensor) -> Any:

@@ -285,6 +285,15 @@ def mark(x: Any, level: int, q: int) -> Tensor:
     return out
 
 
+def like(g: Any, x: Any) -> Any:
+    """``g``, an array laid out as the recorded arrays of ``x`` (a gradient, a new array of
+    the same shape), with the batch axes of ``x``."""
+    axes = batch_axes(x)
+    for level, p in sorted(axes.items(), key=lambda item: -item[1]):
+        g = mark(g, level, p)
+    return g
+
+
 # ---- the innermost batch level of a call ---------------------------------------------------
 
 def innermost_level(args: tuple, kw: dict) -> int | None:

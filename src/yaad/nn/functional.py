@@ -22,7 +22,7 @@ from ..ops.nn import softmax as _softmax
 from ..ops.products import matmul
 from ..ops.reductions import mean
 from ..ops.reductions import sum as _sum
-from ..ops.shape import moveaxis, reshape, swapaxes
+from ..ops.shape import _values, expand_dims, moveaxis, reshape, swapaxes
 
 
 def _value(x: Any) -> np.ndarray:
@@ -51,7 +51,7 @@ def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log(1 + exp(beta * x)) / beta``, and ``x`` where ``beta * x > threshold``."""
     bx = input * beta if beta != 1 else input
     soft = _softplus(bx) / beta if beta != 1 else _softplus(bx)
-    return where(_value(bx) > threshold, input, soft)
+    return where(bx > threshold, input, soft)  # (a tensor's comparison: batched in vmap)
 
 
 def softmax(input: Any, dim: int, dtype: Any = None) -> Any:
@@ -120,15 +120,18 @@ def layer_norm(input: Any, normalized_shape: int | tuple[int, ...], weight: Any 
 def embedding(input: Any, weight: Any, padding_idx: int | None = None) -> Any:
     """Rows of ``weight`` at the integer indices ``input``; no gradient reaches the row
     ``padding_idx``."""
-    idx = _int_indices(input, "embedding")
+    idx = _values(input) if isinstance(input, Tensor) else np.asarray(input)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype}")
     n = shape_of(weight)[0]
-    if idx.size and (idx.min() < -n or idx.max() >= n):
+    if idx.size and (idx.min() < -n or idx.max() >= n):  # (inside vmap: every example's)
         raise IndexError(f"embedding: indices must be in [0, {n}), got values from "
                          f"{idx.min()} to {idx.max()}")
-    out = weight[idx]
+    index = input if isinstance(input, Tensor) else idx  # (batched in vmap)
+    out = weight[index]
     if padding_idx is not None:
-        keep = (idx != padding_idx % n)[..., None]
-        out = where(keep, out, _value(out))
+        keep = expand_dims(index != padding_idx % n, -1)
+        out = where(keep, out, out.detach() if isinstance(out, Tensor) else out)
     return out
 
 
