@@ -496,8 +496,29 @@ implements("to", moves=True)(lambda xp, x, target, source: move(x, target))
 del registry["to"]
 
 
-def to(x: Any, backend: Any) -> Any:
-    """The tensor (or array) on another backend: ``t.to("cupy")``, ``t.to("numpy")``.
+def _is_dtype(x: Any) -> bool:
+    """Whether ``x`` names a dtype (np.float32, float, "float32", torch.float32), not a
+    backend."""
+    if isinstance(x, str):
+        if x.split(":")[0].lower() in ("numpy", "cpu", "cupy", "cuda", "gpu", "dask"):
+            return False
+        try:
+            np.dtype(x)
+        except TypeError:
+            return False
+        return True
+    return isinstance(x, (type, np.dtype)) or type(x).__name__ == "dtype"
+
+
+def _numpy_dtype(dtype: Any) -> Any:
+    if type(dtype).__name__ == "dtype" and type(dtype).__module__ == "torch":
+        return np.dtype(str(dtype).removeprefix("torch."))  # (torch.float32 -> float32)
+    return dtype
+
+
+def to(x: Any, backend: Any = None, dtype: Any = None, *, device: Any = None) -> Any:
+    """The tensor (or array) on another backend: ``t.to("cupy")``, ``t.to("numpy")``; or
+    cast, as PyTorch's ``t.to(dtype)`` does.
 
     The move is recorded: the gradient flows back to the original backend. Nothing moves
     between backends without such an explicit call.
@@ -505,16 +526,40 @@ def to(x: Any, backend: Any) -> Any:
     Parameters
     ----------
     x : Tensor or array
-    backend : str or module
+    backend : str or module, or a dtype
         ``"numpy"`` (or ``"cpu"``), ``"cupy"`` (or ``"cuda"``, ``"cuda:1"``, ``"gpu"``),
         ``"dask"``, or an array API module such as ``array_api_strict``. A CuPy array is
-        copied from its device; a Dask array is computed.
+        copied from its device; a Dask array is computed. A dtype here (``np.float32``,
+        ``"float32"``, ``torch.float32``) casts, as ``dtype=`` does.
+    dtype : dtype, optional
+        Cast to it (``x.astype(dtype)``, recorded), after the move.
+    device : str or module, optional
+        PyTorch's name for ``backend``: ``t.to(device="cuda")``.
 
     Returns
     -------
     Tensor or array
-        ``x`` itself when it is already there.
+        ``x`` itself when it is already there (and of that dtype).
     """
+    if device is not None:
+        if backend is not None:
+            raise TypeError(f"to: give the backend once, as backend= or device= (got "
+                            f"{backend!r} and device={device!r})")
+        backend = device
+    if backend is not None and _is_dtype(backend):
+        if dtype is not None:
+            raise TypeError(f"to: two dtypes given ({backend!r} and dtype={dtype!r})")
+        backend, dtype = None, backend
+    if backend is not None:
+        x = _move(x, backend)
+    if dtype is not None:
+        dtype = np.dtype(_numpy_dtype(dtype))
+        if x.dtype != dtype:
+            x = astype(x, dtype)
+    return x
+
+
+def _move(x: Any, backend: Any) -> Any:
     target, source = target_name(backend), backend_name(x)  # (no value read)
     if target == source:
         return x

@@ -955,7 +955,8 @@ def _count_leaves(structure: Any) -> int:
 
 
 def vmap(func: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *,
-         randomness: str = "error", chunk_size: int | None = None) -> Callable[..., Any]:
+         randomness: str = "error", chunk_size: int | None = None, in_dims: Any = None,
+         out_dims: Any = None) -> Callable[..., Any]:
     """Vectorize ``func`` over an axis of its inputs: ``func`` is written for one example
     and runs once on the whole batch.
 
@@ -982,6 +983,8 @@ def vmap(func: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *,
         once for all examples, or draw for each example (as a loop would).
     chunk_size : int, optional
         Run at most this many examples at a time (less memory; the results are joined).
+    in_dims, out_dims : optional
+        torch.func's names for ``in_axes`` and ``out_axes`` (the same meaning).
 
     Returns
     -------
@@ -1003,6 +1006,14 @@ def vmap(func: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *,
     """
     if randomness not in batching.RANDOMNESS:
         raise ValueError(f"vmap: randomness={randomness!r}; use one of {batching.RANDOMNESS}")
+    if in_dims is not None:
+        if in_axes != 0:
+            raise TypeError("vmap: give in_axes= or torch.func's in_dims=, not both")
+        in_axes = in_dims
+    if out_dims is not None:
+        if out_axes != 0:
+            raise TypeError("vmap: give out_axes= or torch.func's out_dims=, not both")
+        out_axes = out_dims
     return _vmap(func, in_axes, out_axes, chunk_size, own=False, randomness=randomness)
 
 

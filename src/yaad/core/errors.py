@@ -8,6 +8,7 @@ filled in from the keywords.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 _MESSAGES: dict[str, tuple[type[Exception], str]] = {
@@ -106,10 +107,32 @@ def error(kind: str, **fields: Any) -> Exception:
     return cls(message.format(**fields))
 
 
+# PyTorch's keyword names and NumPy's, which yaad uses (design decision 1).
+TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
+_UNEXPECTED = re.compile(r"^[\w.<>]+\(\) got an unexpected keyword argument '(\w+)'")
+
+
+def keyword_hint(msg: str, name: str) -> str:
+    """A TypeError's message for an unexpected keyword of ``name``, in yaad's words: without
+    the private function behind ``name`` and, for a PyTorch keyword (``dim=``), with the
+    NumPy name yaad takes instead."""
+    match = _UNEXPECTED.match(msg)
+    if match is None:
+        return msg
+    keyword = match.group(1)
+    msg = f"unexpected keyword argument '{keyword}'"
+    if keyword in TORCH_KEYWORDS:
+        msg += (f": yaad takes NumPy's {TORCH_KEYWORDS[keyword]}= where PyTorch has "
+                f"{keyword}= (see docs/pytorch-map.md)")
+    return msg
+
+
 def with_op_name(e: Exception, name: str) -> Exception:
     """The exception ``e`` raised inside op ``name``'s forward, with the op's name in front
     of its message (the same exception where it is there already, or cannot be rebuilt)."""
     msg = str(e)
+    if isinstance(e, TypeError):
+        msg = keyword_hint(msg, name)
     if msg.startswith(name + ":"):
         return e
     try:

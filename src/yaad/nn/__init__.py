@@ -38,9 +38,11 @@ from .layers import (
     Tanh,
 )
 from .module import Module, Parameter
+from .stateless import functional_call, stack_module_state
 
 __all__ = ["Module", "Parameter", "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential",
            "ModuleList", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softplus", "Softmax",
            "LogSoftmax", "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
            "BCEWithLogitsLoss", "mse_loss", "l1_loss", "cross_entropy", "nll_loss",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "functional", "init"]
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "functional", "init",
+           "functional_call", "stack_module_state"]
