@@ -3,7 +3,10 @@ number (``cond``).
 
 The gradient of a norm at zero is the subgradient 0 (no NaN): for the 2-norm of a zero
 vector, for ``|x_i|^(p-1)`` at ``x_i = 0`` with ``p < 1``, and for ``abs`` inside the matrix
-norms. Ties of the max-norm share the gradient equally.
+norms. Ties of the max-norm share the gradient equally. The norms of singular values
+(``'nuc'``, ``2``, ``-2``) take the minimum-norm subgradient at a rank-deficient matrix:
+singular values at 0 (which have no derivative, :func:`yaad.linalg.svdvals` raises there)
+get no gradient.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from ..core.backend import implements, namespace
 from ..core.op import op
 from ..core.presentation import ndim_of, shape_of
+from ..core.tensor import Tensor
 from ..ops.elementwise import abs as _abs
 from ..ops.elementwise import conj, real, sign, where
 from ..ops.reductions import expand_reduced
 from ..ops.reductions import sum as _sum
 from ..ops.shape import expand_dims, moveaxis
 from .helpers import data_of, is_complex
-from .spectral import svd_op, svdvals
+from .spectral import degeneracy_tol, svd_op, svdvals
 from .systems import inv
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cond"]
@@ -130,15 +134,28 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     if ord in ("fro", None):
         return vector_norm(x, axis=(-2, -1), keepdims=keepdims)
     if ord == "nuc":
-        return _keep(_sum(svd_op(x, False)[1], axis=-1), keepdims, last)
+        return _keep(_sum(_singular_values(x), axis=-1), keepdims, last)
     if ord in (2, -2):
-        s = svd_op(x, False)[1]
+        s = _singular_values(x)
         return _keep(vector_norm(s, axis=-1, ord=math.inf * np.sign(ord)), keepdims, last)
     if ord in (1, -1, math.inf, -math.inf):
         sums = _sum(_abs(x), axis=-2 if abs(ord) == 1 else -1)
         return _keep(vector_norm(sums, axis=-1, ord=math.inf * np.sign(ord)), keepdims, last)
     raise ValueError(f"matrix_norm: invalid norm order {ord!r} for matrices; use 'fro', "
                      f"'nuc', inf, -inf, 1, -1, 2 or -2")
+
+
+def _singular_values(x: Any) -> Any:
+    """The singular values of ``x`` for a norm: those at 0 (to working precision, relative to
+    the norm) pass no gradient, so that the norm's gradient there is the minimum-norm
+    subgradient (``U_r Vh_r`` for the nuclear norm), as for a vector norm at 0."""
+    s = svd_op(x, False)[1]
+    if not isinstance(s, Tensor):
+        return s
+    zero = data_of(s) <= degeneracy_tol(s, max(shape_of(x)[-2:]))
+    if not namespace(zero).any(zero):
+        return s
+    return where(zero, s.detach(), s)
 
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:

@@ -179,6 +179,75 @@ def require_negligible(num: Any, mask: Any, scale: float, message: str) -> None:
         raise GaugeError(message)
 
 
+_NOT_SYMMETRIC = (
+    "{name}: the loss is not a symmetric function of the {what} of a degenerate level "
+    "({detail}): their cotangents differ. A single {one} inside a degenerate level has no "
+    "derivative: along a perturbation that splits the level its one-sided derivatives differ, "
+    "and any number returned would depend on the basis the solver chose. Make the loss "
+    "symmetric in the level (its sum or mean, e.g. w[1:4].sum(), or any function that treats "
+    "the members of the level alike), or lift the degeneracy (a small term that breaks the "
+    "symmetry).")
+_AT_ZERO = (
+    "{name}: the loss depends on singular values equal to 0 ({detail}): a singular value at 0 "
+    "has no derivative (it grows as |t| along any perturbation that lifts it, as abs does at "
+    "0), in a symmetric function such as their sum too. Make the loss flat there (s**2 rather "
+    "than s), or use yaad.linalg.matrix_norm, whose gradient there is the minimum-norm "
+    "subgradient.")
+
+
+def _level_detail(values: Any, g: Any, bad: Any, flat: Any) -> str:
+    """Which level an error is about: its members, value and cotangents (first offender)."""
+    try:
+        v, gd = np.asarray(data_of(values)), np.asarray(data_of(g))
+        first = tuple(np.argwhere(np.asarray(bad))[0])
+        batch, i = first[:-2], first[-2]
+        members = np.flatnonzero(np.asarray(flat)[batch + (i,)] | (np.arange(v.shape[-1]) == i))
+        where = f" of matrix {batch} of the batch" if batch else ""
+        gs = ", ".join(f"{x:.3g}" for x in gd[batch][members])
+        return (f"entries {members.tolist()}{where}, all {v[batch + (i,)]:.6g}; "
+                f"cotangents {gs}")
+    except Exception:  # noqa: BLE001  (an array library NumPy cannot read: no detail)
+        return "see the values"
+
+
+def require_symmetric(g: Any, values: Any, tol: Any, scale: float, name: str, what: str,
+                      one: str, zero_kink: bool = False, exempt: Any = None) -> None:
+    """Raise :class:`GaugeError` unless the loss is a symmetric function of each degenerate
+    level of ``values`` (to first order: its cotangent ``g`` is constant across the level).
+
+    Values closer than ``tol`` (shape ``(..., 1)``, relative to the matrix's norm, so that a
+    level at 0 is seen) form a level; the cotangents are compared as in
+    :func:`require_negligible`. A symmetric function of a level has the exact gradient
+    ``g V_B V_B^H`` there (the level's spectral projector), whatever basis ``V_B`` the solver
+    returned; anything else has no derivative. With ``zero_kink`` (singular values), values
+    within ``tol`` of 0 must have a negligible cotangent: ``s`` is ``|t|``-like there.
+    Columns where ``exempt`` (shape ``(..., k)``) holds are left to the rules of the
+    vectors (a loss through the vectors too, such as ``U diag(S) Vh``, is judged there).
+    """
+    if g is None:
+        return
+    gd, vd = data_of(g), data_of(values)
+    xp = namespace(gd)
+    free = True if exempt is None else ~exempt
+    if zero_kink:
+        bad = (vd <= tol) & ~negligible(gd, scale) & free
+        if _any(bad):
+            zero = (vd <= tol)
+            flat = zero[..., :, None] & zero[..., None, :]
+            eye = xp.eye(vd.shape[-1], dtype=xp.bool)
+            raise GaugeError(_AT_ZERO.format(name=name, detail=_level_detail(
+                values, g, bad[..., :, None] & eye, flat & ~eye)))
+    flat = degenerate_pairs(vd, tol, nonzero=False)
+    if exempt is not None:
+        flat = flat & free[..., :, None] & free[..., None, :]
+    if not _any(flat):
+        return
+    bad = flat & ~negligible(gd[..., :, None] - gd[..., None, :], scale)
+    if _any(bad):
+        raise GaugeError(_NOT_SYMMETRIC.format(name=name, what=what, one=one,
+                                               detail=_level_detail(values, g, bad, flat)))
+
+
 def negligible(x: Any, scale: float) -> Any:
     """Where ``x`` is negligible, in the sense of :func:`require_negligible` (``x`` may be
     the number 0)."""
@@ -229,7 +298,7 @@ def second_order_guard(name: str, what: str, values: Any, flat: Any, coupled: An
     _DIFFERENTIATED[id(d)] = d
     for t in (getattr(a, "_tangents", None) or {}).values():
         t = data_of(t)
-        if _any(flat & ~negligible(mix(t), magnitude(t))):
+        if _any(flat & coupled & ~negligible(mix(t), magnitude(t))):
             raise GaugeError(_SECOND.format(name=name, what=what))
 
 
@@ -255,15 +324,25 @@ def _largest(d: Any) -> float:
     return float(xp.max(xp.abs(d)))
 
 
-def degeneracy_tol(values: Any, n: int) -> Any:
+def degeneracy_tol(values: Any, n: int, matrix: Any = None) -> Any:
     """Values closer than this are equal to working precision: ``100 n eps max|values|``,
-    per matrix of the batch, shape ``(..., 1)``."""
+    per matrix of the batch, shape ``(..., 1)``.
+
+    ``max|values|`` is the norm of a Hermitian matrix (eigenvalues) or of any matrix
+    (singular values), so that a level at 0 is seen; for the eigenvalues of a general
+    ``matrix``, whose spectral radius can be far below its norm, pass it: its Frobenius
+    norm then bounds the scale from below.
+    """
     v = data_of(values)
     xp = namespace(v)
     v = xp.abs(v)
     if v.shape[-1] == 0:  # no values (0x0 matrices): no pairs to compare
         return xp.zeros(v.shape[:-1] + (1,), dtype=v.dtype)
-    return 100 * n * float(xp.finfo(v.dtype).eps) * xp.max(v, axis=-1, keepdims=True)
+    top = xp.max(v, axis=-1, keepdims=True)
+    if matrix is not None:
+        m = data_of(matrix)
+        top = xp.maximum(top, xp.sqrt(xp.sum(xp.abs(m) ** 2, axis=(-2, -1)))[..., None])
+    return 100 * n * float(xp.finfo(v.dtype).eps) * top
 
 
 def _lorentz(x: Any, eps: float) -> Any:
@@ -480,7 +559,10 @@ def _eigh(a: Any, UPLO: Any = "L", eps: Any = None) -> Any:
 def _eigh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any:
     gw, gv = g
     w, v = ans
+    tol = degeneracy_tol(w, w.shape[-1])
     if gv is None:
+        require_symmetric(gw, w, tol, magnitude(gw), "linalg.eigh", "eigenvalues",
+                          "eigenvalue")
         flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1]), nonzero=False)
         vd = data_of(v)
         second_order_guard("linalg.eigh", "eigenvalues", w, flat,
@@ -505,6 +587,7 @@ def _eigh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any
                        lambda t: mH(vd) @ herm(t) @ vd)
     if eps is None:
         eigh_coupling_check(flat, coupled, gwt, scale)
+    require_symmetric(gw, w, tol, magnitude(gw), "linalg.eigh", "eigenvalues", "eigenvalue")
     inner = f * skew
     if gwt is not None:
         inner = inner + diag_matrix(gwt)
@@ -576,7 +659,7 @@ def _eig_vjp(g: Any, ans: Any, a: Any, eps: Any = None) -> Any:
         # Columns of unit norm: the part of gV along each column's own length is not seen.
         num = j - matmul(vh, v) * row(real(diag(j)))
         e = row(w) - col(w)
-        tol = degeneracy_tol(w, w.shape[-1])
+        tol = degeneracy_tol(w, w.shape[-1], a)
         f = inverse_gaps(conj(e), tol, eps, num, scale,
                          DEGENERATE_ERROR.format(name="linalg.eig", what="eigenvalues"))
         if eps is None:
@@ -584,9 +667,11 @@ def _eig_vjp(g: Any, ans: Any, a: Any, eps: Any = None) -> Any:
         inner = f * num
     else:
         vd = data_of(v)
-        flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1]), nonzero=False)
+        flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1], a), nonzero=False)
         second_order_guard("linalg.eig", "eigenvalues", w, flat, flat & _touched(gw, magnitude(gw)),
                            a, lambda t: np.linalg.solve(vd, t @ vd))
+    require_symmetric(gw, w, degeneracy_tol(w, w.shape[-1], a), magnitude(gw), "linalg.eig",
+                      "eigenvalues", "eigenvalue")
     if gw is not None:
         inner = diag_matrix(gw) if inner is None else inner + diag_matrix(gw)
     return solve(vh, matmul(inner, vh))
@@ -618,7 +703,7 @@ def _eig_coupling_check(w: Any, tol: Any, gv: Any, gw: Any, scale: Any, a: Any, 
 def _eig_jvp(t: Any, ans: Any, a: Any, eps: Any = None) -> Any:
     w, v = ans
     dp = solve(v, matmul(t, v))
-    c = inverse_gaps(row(w) - col(w), degeneracy_tol(w, w.shape[-1]), eps) * dp
+    c = inverse_gaps(row(w) - col(w), degeneracy_tol(w, w.shape[-1], a), eps) * dp
     c = c - real_diag_matrix(matmul(matmul(mH(v), v), c))  # keep the columns of unit norm
     return diag(dp), matmul(v, c)
 
@@ -648,6 +733,8 @@ def _svd_core_vjp(a: Any, u: Any, s: Any, v: Any, gu: Any, gs: Any, gv: Any, eps
     m, n = u.shape[-2], v.shape[-2]
     name = "linalg.svd"
     tol = degeneracy_tol(s, max(m, n))
+    require_symmetric(gs, s, tol, magnitude(gs), name, "singular values", "singular value",
+                      zero_kink=True, exempt=_columns_touched(scale, gu, gv))
     idx, rest = (slice(None), None) if eps is not None else active_columns(gu, gs, gv)
     ut, st, vt = _cols(u, idx), _cols(s, idx), _cols(v, idx)
     gut = None if gu is None else _cols(gu, idx)
@@ -705,6 +792,18 @@ def _svd_core_vjp(a: Any, u: Any, s: Any, v: Any, gu: Any, gs: Any, gv: Any, eps
     return ga
 
 
+def _columns_touched(scale: float, *gs: Any) -> Any:
+    """The columns (shape ``(..., k)``) where one of the cotangents ``gs`` of vectors is not
+    negligible, or None if there are none."""
+    hit = None
+    for g in gs:
+        if g is not None:
+            d = data_of(g)
+            h = namespace(d).any(~negligible(d, scale), axis=-2)
+            hit = h if hit is None else hit | h
+    return hit
+
+
 def _svd_degenerate_term(s: Any, tol: Any, j: Any, kk: Any, gs: Any, scale: Any) -> Any:
     """The Hermitian term of a pair of equal, non-zero singular values ``s_a = s_b``.
 
@@ -758,6 +857,11 @@ def _svd_degenerate_term(s: Any, tol: Any, j: Any, kk: Any, gs: Any, scale: Any)
             name="linalg.svd", what="singular values",
             example=" through U and V otherwise than through U diag(s) Vh or a bond "
                     "(U S^p, S^(1-p) Vh) of a network", advice=""))
+    if gs is not None:  # what the values' cotangent adds to a bond must be symmetric too
+        extra = gsd - xp.where(use_bond[..., None], xp.real(xp.linalg.diagonal(x)) / 2
+                               / xp.where(sd > 0, sd, 1), 0)
+        require_symmetric(extra, sd, tol, scale, "linalg.svd", "singular values",
+                          "singular value", exempt=~rows)
     use = flat & use_bond[..., None, None]
     hx = herm(j if kk is None else kk if j is None else j + kk)
     return where(use, hx / where(use, row(s) + col(s), 1), 0)

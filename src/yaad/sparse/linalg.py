@@ -58,6 +58,7 @@ from ..linalg.spectral import (
     magnitude,
     negligible,
     require_negligible,
+    require_symmetric,
 )
 from ..ops.shape import stack
 from .array_operator import ArrayOperator
@@ -167,6 +168,19 @@ class _Eig:
         self.xs = [w, v]
         self.tol = tol
         self.maxiter = maxiter
+        self.norm: float | None = None
+
+    def degeneracy_tol(self, w: np.ndarray) -> Any:
+        """Eigenvalues closer than this are one level: as in ``linalg.eigh``, relative to the
+        operator's norm (not to the computed eigenvalues, which may all be near 0)."""
+        if self.norm is None:
+            self.norm = operator_norm(self.op)
+        return degeneracy_tol(np.append(w, self.norm), max(w.size, 10))
+
+    def check_symmetric(self, w: np.ndarray, gw: np.ndarray) -> None:
+        """GaugeError unless the loss is a symmetric function of each degenerate level."""
+        require_symmetric(gw, w, self.degeneracy_tol(w), magnitude(gw), self.name,
+                          "eigenvalues", "eigenvalue")
 
 
 class _Eigsh(_Eig):
@@ -178,6 +192,8 @@ class _Eigsh(_Eig):
         w, v = self.xs
         gw, gv = grads
         gw = np.asarray(data_of(gw))
+        if gv is None or not np.any(gv):
+            self.check_symmetric(w, gw)
         ybar = v * gw.astype(v.dtype)  # Hellmann-Feynman: dw_i = v_i^H dA v_i
         if gv is not None and np.any(gv):
             gv = np.asarray(data_of(gv))
@@ -201,6 +217,7 @@ class _Eigsh(_Eig):
                 f"are (Hellmann-Feynman: d^2 E / d theta^2 through the eigenvectors)")
         if not np.any(data_of(gw)):
             return tuple(np.zeros(np.shape(a), data_of(a).dtype) for a in inputs)
+        self.check_symmetric(self.xs[0], np.asarray(data_of(gw)))
         return tuple(self.op.vjp_recorded(v, v * gw, inputs))
 
     def _vector_part(self, w: Any, v: Any, gw: Any, gv: Any) -> np.ndarray:
@@ -212,7 +229,7 @@ class _Eigsh(_Eig):
                                PHASE_ERROR.format(name=self.name, what="eigenvectors"))
         skew = (j - j.conj().T) * 0.5
         k = w.size
-        tol = degeneracy_tol(w, max(k, 10))
+        tol = self.degeneracy_tol(w)
         f = inverse_gaps(w[None, :] - w[:, None], tol, None, skew, scale,
                          DEGENERATE_ERROR.format(name=self.name, what="eigenvalues"))
         flat = degenerate_pairs(w, tol, nonzero=False)
@@ -221,6 +238,7 @@ class _Eigsh(_Eig):
                                  scale)
         except GaugeError as e:
             raise GaugeError(e.args[0].replace("linalg.eigh", self.name)) from None
+        self.check_symmetric(w, gw)
         ybar = v @ (f * skew)
         # The part of gV outside the computed eigenvectors: (A - w_i) xi = P gv_i in the
         # complement, by MINRES; it enters with a minus sign.
@@ -301,6 +319,19 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
 def _eig_outputs(problem: _Eig, return_eigenvectors: bool) -> Any:
     out = record(problem, problem.op.inputs, _result_tensors(problem.op))
     return tuple(out) if return_eigenvectors else out[0]
+
+
+def operator_norm(op: ArrayOperator, steps: int = 12) -> float:
+    """A lower bound of the operator's 2-norm, for tolerances: the largest ``|A x| / |x|``
+    in ``steps`` power iterations from a fixed random vector (for a Hermitian operator,
+    its norm to a few digits; products with ``A`` only, no adjoint)."""
+    x = np.random.default_rng(0).standard_normal(op.shape[1]).astype(op.dtype)
+    norm = 0.0
+    for _ in range(steps):
+        x = x / max(float(np.linalg.norm(x)), 1e-300)
+        x = op.mv(x)
+        norm = max(norm, float(np.linalg.norm(x)))
+    return norm
 
 
 def _rayleigh_ritz(op: ArrayOperator, v: np.ndarray) -> tuple[Any, ...]:
@@ -385,6 +416,8 @@ class _Eigs(_Eig):
         gv = np.zeros_like(v) if gv is None else np.asarray(gv, dtype=v.dtype)
         n, k = v.shape
         scale = magnitude(gw, gv)
+        require_symmetric(gw, w, self.degeneracy_tol(w), magnitude(gw), self.name,
+                          "eigenvalues", "eigenvalue")
         require_negligible((v.conj() * gv).sum(axis=0).imag, True, scale,
                            PHASE_ERROR.format(name=self.name, what="eigenvectors"))
         ybar = np.zeros_like(v)

@@ -1,0 +1,336 @@
+"""Degenerate spectra: every spectral op on Hamiltonians with symmetries.
+
+A single eigenvalue (singular value) inside a degenerate level has no derivative along a
+perturbation that splits the level: its one-sided finite differences differ. A symmetric
+function of the level (its sum, any function that treats its members alike) is smooth,
+and its gradient is exact. The oracles: one-sided and central finite differences along
+splitting and random directions, and exact diagonalisation of a Heisenberg ring in a
+Zeeman field (levels -2 (singlet), -1 (triplet), 0 (seven states), 1 (quintet)).
+
+The random draw (``test_fuzz_degenerate_spectra``) runs ``FUZZ`` programs, more under
+``make fuzz`` (``YAAD_FUZZ_PROGRAMS``).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+
+import yaad
+from yaad.linalg import GaugeError
+from yaad.sparse import linalg as sl
+
+L = yaad.linalg
+FUZZ = int(os.environ.get("YAAD_FUZZ_PROGRAMS", 0)) // 10 or 24
+
+
+def heisenberg_ring(n=4):
+    """``H = sum_i S_i . S_(i+1)`` on a ring of ``n`` spins 1/2 and the total ``S^z``."""
+    sx = np.array([[0, 1], [1, 0]]) / 2
+    sy = np.array([[0, -1j], [1j, 0]]) / 2
+    sz = np.diag([0.5, -0.5])
+
+    def site(o, i):
+        m = np.eye(1)
+        for k in range(n):
+            m = np.kron(m, o if k == i else np.eye(2))
+        return m
+
+    h = sum(site(s, i) @ site(s, (i + 1) % n) for i in range(n) for s in (sx, sy, sz))
+    return np.real(h), np.real(sum(site(sz, i) for i in range(n)))
+
+
+H, SZ = heisenberg_ring()
+LEVELS = {-2.0: 1, -1.0: 3, 0.0: 7, 1.0: 5}  # value: multiplicity (exact diagonalisation)
+
+
+def rotated(c, seed=0):
+    """H and S^z in a random orthonormal (unitary if ``c``) basis: a generic basis for
+    LAPACK inside each level."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((16, 16)) + (1j * rng.standard_normal((16, 16)) if c else 0)
+    q = np.linalg.qr(x)[0]
+    return q.conj().T @ H @ q, q.conj().T @ SZ @ q
+
+
+def projector(h, value):
+    w, v = np.linalg.eigh(h)
+    b = v[:, np.abs(w - value) < 1e-8]
+    return b @ b.conj().T
+
+
+def one_sided(f, x, e, eps=1e-6):
+    """``(f(x + eps e) - f(x)) / eps`` and ``(f(x) - f(x - eps e)) / eps``."""
+    return (f(x + eps * e) - f(x)) / eps, (f(x) - f(x - eps * e)) / eps
+
+
+def central(f, x, e, eps=1e-4):
+    """The derivative of ``f`` at ``x`` along ``e`` by a fourth-order central stencil."""
+    return (8 * (f(x + eps * e) - f(x - eps * e)) - (f(x + 2 * eps * e) - f(x - 2 * eps * e))
+            ) / (12 * eps)
+
+
+def grad(f, x):
+    return np.asarray(yaad.func.grad(f)(x).data)
+
+
+def test_the_heisenberg_ring_has_the_levels_of_exact_diagonalisation():
+    w = np.linalg.eigvalsh(H)
+    for value, mult in LEVELS.items():
+        assert np.sum(np.abs(w - value) < 1e-12) == mult
+    # S^z commutes with H and splits the triplet into -1, 0, 1
+    np.testing.assert_allclose(H @ SZ, SZ @ H, atol=1e-14)
+    np.testing.assert_allclose(np.linalg.eigvalsh(H + 1e-3 * SZ)[1:4], -1 + 1e-3 * np.array(
+        [-1.0, 0.0, 1.0]), atol=1e-12)
+
+
+# The spin gap w[1] - w[0] (singlet to triplet) in a Zeeman field b S^z, by each solver
+def _gap_dense(fn):
+    return lambda h, sz, b: (lambda w: w[1] - w[0])(fn(h + b * sz))
+
+
+GAP = {
+    "eigh": _gap_dense(lambda a: L.eigh(a).eigenvalues),
+    "eigvalsh": _gap_dense(L.eigvalsh),
+    "eigvals": _gap_dense(lambda a: yaad.real(yaad.sort(yaad.real(L.eigvals(a))))),
+    "svdvals": lambda h, sz, b: (lambda s: s[-2] - s[-1])(L.svdvals(h + b * sz + 3 * np.eye(16))),
+    "eigsh": lambda h, sz, b: (lambda w: w[1] - w[0])(sl.eigsh(
+        yaad.sparse.asarray(sps.csr_array(h)) + b * yaad.sparse.asarray(sps.csr_array(sz)),
+        k=4, which="SA", tol=1e-14, ncv=16)[0]),
+}
+
+
+@pytest.mark.parametrize("c", [False, True])
+@pytest.mark.parametrize("solver", GAP)
+def test_the_spin_gap_in_a_zeeman_field_raises_in_every_basis(solver, c):
+    h, sz = rotated(c, seed=1) if c or solver != "eigsh" else (H, SZ)
+    # the oracle: the one-sided derivatives of the gap differ (-1 for b > 0, +1 for b < 0)
+    gap = lambda b: np.diff(np.linalg.eigvalsh(h + b * sz)[:2])[0]  # noqa: E731
+    right, left = one_sided(gap, 0.0, 1.0)
+    np.testing.assert_allclose([right, left], [-1.0, 1.0], atol=1e-6)
+    b = yaad.tensor(0.0, requires_grad=True)
+    with pytest.raises(GaugeError, match="not a symmetric function"):
+        GAP[solver](h, sz, b).backward()
+
+
+LEVEL_LOSSES = {  # symmetric functions of the levels, with the exact gradient in H
+    "singlet": (lambda w: w[0], lambda h: projector(h, -2.0)),
+    "sum of the triplet": (lambda w: yaad.sum(w[1:4]), lambda h: projector(h, -1.0)),
+    "mean of the triplet squared": (lambda w: yaad.mean(w[1:4]) ** 2,
+                                    lambda h: -2 * projector(h, -1.0) / 3),
+    "sum of the zero level": (lambda w: yaad.sum(w[4:11]), lambda h: projector(h, 0.0)),
+    "sum of squares": (lambda w: yaad.sum(w ** 2), lambda h: 2 * h),
+    "free energy": (lambda w: -yaad.log(yaad.sum(yaad.exp(-2.0 * w))) / 2.0,
+                    lambda h: (lambda e: e / np.trace(e))(_expm_h(-2.0 * h))),
+}
+
+
+def _expm_h(a):
+    w, v = np.linalg.eigh(a)
+    return (v * np.exp(w)) @ v.conj().T
+
+
+@pytest.mark.parametrize("c", [False, True])
+@pytest.mark.parametrize("loss", LEVEL_LOSSES)
+def test_symmetric_functions_of_the_levels_are_exact(loss, c):
+    h, sz = rotated(c, seed=2)
+    f, exact = LEVEL_LOSSES[loss]
+    for values in (L.eigvalsh, lambda a: L.eigh(a).eigenvalues):
+        g = grad(lambda a: f(values((a + yaad.conj(a).T) / 2)), h)  # noqa: B023
+        np.testing.assert_allclose(g, exact(h), atol=1e-10, err_msg=loss)
+    # and against central differences along the field, which splits the triplet
+    fd = central(lambda b: float(f(yaad.tensor(np.linalg.eigvalsh(h + b * sz))).data), 0.0, 1.0)
+    g = grad(lambda a: f(L.eigvalsh(a)), h)
+    np.testing.assert_allclose(np.real(np.sum(np.conj(g) * sz)), fd, atol=1e-7)
+
+
+def test_eigsh_sees_a_level_at_zero():
+    # The zero level of the ring (seven states): eigsh's tolerance is relative to the
+    # operator's norm. Relative to the computed eigenvalues (all ~1e-16) it was ~1e-28,
+    # and a basis-dependent loss divided rounding errors by each other (a gradient ~1e14).
+    h, sz = rotated(False, seed=3)
+
+    def solve(b):
+        op = yaad.sparse.asarray(sps.csr_array(h)) + b * yaad.sparse.asarray(sps.csr_array(sz))
+        return sl.eigsh(op, k=7, sigma=0.3, tol=1e-14)  # the seven nearest 0.3
+
+    b = yaad.tensor(0.0, requires_grad=True)
+    w, v = solve(b)
+    assert np.max(np.abs(w.data[:7])) < 1e-12
+    with pytest.raises(GaugeError, match="basis chosen inside a degenerate"):
+        yaad.sum(v[:, 0] ** 2 * np.arange(16.0)).backward()
+    b = yaad.tensor(0.0, requires_grad=True)
+    with pytest.raises(GaugeError, match="not a symmetric function"):
+        solve(b)[0][2].backward()
+    b = yaad.tensor(0.0, requires_grad=True)
+    yaad.sum(solve(b)[0][:7]).backward()  # the whole level: tr(P_0 S^z) = 0
+    np.testing.assert_allclose(b.grad, np.trace(projector(h, 0.0) @ sz), atol=1e-10)
+    # the dense solver at the same level
+    t = yaad.tensor(h, requires_grad=True)
+    with pytest.raises(GaugeError, match=r"entries \[4, 5, 6, 7, 8, 9, 10\], all"):
+        L.eigvalsh(t)[6].backward()
+
+
+def _with_singular_values(s, c, seed=0, shape=None):
+    rng = np.random.default_rng(seed)
+    m, n = shape or (len(s), len(s))
+
+    def orth(k):
+        x = rng.standard_normal((k, k)) + (1j * rng.standard_normal((k, k)) if c else 0)
+        return np.linalg.qr(x)[0]
+
+    return orth(m)[:, :len(s)] @ np.diag(s) @ orth(n)[:, :len(s)].conj().T
+
+
+@pytest.mark.parametrize("c", [False, True])
+def test_singular_values_repeated_and_at_zero(c):
+    rng = np.random.default_rng(4)
+    a = _with_singular_values([3.0, 3.0, 1.0, 0.0, 0.0], c, seed=5, shape=(6, 5))
+    e = rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if c else 0)
+    sv = lambda x: np.linalg.svd(x, compute_uv=False)  # noqa: E731
+    # one of a repeated pair, and one at zero: one-sided differences differ
+    for k in (0, 4):
+        right, left = one_sided(lambda t: sv(a + t * e)[k], 0.0, 1.0)  # noqa: B023
+        assert abs(right - left) > 1e-2
+        t = yaad.tensor(a, requires_grad=True)
+        with pytest.raises(GaugeError, match="not a symmetric" if k == 0 else "equal to 0"):
+            L.svdvals(t)[k].backward()
+    # the sum of the pair, s**2 at zero: exact
+    u, s, vh = np.linalg.svd(a)
+    g = grad(lambda x: yaad.sum(L.svdvals(x)[:2]) + yaad.sum(L.svdvals(x) ** 2), a)
+    np.testing.assert_allclose(g, u[:, :2] @ vh[:2] + 2 * a, atol=1e-10)
+    # a sum including zero singular values (the nuclear norm) has no derivative either
+    t = yaad.tensor(a, requires_grad=True)
+    with pytest.raises(GaugeError, match="equal to 0"):
+        yaad.sum(L.svdvals(t)).backward()
+    # ... but matrix_norm takes the minimum-norm subgradient U_r Vh_r, as a vector norm at 0
+    np.testing.assert_allclose(grad(lambda x: L.matrix_norm(x, ord="nuc"), a), u[:, :3] @ vh[:3],
+                               atol=1e-10)
+    np.testing.assert_allclose(grad(lambda x: L.matrix_norm(x, ord=-2), a), 0, atol=1e-12)
+
+
+def test_eig_of_a_non_normal_matrix_with_a_degenerate_level():
+    rng = np.random.default_rng(6)
+    s = rng.standard_normal((4, 4)) + 2 * np.eye(4)
+    a = s @ np.diag([1.0, 1.0, 2.0, -3.0]) @ np.linalg.inv(s)
+    t = yaad.tensor(a, requires_grad=True)
+    w = L.eigvals(t)
+    level = np.flatnonzero(np.abs(w.data - 1) < 1e-6)
+    with pytest.raises(GaugeError, match="not a symmetric function"):
+        yaad.real(w[int(level[0])]).backward()
+    e = rng.standard_normal((4, 4))
+    f = lambda x: np.sum(np.real(np.linalg.eigvals(x))[np.abs(np.linalg.eigvals(a) - 1) < 1e-6])  # noqa: E731,E501
+    g = grad(lambda x: yaad.sum(yaad.real(L.eigvals(x))[level]), a)
+    np.testing.assert_allclose(np.sum(g * e), central(f, a, e), rtol=1e-6)
+
+
+def test_second_order_and_forward_mode_at_the_ring():
+    h, sz = rotated(False, seed=7)
+    rng = np.random.default_rng(8)
+    e = rng.standard_normal((16, 16))
+    e = e + e.T
+    # the singlet (non-degenerate) and its square: Hessian-vector products against central
+    # differences of the exact gradient, while the other levels are degenerate
+    for f, g_exact in ((lambda w: w[0], lambda x: projector(x, np.linalg.eigvalsh(x)[0])),
+                       (lambda w: w[0] ** 2, lambda x: 2 * np.linalg.eigvalsh(x)[0]
+                        * projector(x, np.linalg.eigvalsh(x)[0]))):
+        loss = lambda a: f(L.eigvalsh((a + a.T) / 2))  # noqa: B023,E731
+        hv = np.asarray(yaad.func.hvp(loss, (h,), (e,))[1].data)
+        np.testing.assert_allclose(hv, central(g_exact, h, e, 1e-4), atol=1e-6)
+        gg = grad(lambda a: yaad.sum(yaad.func.grad(loss)(a) * e), h)  # noqa: B023
+        np.testing.assert_allclose(gg, hv, atol=1e-9)
+    # a non-symmetric loss raises at every order
+    gap = lambda a: (lambda w: w[1] - w[0])(L.eigvalsh((a + a.T) / 2))  # noqa: E731
+    with pytest.raises(GaugeError, match="not a symmetric"):
+        yaad.func.hvp(gap, (h,), (e,))
+    with pytest.raises(GaugeError, match="not a symmetric"):
+        grad(lambda a: yaad.sum(yaad.func.grad(gap)(a) * e), h)
+    # forward mode: a symmetric function of a level along a direction that splits it
+    level = lambda a: yaad.sum(L.eigvalsh((a + a.T) / 2)[1:4])  # noqa: E731
+    np.testing.assert_allclose(yaad.func.jvp(level, (h,), (sz,))[1].data,
+                               np.trace(projector(h, -1.0) @ sz), atol=1e-12)
+
+
+# ---- the random draw ----------------------------------------------------------------------
+
+
+def _program(seed):
+    """A Hermitian (or general, for svd) matrix with random levels (some at 0, some
+    repeated, some split by less than the tolerance or well above it), an op, and a loss
+    that is symmetric in every level or not."""
+    rng = np.random.default_rng(seed)
+    c = bool(rng.integers(2))
+    n = int(rng.integers(3, 8))
+    values, members = [], []
+    while len(values) < n:
+        level = 0.5 * float(rng.integers(-4, 5))  # levels 0.5 apart, 0 among them
+        m = int(min(rng.integers(1, 4), n - len(values)))
+        values += [level] * m
+        members += list(range(m))
+    values, members = np.array(values), np.array(members)
+    values[-1] = 2.75  # the scale of the matrix: a norm of order 1
+    # each member of a level split from the first by 0, by less than the tolerance, or by
+    # a gap of 0.1 or more (a near-degenerate level, whose derivatives exist)
+    split = rng.choice([0.0, 1e-15, 0.1], size=n) * members
+    values = values + split * rng.choice([-1, 1])
+    op = str(rng.choice(["eigvalsh", "eigh", "svdvals"]))
+    if op == "svdvals":
+        values = np.abs(values)
+    x = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if c else 0)
+    q = np.linalg.qr(x)[0]
+    a = (q * values) @ q.conj().T
+    if op == "svdvals":
+        a = a @ np.linalg.qr(rng.standard_normal((n, n)))[0]
+    return rng, a, op, c
+
+
+def _levels(w, tol):
+    """Groups of indices of the sorted values ``w`` closer than ``tol``."""
+    groups, start = [], 0
+    for i in range(1, len(w) + 1):
+        if i == len(w) or w[i] - w[i - 1] > tol:
+            groups.append(list(range(start, i)))
+            start = i
+    return groups
+
+
+@pytest.mark.parametrize("seed", range(FUZZ))
+def test_fuzz_degenerate_spectra(seed):
+    rng, a, op, c = _program(zlib.crc32(b"degenerate") + seed)
+    n = a.shape[0]
+    if op == "svdvals":
+        values = lambda x: L.svdvals(x)  # noqa: E731
+        plain = lambda x: np.linalg.svd(x, compute_uv=False)[::-1]  # noqa: E731
+    else:
+        pick = L.eigvalsh if op == "eigvalsh" else (lambda x: L.eigh(x).eigenvalues)
+        values = lambda x: pick((x + yaad.conj(x).T) / 2)  # noqa: E731
+        plain = np.linalg.eigvalsh
+    w = plain(a)
+    tol = 100 * n * np.finfo(float).eps * np.max(np.abs(w))
+    levels = _levels(w, tol)
+    weights = np.zeros(n)
+    for g in levels:
+        weights[g] = rng.normal()
+    symmetric = bool(rng.integers(2)) or all(len(g) == 1 for g in levels)
+    if op == "svdvals":  # values at 0 have no derivative, symmetric or not
+        weights[w <= tol] = 0.0 if symmetric else weights[w <= tol]
+    if not symmetric:
+        g = next(g for g in levels if len(g) > 1)
+        weights[g[0]] += 1.0
+    order = (lambda v: v[::-1]) if op == "svdvals" else (lambda v: v)
+    loss = lambda x: yaad.sum(order(values(x)) * weights) + 0.1 * yaad.sum(  # noqa: E731
+        order(values(x)) * weights) ** 2
+    e = rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if c else 0)
+    e = e + e.conj().T if op != "svdvals" else e
+    ref = lambda x: np.sum(plain(x) * weights) + 0.1 * np.sum(plain(x) * weights) ** 2  # noqa: E731,E501
+    if symmetric:
+        g = grad(loss, a)
+        np.testing.assert_allclose(np.real(np.sum(np.conj(g) * e)), central(ref, a, e),
+                                   rtol=1e-5, atol=1e-6)
+    else:
+        with pytest.raises(GaugeError):
+            grad(loss, a)
