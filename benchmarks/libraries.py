@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 VOCAB = ("sin", "cos", "exp", "sqrt", "tanh", "sum", "mean", "trace", "einsum", "diagonal",
-         "vdot", "real", "log_softmax", "expm")
+         "vdot", "real", "log_softmax", "expm", "stack", "odeint")
 
 
 class Unsupported(Exception):
@@ -204,7 +204,10 @@ def prepare_floor(workload: Any, params: dict, consts: dict) -> Step:
 def _yaad():
     import yaad
 
-    overrides = {"expm": yaad.linalg.expm}
+    def odeint(f, y0, ts, p, rtol, atol):
+        return yaad.integrate.odeint(f, y0, ts, p, rtol=rtol, atol=atol)
+
+    overrides = {"expm": yaad.linalg.expm, "odeint": odeint}
     if not hasattr(yaad, "log_softmax"):
         overrides["log_softmax"] = composed_log_softmax(yaad)
     return yaad, namespace("yaad", yaad, **overrides)
@@ -256,10 +259,20 @@ def _torch():
         torch.set_num_interop_threads(1)
     except RuntimeError:  # only allowed before the first parallel work
         pass
+    def odeint(f, y0, ts, p, rtol, atol):
+        # torchdiffeq's adjoint (the continuous adjoint, backwards in time)
+        try:
+            import torchdiffeq
+        except ImportError:
+            raise Unsupported("torchdiffeq is not installed") from None
+        return torchdiffeq.odeint_adjoint(lambda t, y: f(y, t, p), y0, torch.as_tensor(ts),
+                                          rtol=rtol, atol=atol, method="dopri5",
+                                          adjoint_params=(p,))
+
     xp = namespace("torch", torch,
                    diagonal=lambda x, axis1, axis2: torch.diagonal(x, 0, axis1, axis2),
                    log_softmax=lambda z, axis: torch.log_softmax(z, axis),
-                   expm=torch.linalg.matrix_exp)
+                   expm=torch.linalg.matrix_exp, odeint=odeint)
     return torch, xp
 
 
@@ -305,8 +318,21 @@ def _jax():
     import jax.numpy as jnp
     import jax.scipy.linalg
 
+    def odeint(f, y0, ts, p, rtol, atol):
+        # diffrax's Dopri5, its default adjoint (RecursiveCheckpointAdjoint)
+        try:
+            import diffrax
+        except ImportError:
+            raise Unsupported("diffrax is not installed") from None
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(lambda t, y, p: f(y, t, p)), diffrax.Dopri5(), ts[0], ts[-1],
+            None, y0, args=p, saveat=diffrax.SaveAt(ts=jnp.asarray(ts)),
+            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+            max_steps=100_000)
+        return sol.ys
+
     return jax, jnp, namespace("jax", jnp, log_softmax=jax.nn.log_softmax,
-                               expm=jax.scipy.linalg.expm)
+                               expm=jax.scipy.linalg.expm, odeint=odeint)
 
 
 def _prepare_jax(workload, params, consts, jit=False) -> Step:

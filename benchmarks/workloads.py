@@ -475,6 +475,54 @@ def _w10_floor(p, c):
     return loss, (grad,)
 
 
+# ---- W12: an ODE gradient with many output times (Lotka-Volterra) -----------------------
+
+def _w12_inputs(rng, tiny):
+    n = 20 if tiny else 1000
+    consts = {"ts": np.linspace(0.0, 10.0, n), "rtol": 1e-6, "atol": 1e-9}
+    return {"p": np.array([1.5, 1.0, 3.0, 1.0]), "y0": np.array([1.0, 1.0])}, consts
+
+
+def lotka_volterra(xp):
+    """The vector field ``f(y, t, p)`` in the namespace ``xp``."""
+    return lambda y, t, p: xp.stack([p[0] * y[0] - p[1] * y[0] * y[1],
+                                     p[3] * y[0] * y[1] - p[2] * y[1]])
+
+
+def _w12_loss(xp, p, c):
+    params, y0 = p
+    ys = xp.odeint(lotka_volterra(xp), y0, c["ts"], params, c["rtol"], c["atol"])
+    return xp.sum(ys ** 2)
+
+
+def _w12_floor(p, c):
+    # SciPy's forward solve of the state with its forward sensitivities (to p and y0),
+    # at tight tolerances: the gradient of the exact solution
+    import scipy.integrate
+
+    params, y0 = p
+    a, b, g, d = params
+
+    def rhs(t, v):
+        x, z = v[:2]
+        S = v[2:].reshape(2, 6)
+        J = np.array([[a - b * z, -b * x], [d * z, d * x - g]])
+        dfdp = np.zeros((2, 6))
+        dfdp[:, :4] = [[x, -x * z, 0, 0], [0, 0, -z, x * z]]
+        return np.concatenate([[a * x - b * x * z, d * x * z - g * z],
+                               (J @ S + dfdp).ravel()])
+
+    s0 = np.zeros((2, 6))
+    s0[:, 4:] = np.eye(2)
+    sol = scipy.integrate.solve_ivp(rhs, (c["ts"][0], c["ts"][-1]),
+                                    np.concatenate([y0, s0.ravel()]), t_eval=c["ts"],
+                                    method="DOP853", rtol=1e-12, atol=1e-12)
+    ys = sol.y[:2].T
+    S = sol.y[2:].T.reshape(-1, 2, 6)
+    grad = np.einsum("ti,tij->j", 2 * ys, S)
+    return float(np.sum(ys ** 2)), (grad[:4], grad[4:])
+
+
 _JIT_W8 = ("XLA compile time > 300 s (10,000 unrolled steps; 333 s measured on this "
            "machine class); run with --slow")
 
@@ -501,6 +549,9 @@ WORKLOADS: tuple[Workload, ...] = (
              _w10_floor, complex=True),
     Workload("W11", "MLP step + Adam update, float32", _mlp_inputs(np.float32), _mlp_loss,
              _mlp_floor, rtol=2e-4, train=Adam()),
+    Workload("W12", "ODE gradient, Lotka-Volterra, 1,000 output times", _w12_inputs,
+             _w12_loss, _w12_floor, rtol=1e-4,
+             slow={"jax": "diffrax outside jax.jit traces its solver on every call"}),
 )
 
 

@@ -46,7 +46,7 @@ from .implicit import (
     unpack,
     vjp_of,
 )
-from .ode.field import Field
+from .ode.field import Field, Swapped
 from .ode.methods import method_of
 from .ode.solver import Trajectory
 from .ops.shape import concatenate
@@ -315,7 +315,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[Any], y0: Any, t_eval: A
         times, drop = _as_times([t0, t_eval]), 1
     else:
         times, drop = _as_times([t_eval]), 0
-    ys = odeint(lambda y, t, *a: fun(t, y, *a), y0, times, *args, rtol=rtol, atol=atol,
+    ys = odeint(Swapped(fun), y0, times, *args, rtol=rtol, atol=atol,
                 method=method, adjoint=adjoint, checkpoints=checkpoints,
                 max_steps=max_steps, compiled=compiled)[drop:]
     y = ys.T if isinstance(ys, Tensor) else np.asarray(ys).T

@@ -4,15 +4,20 @@ The solvers work on flat vectors; the field reshapes them to the state's shape, 
 the user's function and returns arrays: its value, its vector-Jacobian product for the
 state, the time and the differentiable parameters (the tensor arguments that require
 grad, then the tensors ``func`` captures from outside), and its dense Jacobian (for the
-implicit method). Without captured tensors, the value and the VJP run as compiled
-programs (``yaad.compile``): one replayed tape per call instead of Python per
-operation. The time is then handed to ``func`` as a 0-d tensor; a ``func`` that
-reads it as a Python number (``float(t)``, ``math.sin(t)``) makes the compiled program
-record again for each time, and ``compiled=False`` avoids that.
+implicit method).
+
+Without captured tensors, ``func`` runs inside compiled programs (``yaad.compile``),
+kept per ``func`` across calls: a whole explicit step (its seven stages) is one replayed
+program, and the vector-Jacobian product of ``func`` another (one call per stage in the
+reverse pass), instead of Python per operation.
+The time is then handed to ``func`` as a 0-d tensor; a ``func`` that reads it as a Python
+number (``float(t)``, ``math.sin(t)``) makes the programs record again for each time
+(and run eagerly after ``max_recordings``), and ``compiled=False`` avoids that.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -20,6 +25,72 @@ import numpy as np
 from ..core.grad_mode import no_grad
 from ..core.tensor import Tensor, make_tensor
 from ..implicit import Closure, data_of, leaf, vjp_of
+from ..ops.shape import stack
+
+# func -> {swapped: its compiled programs} (the programs hold func weakly)
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _with_slots(args: Sequence, slots: Sequence, values: Sequence) -> list:
+    full = list(args)
+    for k, p in zip(slots, values):
+        full[k] = p
+    return full
+
+
+class Swapped:
+    """``fun(t, y, *args)`` (SciPy's order) as ``func(y, t, *args)``; its compiled
+    programs are kept for ``fun``, so they are found again on the next call."""
+
+    def __init__(self, fun: Callable) -> None:
+        self.fun = fun
+
+    def __call__(self, y: Any, t: Any, *args: Any) -> Any:
+        return self.fun(t, y, *args)
+
+
+def _programs(func: Callable) -> dict:
+    """The compiled programs of ``func`` (made on first use, kept while ``func`` lives).
+
+    Each takes the state's shape, the differentiable slots and the method's name as
+    Python constants, and all of ``func``'s further arguments (the differentiable ones
+    as arrays) as arguments, so that nothing it reads is hidden from the recording."""
+    swap = isinstance(func, Swapped)
+    base = func.fun if isinstance(func, Swapped) else func
+    progs = _PROGRAMS.setdefault(base, {}).get(swap)
+    if progs is not None:
+        return progs
+    from ..compile import compile as compile_
+    from ..func import vjp
+    from .methods import METHODS
+
+    ref = weakref.ref(base)
+
+    def field(shape: tuple, args: Sequence) -> Callable:
+        fn = ref()
+        if swap:
+            return lambda Y, t: fn(t, Y.reshape(shape), *args).reshape(-1)  # type: ignore
+        return lambda Y, t: fn(Y.reshape(shape), t, *args).reshape(-1)  # type: ignore
+
+    def value(y: Any, t: Any, shape: tuple, slots: tuple, *args: Any) -> Any:
+        return field(shape, args)(y, t)
+
+    def value_vjp(y: Any, t: Any, cot: Any, shape: tuple, slots: tuple, *args: Any) -> Any:
+        def g(y: Any, t: Any, *ps: Any) -> Any:
+            return field(shape, _with_slots(args, slots, ps))(y, t)
+
+        _, back = vjp(g, y, t, *[args[k] for k in slots])
+        return back(cot)
+
+    def step(y: Any, t: Any, h: Any, k1: Any, shape: tuple, slots: tuple, method: str,
+             *args: Any) -> Any:
+        y_new, K = METHODS[method].step_ops(field(shape, args), y, t, h, k1)
+        return y_new, stack(K)
+
+    progs = {name: compile_(body, warn=False) for name, body in (
+        ("value", value), ("vjp", value_vjp), ("step", step))}
+    _PROGRAMS[base][swap] = progs
+    return progs
 
 
 class Field:
@@ -40,8 +111,8 @@ class Field:
     need_t : bool
         Whether the VJP must give the time's gradient.
     compiled : bool
-        Whether to run the value and the VJP as compiled programs (ignored when ``func``
-        captures tensors that require grad).
+        Whether to run ``func`` in compiled programs (ignored when ``func`` captures
+        tensors that require grad).
     """
 
     def __init__(self, func: Callable, args: Sequence, slots: list, closure: Closure,
@@ -58,19 +129,21 @@ class Field:
             data_of(c) for c in closure.captured]
         self.compiled = compiled and not closure.found
         if self.compiled:
-            from ..compile import compile as _compile
-
-            self._value_c = _compile(self._value_body)
-            self._vjp_c = _compile(self._vjp_body)
+            try:
+                self.programs = _programs(func)
+            except TypeError:  # func cannot be weakly referenced: no programs kept
+                self.compiled = False
+        if self.compiled:
+            self.constants = (tuple(shape), tuple(slots))
+            # arrays as tensors: a compiled program replays what it does with tensors
+            self.program_args = [make_tensor(a) if isinstance(a, np.ndarray) else a
+                                 for a in _with_slots(self.plain, slots, self.params)]
 
     # ---- the user's function with substituted inputs ------------------------------------
 
     def full(self, slot_values: Sequence) -> list:
         """The arguments of ``func`` with ``slot_values`` at the differentiable slots."""
-        full = list(self.plain)
-        for k, p in zip(self.slots, slot_values):
-            full[k] = p
-        return full
+        return _with_slots(self.plain, self.slots, slot_values)
 
     def call(self, y: Any, t: Any, params: Sequence) -> Any:
         """``func(y, t, ...)`` with ``params`` (tensors) for the differentiable inputs
@@ -79,40 +152,36 @@ class Field:
         full = self.full(params[:ns])
         return self.closure.call(lambda: self.func(y, t, *full), params[ns:])
 
-    # ---- compiled bodies ----------------------------------------------------------------
-
-    def _value_body(self, y: Any, t: Any, *params: Any) -> Any:
-        return self.func(y.reshape(self.shape), t, *self.full(params))
-
-    def _vjp_body(self, y: Any, t: Any, cot: Any, *params: Any) -> Any:
-        from ..func import vjp
-
-        def f(y: Any, t: Any, *params: Any) -> Any:
-            return self.func(y.reshape(self.shape), t, *self.full(params)).reshape(-1)
-
-        _, back = vjp(f, y, t, *params)
-        return back(cot)
-
     # ---- on arrays ------------------------------------------------------------------------
 
     def value(self, y: np.ndarray, t: float) -> np.ndarray:
         """``func(y, t)`` as a flat array."""
-        if self.compiled:
-            with no_grad():
-                out = self._value_c(make_tensor(y), make_tensor(np.asarray(t, float)),
-                                    *[make_tensor(p) for p in self.params])
-        else:
-            with no_grad():
+        with no_grad():
+            if self.compiled:
+                out = self.programs["value"](make_tensor(y), make_tensor(np.asarray(t, float)),
+                                             *self.constants, *self.program_args)
+            else:
                 out = self.func(make_tensor(y.reshape(self.shape)), t, *self.plain)
         return np.asarray(data_of(out)).reshape(-1)
+
+    def run_step(self, method: str, y: np.ndarray, t: float, h: float,
+                 k1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """An explicit method's step as one compiled program: ``(y_new, K)``."""
+        with no_grad():
+            y_new, K = self.programs["step"](
+                make_tensor(y), make_tensor(np.asarray(t, float)),
+                make_tensor(np.asarray(h, float)), make_tensor(k1), *self.constants, method,
+                *self.program_args)
+        return np.asarray(data_of(y_new)), np.asarray(data_of(K))
 
     def vjp(self, y: np.ndarray, t: float, cot: np.ndarray) -> tuple[np.ndarray, float, list]:
         """The gradients of ``Re <cot, func(y, t)>`` for ``y``, ``t`` and the parameters."""
         if self.compiled:
-            grads = self._vjp_c(y, np.asarray(t, float), cot, *self.params)
-            yb, tb, pbars = grads[0], grads[1], list(grads[2:])
-            return (np.asarray(data_of(yb)).reshape(-1), float(np.real(data_of(tb))),
-                    [np.asarray(data_of(p)) for p in pbars])
+            grads = self.programs["vjp"](y, np.asarray(t, float), cot, *self.constants,
+                                         *self.program_args)
+            yb, tb, *pbars = (data_of(g) for g in grads)
+            return (np.asarray(yb).reshape(-1), float(np.real(tb)),
+                    [np.asarray(p) for p in pbars])
         yl = leaf(y.reshape(self.shape))
         tl = leaf(np.asarray(t, float)) if self.need_t else t
         pl = [leaf(p) for p in self.params]

@@ -84,16 +84,35 @@ class Dopri5:
     def step(self, field: Any, y: np.ndarray, t: float, h: float, k1: np.ndarray,
              error: bool = True) -> tuple[np.ndarray, np.ndarray, float]:
         """``(y_new, K, error norm)``; ``K`` holds the seven stages' ``f`` values."""
-        K = np.empty((7, y.size), np.result_type(y, k1))
-        K[0] = k1
-        A, C = self.A, self.C
-        for i in range(1, 7):
-            Y = y + h * (A[i, :i] @ K[:i])
-            K[i] = field.value(Y, t + C[i] * h)
+        if field.compiled:
+            Y, K = field.run_step(self.name, y, t, h, k1)
+        else:
+            K = np.empty((7, y.size), np.result_type(y, k1))
+            K[0] = k1
+            A, C = self.A, self.C
+            for i in range(1, 7):
+                Y = y + h * (A[i, :i] @ K[:i])
+                K[i] = field.value(Y, t + C[i] * h)
         if not error:
             return Y, K, 0.0
         scale = self.atol + self.rtol * np.maximum(np.abs(y), np.abs(Y))
         return Y, K, rms(h * (self.E @ K) / scale)
+
+    @classmethod
+    def step_ops(cls, f: Callable, y: Any, t: Any, h: Any, k1: Any = None) -> tuple:
+        """The step written with operators, for yaad tensors: ``(y_new, [K_1..K_7])``
+        (``k1 = f(y, t)`` unless given)."""
+        A, C = cls.A, cls.C
+        K = [f(y, t) if k1 is None else k1]
+        for i in range(1, 7):
+            acc = None
+            for j in range(i):
+                if A[i, j]:
+                    term = A[i, j] * K[j]
+                    acc = term if acc is None else acc + term
+            Y = y + h * acc
+            K.append(f(Y, t + C[i] * h))
+        return Y, K
 
     def weights(self, thetas: np.ndarray) -> np.ndarray:
         """The dense output's weights of the stages at ``thetas``, ``(M, 7)``."""
@@ -111,15 +130,14 @@ class Dopri5:
                 ybar_new: np.ndarray, thetas: np.ndarray, G: np.ndarray, need_t: bool,
                 acc: Callable) -> tuple[np.ndarray, float, float, np.ndarray | None]:
         A, C = self.A, self.C
-        Kbar = h * np.outer(self.B, ybar_new)
-        ybar = ybar_new.copy()
-        hbar = _re_vdot(ybar_new, self.B @ K)
-        tbar = 0.0
+        ybar = ybar_new
+        tbar = hbar = 0.0
         toutbar = None
+        Kbar = None
         if thetas.size:
             W = self.weights(thetas)
             ybar = ybar + G.sum(axis=0)
-            Kbar = Kbar + h * (W.T @ G)
+            Kbar = h * (W.T @ G)
             hbar += float(np.sum((G.conj() * (W @ K)).real))
             if need_t:
                 # theta = (tout - t) / h: dout/dtheta = h dW K
@@ -127,6 +145,8 @@ class Dopri5:
                 toutbar = thbar / h
                 tbar -= float(thbar.sum()) / h
                 hbar -= float(thbar @ thetas) / h
+        Kbar = h * np.outer(self.B, ybar_new) + (0 if Kbar is None else Kbar)
+        hbar += _re_vdot(ybar_new, self.B @ K)
         for i in range(6, -1, -1):
             kb = Kbar[i]
             if not kb.any():

@@ -271,19 +271,10 @@ class Trajectory:
         y = y0.reshape(-1)
         blocks = [y.reshape(1, -1)]
         k1 = f(y, t0)
-        A, C = m.A, m.C
         for n in range(N):
             tn = t0 + (ts[n] - ts[0]) if n else t0
             h = T - tn if n == N - 1 else float(hs[n])
-            K = [k1]
-            for i in range(1, 7):
-                acc = None
-                for jj in range(i):
-                    if A[i, jj]:
-                        term = A[i, jj] * K[jj]
-                        acc = term if acc is None else acc + term
-                Y = y + h * acc
-                K.append(f(Y, tn + C[i] * h))
+            Y, K = m.step_ops(f, y, tn, h, k1)
             a, b = starts[n], starts[n + 1]
             if b > a:
                 thetas = (touts[a:b] - tn) / h
