@@ -298,7 +298,7 @@ def second_order_guard(name: str, what: str, values: Any, flat: Any, coupled: An
     _DIFFERENTIATED[id(d)] = d
     for t in (getattr(a, "_tangents", None) or {}).values():
         t = data_of(t)
-        if _any(flat & coupled & ~negligible(mix(t), magnitude(t))):
+        if _any(flat & ~negligible(mix(t), magnitude(t))):
             raise GaugeError(_SECOND.format(name=name, what=what))
 
 
