@@ -44,7 +44,7 @@ from griffe_yaad import public_names  # noqa: E402
 
 # Modules reachable from a documented namespace that are implementation, not API; the
 # packages of the lower layers (core/, modes/, bindings/) are internal whole.
-INTERNAL_PACKAGES = ("yaad.core", "yaad.modes", "yaad.bindings")
+INTERNAL_PACKAGES = ("yaad.core", "yaad.modes", "yaad.bindings", "yaad.ode")
 INTERNAL = {"yaad.compile", "yaad.compiled", "yaad.creation", "yaad.demo", "yaad.implicit",
             "yaad.linalg.helpers", "yaad.linalg.matrix_functions", "yaad.linalg.norms",
             "yaad.linalg.products", "yaad.linalg.rank", "yaad.linalg.spectral",

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import yaad
-from yaad.core import engine
 from yaad.compiled import codegen
+from yaad.core import engine
 from yaad.ops.shape import getitem
 
 N = 100_000  # above IN_PLACE_SIZE and POOL_MIN

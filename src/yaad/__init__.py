@@ -30,7 +30,7 @@ from . import fft
 from . import stats
 from . import signal
 from .linalg import vecdot
-from . import autograd, testing
+from . import anomaly, autograd, backend, testing
 from . import func
 from .function import Function, once_differentiable
 from . import extend

@@ -5,7 +5,9 @@ imports; tests/test_packaging.py keeps them equal to the package's public names)
 ``__all__`` is computed at import, which type checkers cannot follow.
 """
 
+from . import anomaly as anomaly
 from . import autograd as autograd
+from . import backend as backend
 from . import extend as extend
 from . import fft as fft
 from . import func as func

@@ -19,7 +19,7 @@ from .core.backend import (
 )
 from .core.op import op, registry
 from .core.tensor import Tensor
-from .modes.batched_values import batch_axes, draw, like
+from .modes.batched_values import all_examples, batch_axes, draw, like
 from .ops.elementwise import floor
 from .ops.shape import (
     astype,
@@ -411,7 +411,7 @@ def _like_maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Te
             batched = False
             data = a._stand_in()
         elif batched:
-            data = a._data  # every example's
+            data = all_examples(a)
         else:
             data = a.data if isinstance(a, Tensor) else a
         if is_foreign(data):  # made by the array's own library

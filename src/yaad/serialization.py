@@ -41,7 +41,7 @@ def _foreign(obj: Any) -> bool:
 def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
     """The JSON structure of ``obj``; arrays are appended to ``arrays``."""
     if isinstance(obj, (Tensor, np.ndarray, np.generic)):
-        data = obj._data if isinstance(obj, Tensor) else obj
+        data = obj.data if isinstance(obj, Tensor) else obj
         if is_foreign(data):
             raise TypeError(f"yaad.save: {where} is a tensor on backend {backend_name(data)} "
                             f"(shape {tuple(data.shape)}); only NumPy-backed tensors are "

@@ -236,6 +236,12 @@ def batch_axes(x: Any) -> dict:
     return {lv: v.axis for lv, v in tans.items() if type(v) is BatchAxis}
 
 
+def all_examples(x: Tensor) -> Any:
+    """The array of a batched tensor with every example's values (its batch axes in
+    place, as :func:`batch_axes` gives them)."""
+    return x._data
+
+
 def involves(x: Any, level: int) -> bool:
     """Whether ``x`` or one of its forward-mode tangents is batched at ``level``."""
     tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
