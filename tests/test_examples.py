@@ -107,3 +107,13 @@ def test_dask_big_gradient_small():
     assert w4["loss"] > 0 and np.isfinite(w4["gradient_sum"])
     assert r["workers"] == 2 and not r["worker_restarted"]
     assert all(p < r["memory_limit"] for p in r["peak_worker_memory"])
+
+
+def test_quimb_side_by_side():
+    r = load("quimb_side_by_side").main(["--L", "6", "--D", "4", "--steps", "30"])
+    ground = r["ground_state"]
+    assert abs(ground["yaad"] - ground["torch"]) < 1e-6 and ground["gradient"] < 1e-9
+    assert abs(ground["yaad"] - ground["dmrg"]) < 2e-2
+    for name, row in r.items():
+        if name != "ground_state":
+            assert row["value_difference"] < 1e-12 and row["gradient_difference"] < 1e-9, name

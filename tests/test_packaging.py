@@ -45,6 +45,7 @@ QUICK = {
     "mps.py": ["--L", "6", "--D", "4", "--steps", "30"],
     "quantum_vmc.py": ["--L", "4", "--steps", "20", "--alpha", "1"],
     "quench.py": ["--L", "6", "--K", "2", "--iterations", "2"],
+    "quimb_side_by_side.py": ["--L", "6", "--D", "4", "--steps", "10"],
     "tfim_eigsh.py": ["--L", "8"],
     "trg_specific_heat.py": ["--chi", "6", "--steps", "8", "--temps", "2.5", "--check", "3.0"],
 }
