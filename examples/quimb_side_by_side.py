@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
         found[backend] = (value, grad, opt.loss, time.perf_counter() - start)
     dmrg = qtn.DMRG2(mpo, bond_dims=[args.D])
     dmrg.solve(tol=1e-10, verbosity=0)
-    (vy, gy, ey, sy), (vt, gt, et, st) = found["yaad"], found["torch"]
+    (_, gy, ey, sy), (_, gt, et, st) = found["yaad"], found["torch"]
     print(f"   energy: yaad {ey:.8f} ({sy:.2f} s), PyTorch {et:.8f} ({st:.2f} s), "
           f"DMRG {dmrg.energy:.8f}")
     print(f"   first gradient: largest difference {np.abs(gy - gt).max():.1e} "

@@ -93,7 +93,8 @@ def functional_call(module: Module,
             if name not in replace and id(value) in by_object:
                 replace[name] = by_object[id(value)]
     if strict and set(replace) != set(slots):
-        raise ValueError(f"functional_call(strict=True): missing {sorted(set(slots) - set(replace))}")
+        missing = sorted(set(slots) - set(replace))
+        raise ValueError(f"functional_call(strict=True): missing {missing}")
     saved = []
     try:
         for name, value in replace.items():
