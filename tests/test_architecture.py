@@ -289,7 +289,8 @@ LAYERS: list[tuple[str, str]] = [
     ("graph", "core._pure_cython core.backend core.errors core.grad_mode core.graph "
      "core.frames"),
     ("tensor", "core.presentation core.tensor core.views core.hooks core.lazy"),
-    ("op declaration", "modes.registry core.op core.levels modes.batched_values"),
+    ("op declaration", "modes.registry core.op core.arguments core.levels "
+                       "modes.batched_values"),
     ("ops", "ops ops.* linalg linalg.* creation fft function"),
     ("bookkeeping", "core.higher_order core.gradients core.targets"),
     ("engine", "core.engine"),

@@ -14,6 +14,10 @@ Two ways to declare an operator:
   (``save_for_backward``, ``mark_non_differentiable``, ``needs_input_grad``, ...);
   `once_differentiable` marks a ``backward`` written on plain arrays.
 
+A function built on ops whose argument has no derivative (an initial guess, a
+probability) declares it with `no_derivative` (or calls `refuse_grad`): a tensor that
+requires grad passed there then raises, naming the argument.
+
 An operator whose forward writes into an array it was given calls `mark_modified`
 on that array, so that a backward that saved it refuses to use the changed value. Every
 declared operator is in `registry` next to the built-ins.
@@ -31,9 +35,10 @@ array([12.])
 
 from __future__ import annotations
 
+from .core.arguments import no_derivative, refuse_grad
 from .core.graph import mark_modified
 from .core.op import Op, op, registry
 from .function import Function, FunctionCtx, once_differentiable
 
 __all__ = ["op", "Op", "registry", "Function", "FunctionCtx", "once_differentiable",
-           "mark_modified"]
+           "mark_modified", "refuse_grad", "no_derivative"]

@@ -31,6 +31,7 @@ import numpy as np
 import scipy  # (scipy.optimize is imported where first used)
 import scipy.sparse.linalg as spla
 
+from .core.arguments import no_derivative
 from .core.engine import run_backward
 from .core.grad_mode import enable_grad, no_grad, state
 from .core.levels import tangent_of, with_tangent
@@ -556,6 +557,7 @@ def _norm(arrays: Sequence) -> float:
     return float(np.sqrt(sum(np.vdot(a, a).real for a in arrays)))
 
 
+@no_derivative("x0", why="an initial guess: the solution does not depend on it")
 def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
                 maxiter: int = 1000, method: str = "anderson", history: int = 5,
                 adjoint_tol: float | None = None,
@@ -700,6 +702,7 @@ def data_of_list(xs: Sequence) -> list:
     return [data_of(x) for x in xs]
 
 
+@no_derivative("x0", why="an initial guess: the solution does not depend on it")
 def root(F: Callable, x0: Any, *params: Any, method: str = "hybr", tol: float = 1e-10,
          options: dict | None = None, adjoint_tol: float | None = None,
          adjoint_maxiter: int | None = None) -> Any:

@@ -13,6 +13,7 @@ import numpy as np
 import scipy  # (scipy.optimize is imported where first used)
 
 from .autograd import grad as _grad
+from .core.arguments import no_derivative
 from .core.grad_mode import enable_grad, no_grad
 from .core.tensor import Tensor
 
@@ -98,6 +99,8 @@ def _scalar_loss(value: Any) -> Any:
     return value
 
 
+@no_derivative("x0", "args", why="the result is SciPy's, not recorded: for the "
+               "derivative of a minimizer, solve its gradient with yaad.func.root")
 def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), method: str = "L-BFGS-B",
              bounds: Any = None, constraints: Any = (), tol: float | None = None,
              callback: Callable[[Any], Any] | None = None, options: dict[str, Any] | None = None

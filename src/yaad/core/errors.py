@@ -67,6 +67,10 @@ _MESSAGES: dict[str, tuple[type[Exception], str]] = {
     "object-operand": (TypeError, (
         "{name}: an operand of type {type} is not an array; NumPy would hold it as one "
         "Python object (dtype object), not as numbers.{hint}")),
+    "no-derivative": (TypeError, (
+        "{name}: argument '{arg}' requires grad, but {name} has no derivative with respect "
+        "to it ({why}), so its gradient would be lost. Pass {arg}.detach() (or a plain "
+        "array) if no gradient is wanted there. (see docs/errors.md#no-derivative)")),
     "no-rule": (TypeError, (
         "{name}: argument {i} requires grad, but '{name}' has no gradient rule for it, so "
         "its gradient would be lost. Pass the tensor (shape {shape}, {dtype}).detach() if "

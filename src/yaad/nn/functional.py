@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.arguments import refuse_grad
 from ..core.presentation import dtype_of, ndim_of, shape_of
 from ..core.tensor import Tensor
 from ..modes.batched_values import draw
@@ -49,6 +50,8 @@ def gelu(input: Any, approximate: str = "none") -> Any:
 
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log(1 + exp(beta * x)) / beta``, and ``x`` where ``beta * x > threshold``."""
+    refuse_grad("nn.functional.softplus", "where the formula switches: not differentiated",
+                threshold=threshold)
     bx = input * beta if beta != 1 else input
     soft = _softplus(bx) / beta if beta != 1 else _softplus(bx)
     return where(bx > threshold, input, soft)  # (a tensor's comparison: batched in vmap)
@@ -82,6 +85,8 @@ def dropout(input: Any, p: float = 0.5, training: bool = True,
     generator : numpy.random.Generator, optional
         The source of the mask (default: :func:`yaad.nn.init.default_generator`).
     """
+    refuse_grad("nn.functional.dropout", "a probability: the mask is drawn, not "
+                "differentiated", p=p)
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0:

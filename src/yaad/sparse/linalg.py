@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
+from ..core.arguments import no_derivative
 from ..core.grad_mode import no_grad, state
 from ..core.tensor import Tensor, make_tensor
 from ..implicit import (
@@ -272,6 +273,7 @@ class _Eigsh(_Eig):
         return result
 
 
+@no_derivative("v0", "sigma", why="a starting vector and a shift: the eigenpairs depend on neither")
 def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: str = "LM",
           v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
           return_eigenvectors: bool = True, *, adjoint_tol: float = 1e-12,
@@ -447,6 +449,7 @@ class _Eigs(_Eig):
         return tuple(self.op.vjp(v, ybar, inputs))
 
 
+@no_derivative("v0", "sigma", why="a starting vector and a shift: the eigenpairs depend on neither")
 def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
          v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
          return_eigenvectors: bool = True, *, adjoint_tol: float = 1e-12,
@@ -686,6 +689,8 @@ def _minres(a: Any, b: np.ndarray, x0: Any, *, rtol: float, atol: float, maxiter
     return hermitian_minres(a.matvec, b, 0.0, rtol, maxiter, x0, M)
 
 
+@no_derivative("x0", "M", why="an initial guess and a preconditioner: the solution "
+                              "depends on neither")
 def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
        maxiter: int | None = None, M: Any = None) -> tuple[Any, ...]:
     """Solve ``A x = b`` for Hermitian positive definite ``A`` by conjugate gradients
@@ -714,6 +719,8 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
                    atol, maxiter, M, True)
 
 
+@no_derivative("x0", "M", why="an initial guess and a preconditioner: the solution "
+                              "depends on neither")
 def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int | None = None,
            M: Any = None) -> tuple[Any, ...]:
     """Solve ``A x = b`` for Hermitian (possibly indefinite) ``A`` by MINRES
@@ -742,6 +749,7 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int |
                    b, x0, rtol, 0.0, maxiter, M, True)
 
 
+@no_derivative("x0", why="an initial guess: the solution does not depend on it")
 def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
           restart: int | None = None, maxiter: int | None = None,
           M: Any = None) -> tuple[Any, ...]:
