@@ -21,6 +21,7 @@ from .core.op import op, registry
 from .core.tensor import Tensor
 from .modes.batched_values import all_examples, batch_axes, draw, like
 from .ops.elementwise import floor
+from .ops.public_names import with_keyword_hints
 from .ops.shape import (
     astype,
     broadcast_to,
@@ -568,3 +569,6 @@ def _move(x: Any, backend: Any) -> Any:
     elif isinstance(backend, str) and backend.startswith("cuda:"):
         target = backend
     return _to(x, target, source)
+
+
+with_keyword_hints(globals(), __all__)  # (dim= answered with axis=, as the ops do)

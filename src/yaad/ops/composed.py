@@ -26,6 +26,7 @@ from .convolution import convolve
 from .elementwise import clip, conj, imag, isfinite, isnan, isneginf, isposinf, mod, real, sqrt
 from .elementwise import where as _where
 from .products import dot
+from .public_names import with_keyword_hints
 from .reductions import argsort, average, cumprod, cumsum, mean, nonzero, partition, searchsorted
 from .reductions import sum as sum_
 from .shape import (
@@ -933,3 +934,4 @@ __all__ = ["where", "cross", "gradient", "rollaxis", "select", "nan_to_num", "re
            "interp", "polyval", "cumulative_sum", "cumulative_prod", "meshgrid", "trapezoid",
            "vander", "diagflat", "ediff1d", "unstack", "median", "polyadd", "polysub",
            "polymul", "polyder", "polyint", "cov", "corrcoef"]
+with_keyword_hints(globals(), __all__)
