@@ -749,3 +749,81 @@ def test_a_backward_after_an_in_place_change_while_recording_is_the_engines(fn, 
         assert value == pytest.approx(float(fn(yaad.tensor(x), yaad.tensor(v))))
         np.testing.assert_array_equal(grads[0], expected[0])
         np.testing.assert_array_equal(grads[1], expected[1])
+
+
+# ---- a transform's 0-d results follow the new values --------------------------------------
+# A 0-d result is held as a NumPy scalar; the tensor a transform made from it was read as a
+# constant of the recording, so a compiled VJP recorded (twice) with an all-zero cotangent
+# replayed the h-gradient 0 for every later cotangent (found on a Dormand-Prince step).
+
+_DP_A = [[], [1 / 5], [3 / 40, 9 / 40], [44 / 45, -56 / 15, 32 / 9]]
+
+
+def _lotka_volterra(stack, y, p):
+    return stack([p[0] * y[0] - p[1] * y[0] * y[1], p[3] * y[0] * y[1] - p[2] * y[1]])
+
+
+def _stages(stack, y, h, p, k1):
+    """The first four stages of a Dormand-Prince step of Lotka-Volterra, stacked."""
+    K = [k1]
+    for row in _DP_A[1:]:
+        acc = row[0] * K[0]
+        for a, k in zip(row[1:], K[1:]):
+            acc = acc + a * k
+        K.append(_lotka_volterra(stack, y + h * acc, p))
+    return stack(K)
+
+
+def _step_vjp(y, h, p, k1, kb):
+    _, back = Y.func.vjp(lambda y, h, p: _stages(Y.stack, y, h, p, k1), y, h, p)
+    return back(kb)
+
+
+def _torch_step_vjp(y, h, p, k1, kb):
+    import torch
+
+    y, h, p = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (y, h, p))
+    out = _stages(torch.stack, y, h, p, torch.tensor(k1))
+    return [g.numpy() for g in torch.autograd.grad(out, (y, h, p), torch.tensor(kb))]
+
+
+@pytest.mark.parametrize("first", ["zeros", "negative zeros", "ones"])
+def test_a_compiled_vjp_follows_the_cotangent_into_a_zero_d_gradient(first):
+    y, h, p, k1 = np.array([1.0, 1.0]), np.array(0.1), np.array([1.5, 1, 3, 1.0]), np.ones(2)
+    rng = np.random.default_rng(0)
+    start = {"zeros": np.zeros((4, 2)), "negative zeros": np.full((4, 2), -0.0),
+             "ones": np.ones((4, 2))}[first]
+    cots = [start, start, np.ones((4, 2)), np.zeros((4, 2)), rng.standard_normal((4, 2)),
+            np.where(rng.random((4, 2)) < 0.5, 0.0, rng.standard_normal((4, 2)))]
+    c = Y.compile(_step_vjp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for kb in cots:
+            got = c(*(Y.tensor(a) for a in (y, h, p, k1, kb)))
+            want = _torch_step_vjp(y, h, p, k1, kb)
+            eager = _step_vjp(*(Y.tensor(a) for a in (y, h, p, k1, kb)))
+            for g, w, e in zip(got, want, eager):
+                assert g.shape == w.shape and g.dtype == w.dtype == np.float64
+                np.testing.assert_allclose(g.data, w, rtol=1e-13, atol=1e-15)
+                np.testing.assert_allclose(g.data, e.data, rtol=1e-14, atol=1e-15)
+    assert c.stats["eager"] == 0 and c.stats["replayed"] >= 3
+
+
+@pytest.mark.parametrize("how", ["func.grad", "func.vjp", "value_and_grad"])
+def test_a_transforms_zero_d_tensor_result_is_a_value_of_the_recording(how):
+    def fn(x, h):
+        if how == "func.grad":
+            g = Y.func.grad(lambda h: (h * h * x).sum())(h)
+        elif how == "func.vjp":
+            g = Y.func.vjp(lambda h: h * h * x, h)[1](x * 0.0 + 1.0)[0]
+        else:
+            g = Y.func.value_and_grad(lambda h: (h * h * x).sum())(h)[1]
+        return g * 2.0
+
+    c = Y.compile(fn)
+    for v in (0.0, 0.0, 1.0, -0.0, 2.5):
+        x = Y.tensor([1.0, v])
+        got = c(x, Y.tensor(0.3))
+        assert got.shape == () and got.dtype == np.float64
+        assert float(got.data) == 4 * 0.3 * (1.0 + v)  # d/dh sum(h^2 x) = 2 h sum(x)
+    assert c.stats == {"replayed": 3, "recorded": 2, "eager": 0}

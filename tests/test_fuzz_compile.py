@@ -16,12 +16,14 @@ inside the function, their squares added to the loss (second order through the r
 Each program is compiled and called on its recorded inputs twice (recording, verifying),
 then on ``REPLAYS`` inputs of the same shapes made to flip its decisions: permuted
 values, ties, sign flips with -0.0 and 0.0, a NaN or an inf, singular and degenerate
-matrices, fresh values. Every call's value and every gradient must equal eager yaad's
-(NaN where NaN, the same exception where eager raises; equal to 1e-12 of the largest
-entry where the operation order differs: a rewrite, or BLAS choosing another kernel for
-another memory layout), and a call that did not replay must have run eagerly with a
-CompileWarning. The ordinary run checks ``NORMAL_PROGRAMS`` programs, ``make fuzz``
-(``YAAD_FUZZ_PROGRAMS``) 5,000; ``test_zz_counts`` prints the counts.
+matrices, fresh values; the seed of ``.backward(seed)`` and the cotangent of a VJP taken
+inside (``yaad.func.vjp`` of an explicit step, with a 0-d step size) are exactly zero, of
+either sign, in some calls and not in others. Every call's value and every gradient must
+equal eager yaad's (NaN where NaN, the same exception where eager raises; equal to 1e-12
+of the largest entry where the operation order differs: a rewrite, or BLAS choosing
+another kernel for another memory layout), and a call that did not replay must have run
+eagerly with a CompileWarning. The ordinary run checks ``NORMAL_PROGRAMS`` programs,
+``make fuzz`` (``YAAD_FUZZ_PROGRAMS``) 5,000; ``test_zz_counts`` prints the counts.
 """
 
 from __future__ import annotations
@@ -212,6 +214,42 @@ STEPS = [(_s_sort, 3), (_s_argsort, 2), (_s_argmax, 3), (_s_take, 1), (_s_mask, 
 _WEIGHTS = np.array([w for _, w in STEPS], dtype=float) / sum(w for _, w in STEPS)
 
 
+def _vjp_step(rng, prog):
+    """A VJP inside the function (``yaad.func.vjp`` on tensors) of two stages of an explicit
+    step ``y + h * c * f(y)`` in the vector, a 0-d step size and the matrix, as an ODE
+    solver's adjoint takes it. Its step size and stage cotangent are program inputs: the
+    cotangent is exactly zero (of either sign) in some calls and not in others (the flips),
+    and the primals are detached or not (a recorded or a first-order inner backward)."""
+    n = prog.inputs[1].size
+    first = len(prog.inputs)
+    h = np.array(np.round(rng.uniform(0.05, 0.5), 2))
+    zero = float(rng.choice([0.0, -0.0]))
+    cot = (np.full((2, n), zero) if rng.integers(2) else
+           np.round(rng.standard_normal((2, n)), 1))
+    prog.inputs += [h, cot]
+    prog.grad += [bool(rng.integers(2)), bool(rng.integers(2))]
+    prog.finite += [False, False]
+    detach = bool(rng.integers(2))
+    kind = int(rng.integers(3))
+    fields = [lambda y, m: m[0, 0] * y - m[1, 1] * y * y,
+              lambda y, m: Y.sin(y) * m[0, 1] + Y.sum(m[2]) * y,
+              lambda y, m: Y.tanh(y * m[1, 0]) * Y.abs(y)]
+    field = fields[kind]
+
+    def stages(y, h, m):
+        k1 = field(y, m)
+        return Y.stack([k1, field(y + h * 0.5 * k1, m)])
+
+    def fn(p):
+        y, m = p["v"], p["m"]
+        if detach:
+            y, m = y.detach(), m.detach()
+        _, back = Y.func.vjp(stages, y, p["in"][first], m)
+        return back(p["in"][first + 1])
+
+    return f"vjp of stages[{kind}] (h, cotangent inputs{', detached' if detach else ''})", fn
+
+
 # ---- registry ops, as strategies.py draws them ------------------------------------------------
 
 _CASE_KEYS = sorted(k for k, c in CASES.items() if available(c.path))
@@ -256,7 +294,9 @@ def draw_program(data) -> Program:
     prog = Program([m, v, z], [True, True, True], [True, False, False],
                    aux=bool(rng.integers(5) == 0))
     for _ in range(int(rng.integers(1, 5))):
-        if rng.random() < 0.3:
+        if rng.random() < 0.1:
+            prog.steps.append(_vjp_step(rng, prog))
+        elif rng.random() < 0.3:
             case, call, pos = _case_step(data)
             first = len(prog.inputs)
             prog.inputs += [call.args[i] for i in pos]
@@ -358,9 +398,10 @@ def _leaves(prog, arrays, convert):
             for a, g in zip(arrays, prog.grad)]
 
 
-def outcome(fn, prog, arrays, convert=np.asarray):
+def outcome(fn, prog, arrays, convert=np.asarray, seed=-1.5):
     """(value, aux, gradients) of a call with backward, or ("raise", type); the inputs
-    are tensors over ``convert`` of the arrays (NumPy's, or another library's)."""
+    are tensors over ``convert`` of the arrays (NumPy's, or another library's); ``seed``:
+    the loss's gradient when the program's backward is ``seed``."""
     xs = _leaves(prog, arrays, convert)
     try:
         out = fn(*xs)
@@ -371,7 +412,7 @@ def outcome(fn, prog, arrays, convert=np.asarray):
             # (a seed other than 1 takes the backward's general branch; NumPy programs only:
             # a seed tensor would be NumPy's)
             seeded = prog.backward == "seed" and convert is np.asarray
-            loss.backward(Y.tensor(-1.5) if seeded else None)
+            loss.backward(Y.tensor(seed) if seeded else None)
         grads = [None if x.grad is None else np.array(x.grad) for x in xs]
     except Exception as e:
         return ("raise", type(e).__name__)
@@ -425,12 +466,17 @@ def _run_program(prog: Program, rng, f, convert, counts: dict) -> None:
     calls = [prog.inputs, prog.inputs]
     calls += [[flip(rng, a, fin) for a, fin in zip(prog.inputs, prog.finite)]
               for _ in range(REPLAYS)]
+    # The seeds of .backward(seed): exactly zero (of either sign) in some calls and not in
+    # others, the recording and verifying calls alike.
+    seeds = [-1.5, 0.0, -0.0, 2.0]
+    first = seeds[rng.integers(4)]
+    seeds = [first, first] + [seeds[k] for k in rng.integers(4, size=REPLAYS)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for arrays in calls:
+        for arrays, seed in zip(calls, seeds):
             before = dict(c.stats)
-            want = outcome(f, prog, arrays, convert)
-            got = outcome(c, prog, arrays, convert)
+            want = outcome(f, prog, arrays, convert, seed)
+            got = outcome(c, prog, arrays, convert, seed)
             counts["calls"] += 1
             for k in ("replayed", "eager", "recorded"):
                 counts[k] += c.stats[k] - before[k]

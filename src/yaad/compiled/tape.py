@@ -455,6 +455,17 @@ class Recorder:
         if isinstance(arr, np.ndarray) and arr.size:
             self.by_layout[_layout(arr)] = s
 
+    def as_array(self, x: Any) -> np.ndarray:
+        """``np.asarray(x)`` for ``Tensor(x)`` while recording: of a recorded value held as
+        a NumPy scalar (a 0-d result), the slot's value too. (A NumPy scalar has no memory
+        by which to find the new array, so the tensor made from it was read as a constant
+        from outside, frozen at the recording's value: a transform's 0-d gradient.)"""
+        arr = np.asarray(x)
+        s = self.by_array.get(id(x)) if isinstance(x, np.generic) else None
+        if s is not None:
+            self.register_array(arr, s)
+        return arr
+
     def lookup_array(self, a: Any) -> int | None:
         """The slot holding ``a``: the same object, or a view of the same memory with the
         same shape, strides and dtype (what ``np.asarray`` of a view makes)."""

@@ -63,8 +63,8 @@ class Tensor(ArrayFace, TensorMethods):
             if type(data) in presenters.values():  # its data are not its value (vmap)
                 raise error("vmap-tensor")
             data = data._data
-        elif not isinstance(data, np.ndarray) and not is_foreign(data):
-            data = np.asarray(data)  # (another library's array is kept, never converted)
+        elif not isinstance(data, np.ndarray) and not is_foreign(data):  # (foreign: kept)
+            data = np.asarray(data) if state.tracer is None else state.tracer.as_array(data)
         if isinstance(data, np.ndarray) and data.dtype.hasobject:
             raise error("object-data", shape=data.shape)
         self._data = data
