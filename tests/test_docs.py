@@ -49,7 +49,8 @@ INTERNAL = {"yaad.compile", "yaad.compiled", "yaad.creation", "yaad.demo", "yaad
             "yaad.linalg.helpers", "yaad.linalg.matrix_functions", "yaad.linalg.norms",
             "yaad.linalg.products", "yaad.linalg.rank", "yaad.linalg.spectral",
             "yaad.linalg.systems", "yaad.function", "yaad.ops", "yaad.nn.layers",
-            "yaad.nn.module", "yaad.sparse.tensor", "yaad.sparse.array_operator",
+            "yaad.nn.module", "yaad.nn.stateless", "yaad.sparse.tensor",
+            "yaad.sparse.array_operator",
             "yaad.optim.lr_scheduler", "yaad.optim.optimizer", "yaad.ode",
             *INTERNAL_PACKAGES}
 
