@@ -13,6 +13,7 @@ be eager yaad's (itself tested against PyTorch), and, where short, NumPy's.
 from __future__ import annotations
 
 import copy
+import functools
 import pickle
 import warnings
 
@@ -203,6 +204,45 @@ def test_attributes_of_a_class_named_by_the_function_are_watched():
     x = Y.tensor([1.0, 2.0])
     try:
         for value in (2.0, 2.0, 4.0, 4.0):
+            Scaled.scale = value
+            np.testing.assert_array_equal(c(x).data, [value, 2 * value])
+    finally:
+        Scaled.scale = 2.0
+
+
+def _scaled_by_class(x):
+    return x * Scaled.scale
+
+
+# Where a function that reads a class attribute may be kept (the compile fuzzer keeps its
+# steps as (description, lambda) tuples in a list): each is walked by the state check.
+HOLDERS = {
+    "a lambda in a tuple in a list": lambda: [("step", lambda x: x * Scaled.scale)],
+    "a helper in a tuple": lambda: ("step", _scaled_by_class),
+    "a helper in a frozenset": lambda: frozenset([_scaled_by_class]),
+    "a helper in a set": lambda: {_scaled_by_class},
+    "a partial's arguments": lambda: functools.partial(lambda fs, x: fs[0](x),
+                                                       (_scaled_by_class,)),
+}
+
+
+@pytest.mark.parametrize("name", list(HOLDERS))
+def test_a_class_attribute_read_by_a_function_kept_in_a_container_is_watched(name):
+    held = HOLDERS[name]()
+
+    def fn(x):
+        if isinstance(held, functools.partial):
+            return held(x)
+        step = next(iter(held))
+        f = step[1] if isinstance(step, tuple) else step
+        if isinstance(held, tuple):
+            f = held[1]
+        return f(x)
+
+    c = Y.compile(fn)
+    x = Y.tensor([1.0, 2.0])
+    try:
+        for value in (2.0, 2.0, -0.5, -0.5, 3.0, 2.0):
             Scaled.scale = value
             np.testing.assert_array_equal(c(x).data, [value, 2 * value])
     finally:

@@ -6,9 +6,14 @@ what decides from values: sort and argsort, argmax/argmin as indices, boolean ma
 their lengths, nonzero, where, clip, abs and sign at zeros of both signs, max/min with
 NaN and ties, nan-reductions, norms of every order at ties and at zero, logsumexp with
 signed weights, matrix_rank, det and inv at singular matrices, eigh and svd at degenerate
-ones, searchsorted, and Python branching and looping on values (``float()``, ``int()``,
-``bool()``, ``.item()``); the other steps are ops of ``yaad.registry`` called as
-``tests/support/strategies.py`` draws them. The loss mixes the results with fixed weights.
+ones, searchsorted, Python branching and looping on values (``float()``, ``int()``,
+``bool()``, ``.item()``), and the protocols by which a value reaches Python: a 0-d integer
+from the pool (an argmax, a count of ``> 0``) as a slice bound or step, a reshape entry,
+an axis, a repeat count, a list index or a ``range``; ``copy.copy``, ``copy.deepcopy`` and
+``pickle`` of tensors; a class attribute changed between calls; ``try: log(x)`` under a
+RuntimeWarning-error filter or ``np.errstate(divide="raise")``; the other steps are ops of
+``yaad.registry`` called as ``tests/support/strategies.py`` draws them. The loss mixes the
+results with fixed weights.
 Its gradients come from ``.backward()`` (the implicit seed 1, which the compiled backward
 treats apart), from ``.backward(seed)``, or from ``autograd.grad(create_graph=True)``
 inside the function, their squares added to the loss (second order through the replay).
@@ -28,6 +33,8 @@ eagerly with a CompileWarning. The ordinary run checks ``NORMAL_PROGRAMS`` progr
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 import warnings
 from collections import Counter
@@ -207,10 +214,94 @@ def _s_complex(rng):
         lambda z: Y.sort(Y.real(z)) + Y.imag(z)][k](p["z"])
 
 
+# ---- the protocols by which a value reaches Python (design decision 14) ------------------------
+
+def _count(p, kind):
+    """A 0-d integer tensor made from the pool: an argmax, or a count of ``> 0``."""
+    v = Y.reshape(_vec(p), (-1,))
+    return Y.argmax(v) if kind == 0 else Y.sum(v > 0)
+
+
+def _s_integer(rng):
+    """A 0-d integer tensor used where NumPy reads a Python integer (``__index__``)."""
+    kind, use = int(rng.integers(2)), int(rng.integers(7))
+    src = ["argmax", "count(> 0)"][kind]
+    uses = [
+        ("x[:i + 1]", lambda x, i: x[:i + 1] * 2.0),
+        ("x[::i + 1]", lambda x, i: x[::i + 1] * 2.0),
+        ("reshape(tile(x, i + 1), (i + 1, -1))",
+         lambda x, i: Y.reshape(Y.tile(x, i + 1), (i + 1, -1)) * 1.5),
+        ("sum(m, axis=i % 2)", lambda x, i: Y.sum(x, axis=i % 2) if x.ndim == 2 else x * i),
+        ("repeat(x, i % 3)", lambda x, i: Y.repeat(x, i % 3) * 2.0),
+        ("[x, 2x, 3x][i % 3]", lambda x, i: [x, x * 2.0, x * 3.0][i % 3]),
+        ("range(i % 3)", lambda x, i: sum((x * float(k) for k in range(i % 3)), x)),
+    ]
+    what, fn = uses[use]
+    target = "m" if use == 3 else "last"
+    return f"i = {src}; {what}", lambda p: fn(
+        p["m"] if target == "m" else _last(p), _count(p, kind))
+
+
+def _pickled(t):
+    return pickle.loads(pickle.dumps(t))
+
+
+def _s_copy(rng):
+    """copy.copy shares the value (recorded); deepcopy and pickle hand it out (eager)."""
+    kind = int(rng.integers(4))
+    return ["copy.copy", "copy.copy of a result", "copy.deepcopy", "pickle"][kind], [
+        lambda p: copy.copy(_last(p)) * 2.0,
+        lambda p: copy.copy(_last(p) * 3.0) * 2.0,
+        lambda p: copy.deepcopy(_last(p).detach()) * _last(p),
+        lambda p: _pickled(_last(p).detach()) * _last(p)][kind]
+
+
+class _Knob:
+    """A class attribute the runner changes between calls (see _run_program)."""
+
+    scale = 2.0
+
+
+class _KnobUser(_Knob):
+    pass
+
+
+_KNOB = _KnobUser()
+
+
+def _s_class_attribute(rng):
+    if rng.integers(2):
+        return "x * Knob.scale", lambda p: _last(p) * _Knob.scale
+    return "x * knob.scale (inherited)", lambda p: _last(p) * _KNOB.scale
+
+
+def _log_or_seven(x):
+    try:
+        return Y.log(x) * 1.0
+    except (RuntimeWarning, FloatingPointError):
+        return x * 0.0 + 7.0
+
+
+def _s_try_log(rng):
+    """``try: log(x)`` where a warning or a floating-point error decides the branch."""
+    if rng.integers(2):
+        def fn(p):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)
+                return _log_or_seven(_vec(p))
+        return "try log under simplefilter('error', RuntimeWarning)", fn
+
+    def fn2(p):
+        with np.errstate(divide="raise"):
+            return _log_or_seven(_vec(p))
+    return "try log under errstate(divide='raise')", fn2
+
+
 STEPS = [(_s_sort, 3), (_s_argsort, 2), (_s_argmax, 3), (_s_take, 1), (_s_mask, 3),
          (_s_nonzero, 2), (_s_where, 2), (_s_clip, 2), (_s_abs_sign, 2), (_s_maximum, 2),
          (_s_extreme, 3), (_s_nan, 2), (_s_norm, 3), (_s_logsumexp, 2), (_s_rank, 1),
-         (_s_det, 2), (_s_eigh, 2), (_s_searchsorted, 1), (_s_branch, 4), (_s_complex, 1)]
+         (_s_det, 2), (_s_eigh, 2), (_s_searchsorted, 1), (_s_branch, 4), (_s_complex, 1),
+         (_s_integer, 4), (_s_copy, 2), (_s_class_attribute, 1), (_s_try_log, 2)]
 _WEIGHTS = np.array([w for _, w in STEPS], dtype=float) / sum(w for _, w in STEPS)
 
 
@@ -459,6 +550,7 @@ def run_program(prog: Program, rng, convert=np.asarray, counts: dict = COUNTS) -
         _run_program(prog, rng, f, convert, counts)
     finally:
         native.FORCE[0] = prev
+        _Knob.scale = 2.0
 
 
 def _run_program(prog: Program, rng, f, convert, counts: dict) -> None:
@@ -471,9 +563,12 @@ def _run_program(prog: Program, rng, f, convert, counts: dict) -> None:
     seeds = [-1.5, 0.0, -0.0, 2.0]
     first = seeds[rng.integers(4)]
     seeds = [first, first] + [seeds[k] for k in rng.integers(4, size=REPLAYS)]
+    # A class attribute the function may read (_s_class_attribute), changed between calls.
+    scales = [2.0, 2.0] + [[2.0, -0.5, 3.0][k] for k in rng.integers(3, size=REPLAYS)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for arrays, seed in zip(calls, seeds):
+        for arrays, seed, scale in zip(calls, seeds, scales):
+            _Knob.scale = scale
             before = dict(c.stats)
             want = outcome(f, prog, arrays, convert, seed)
             got = outcome(c, prog, arrays, convert, seed)

@@ -127,18 +127,20 @@ class _Walk:
     def holds(self, src: str, v: Any) -> None:
         """``src`` (source reading a cell, global, item or attribute) must still give ``v``
         (unless ``v`` is code); then walk into ``v``."""
+        if not _is_code(v):
+            self.check(f"{src} is not {self.name(v, 'o')}")
+        self.inside(v)
+
+    def inside(self, v: Any) -> None:
+        """Walk into ``v``, code included: a class's data attributes, a function of the
+        same module (a helper, a lambda kept in a list or a tuple), a bound method's
+        object."""
         if isinstance(v, type):
             self.klass(v)  # (rebinding the name is code; the class's data attributes not)
-            return
-        if _is_code(v) and not isinstance(v, types.FunctionType):
-            if isinstance(v, types.MethodType):
-                self.value(v)
-            return
-        if isinstance(v, types.FunctionType):
+        elif isinstance(v, types.FunctionType):
             self.function(v)  # a helper of the same module is walked; its rebinding is code
-            return
-        self.check(f"{src} is not {self.name(v, 'o')}")
-        self.value(v)
+        elif isinstance(v, types.MethodType) or not _is_code(v):
+            self.value(v)
 
     def value(self, v: Any) -> None:
         if isinstance(v, _SCALARS) or v is None:
@@ -177,8 +179,7 @@ class _Walk:
             self.value(v.keywords)
         elif type(v) is tuple or type(v) is frozenset:
             for x in v:
-                if not _is_code(x):
-                    self.value(x)
+                self.inside(x)
         elif isinstance(v, dict):
             self.mapping(self.name(v, "o"), v)
         elif isinstance(v, list):
@@ -190,7 +191,7 @@ class _Walk:
             o = self.name(v, "o")
             self.check(f"{o} != {self.name(frozenset(v), 's')}")
             for x in v:
-                self.value(x)
+                self.inside(x)
         elif not _is_code(v):
             self.attributes(v)
 
