@@ -462,3 +462,133 @@ def test_copying_a_tensor_into_itself_changes_nothing():
     assert h._version == version
     y.sum().backward()
     np.testing.assert_array_equal(x.grad, 2 * x.data)
+
+
+# ---- an in-place change of an op's output, against PyTorch -------------------------------
+# An op whose rule reads its inputs only (PyTorch saves the inputs of these) lets its
+# output change in place before backward, as PyTorch does: ``q = x / y; q -= 1`` (the
+# standardisation in scipy.stats.zscore, then ``z[const] = nan``).
+
+
+def _torch_conv_full(a, v):
+    import torch
+    n = v.shape[0]
+    return torch.nn.functional.conv1d(a[None, None], v.flip(0)[None, None],
+                                      padding=n - 1)[0, 0]
+
+
+def _torch_corr_valid(a, v):
+    import torch
+    return torch.nn.functional.conv1d(a[None, None], v[None, None])[0, 0]
+
+
+_POS, _ANY, _UNIT = (0.5, 2.0), (-2.0, 2.0), (-0.8, 0.8)
+# (name, yaad function, PyTorch function, the inputs' intervals (shapes (6,) unless given))
+KEEPS_INPUTS = [
+    ("divide", yaad.divide, "div", (_ANY, _POS)),
+    ("divide_by_a_constant", lambda x: yaad.divide(x, 3.0), lambda x: x / 3.0, (_ANY,)),
+    ("constant_over", lambda y: yaad.divide(2.0, y), lambda y: 2.0 / y, (_POS,)),
+    ("sinc", yaad.sinc, "sinc", (_ANY,)),
+    ("erfinv", yaad.erfinv, "erfinv", (_UNIT,)),
+    ("logaddexp", yaad.logaddexp, "logaddexp", (_ANY, _ANY)),
+    ("logaddexp2", yaad.logaddexp2, "logaddexp2", (_ANY, _ANY)),
+    ("sign", yaad.sign, "sign", (_ANY,)),
+    ("clip", lambda x: yaad.clip(x, -0.5, 0.5), lambda x: x.clamp(-0.5, 0.5), (_ANY,)),
+    ("round", yaad.round, "round", (_ANY,)),
+    ("convolve", yaad.convolve, _torch_conv_full, (_ANY, (_ANY, (3,)))),
+    ("correlate", yaad.correlate, _torch_corr_valid, (_ANY, (_ANY, (3,)))),
+]
+
+
+def _inputs(intervals, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for iv in intervals:
+        (lo, hi), shape = (iv, (6,)) if isinstance(iv[0], float) else iv
+        out.append(rng.uniform(lo, hi, shape))
+    return out
+
+
+def _change(lib_index, q):
+    """The two in-place changes: a recorded subtraction, and an indexing assignment."""
+    q -= 0.25
+    q[0] = 7.0
+    return q
+
+
+@pytest.mark.parametrize("name,f,tf,intervals", KEEPS_INPUTS, ids=[c[0] for c in KEEPS_INPUTS])
+def test_an_output_changed_in_place_where_pytorch_keeps_the_inputs(name, f, tf, intervals):
+    import torch
+    xs = _inputs(intervals, seed=len(name))
+    tf = getattr(torch, tf) if isinstance(tf, str) else tf
+    ts = [yaad.tensor(x, requires_grad=True) for x in xs]
+    q = _change(1, f(*ts))
+    w = np.linspace(0.5, 2.0, q.size).reshape(q.shape)
+    (q * q * w).sum().backward()
+    tts = [torch.tensor(x, requires_grad=True) for x in xs]
+    tq = _change(0, tf(*tts))
+    (tq * tq * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(q.data, tq.detach().numpy(), rtol=1e-12, atol=1e-13)
+    for t, tt in zip(ts, tts):
+        assert t.grad.dtype == np.float64 and t.grad.shape == t.shape
+        np.testing.assert_allclose(t.grad, tt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_an_output_changed_in_place_complex_sign_and_quotient():
+    # sgn(z): PyTorch keeps the output (and raises); yaad recomputes it from z, so the
+    # gradient is the one of the same program without the in-place change (PyTorch's).
+    import torch
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=5) + 1j * rng.normal(size=5)
+    d = rng.normal(size=5) + 1j * rng.normal(size=5) + 3
+    quotients = (lambda a: a / yaad.tensor(d), lambda a: a / torch.tensor(d))
+    for f, tf in ((yaad.sign, torch.sgn), quotients):
+        t = yaad.tensor(z, requires_grad=True)
+        q = f(t)
+        q -= 1
+        yaad.sum(yaad.absolute(q) ** 2).backward()
+        tt = torch.tensor(z, requires_grad=True)
+        (tf(tt) - 1).abs().pow(2).sum().backward()
+        np.testing.assert_allclose(t.grad, tt.grad.numpy(), rtol=1e-12)
+
+
+# Ops whose rule reads their output, as PyTorch's do: both raise at backward.
+KEEPS_THE_OUTPUT = [
+    ("exp", yaad.exp, "exp", _ANY), ("exp2", yaad.exp2, "exp2", _ANY),
+    ("expm1", yaad.expm1, "expm1", _ANY), ("tan", yaad.tan, "tan", _UNIT),
+    ("tanh", yaad.tanh, "tanh", _ANY), ("sqrt", yaad.sqrt, "sqrt", _POS),
+    ("reciprocal", yaad.reciprocal, "reciprocal", _POS),
+    ("expit", yaad.expit, "sigmoid", _ANY), ("erfcx", yaad.erfcx, "special.erfcx", _ANY),
+    ("i0e", yaad.i0e, "special.i0e", _ANY), ("i1e", yaad.i1e, "special.i1e", _ANY),
+    ("log_ndtr", yaad.log_ndtr, "special.log_ndtr", _ANY),
+    ("ndtri", yaad.ndtri, "special.ndtri", (0.1, 0.9)),
+    ("hypot", lambda x: yaad.hypot(x, x + 1), lambda x: x.hypot(x + 1), _ANY),
+    ("softmax", lambda x: yaad.softmax(x, axis=0), lambda x: x.softmax(0), _ANY),
+    ("log_softmax", lambda x: yaad.log_softmax(x, axis=0), lambda x: x.log_softmax(0), _ANY),
+    ("cumprod", lambda x: yaad.cumprod(x, axis=0), lambda x: x.cumprod(0), _ANY),
+    ("prod", lambda x: yaad.prod(x, keepdims=True), lambda x: x.prod().reshape(1), _ANY),
+    ("logsumexp", lambda x: yaad.logsumexp(x, keepdims=True),
+     lambda x: x.logsumexp(0, keepdim=True), _ANY),
+    ("lstsq", lambda x: yaad.linalg.lstsq(yaad.reshape(x, (3, 2)), yaad.ones(3))[0],
+     lambda x: __import__("torch").linalg.lstsq(x.reshape(3, 2), x.new_ones(3, 1))[0][:, 0],
+     _ANY),
+]
+
+
+@pytest.mark.parametrize("name,f,tf,interval", KEEPS_THE_OUTPUT,
+                         ids=[c[0] for c in KEEPS_THE_OUTPUT])
+def test_an_output_changed_in_place_where_pytorch_keeps_it_raises_in_both(name, f, tf,
+                                                                          interval):
+    import functools
+
+    import torch
+    x = np.random.default_rng(0).uniform(*interval, 6)
+    tf = functools.reduce(getattr, tf.split("."), torch) if isinstance(tf, str) else tf
+    tq = tf(torch.tensor(x, requires_grad=True))
+    tq -= 0.25
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        tq.sum().backward()
+    q = f(yaad.tensor(x, requires_grad=True))
+    q -= 0.25
+    with pytest.raises(RuntimeError, match="its output of '"):
+        q.sum().backward()

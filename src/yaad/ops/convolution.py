@@ -137,7 +137,7 @@ def _batching(signal, default: str, one_d: bool, correlation: bool):
     return batch
 
 
-signal_convolve = op(_signal("convolve"), name="signal.convolve", linear=True,
+signal_convolve = op(_signal("convolve"), name="signal.convolve", linear=True, save_ans=False,
                      vjp=_rules(_scipy_windows, "full", False),
                      batch=_batching(lambda *a: signal_convolve(*a), "full", False, False))
 signal_convolve.__doc__ = """N-dimensional convolution (scipy.signal.convolve), differentiable
@@ -157,7 +157,7 @@ Returns
 Tensor or ndarray
 """
 signal_correlate = op(_signal("correlate"), name="signal.correlate",
-                      linear=True, vjp=_rules(_scipy_windows, "full", True),
+                      linear=True, save_ans=False, vjp=_rules(_scipy_windows, "full", True),
                       batch=_batching(lambda *a: signal_correlate(*a), "full", False, True))
 signal_correlate.__doc__ = """N-dimensional cross-correlation (scipy.signal.correlate):
 ``sum in1[k + n] conj(in2[n])``, differentiable in both inputs.
@@ -232,7 +232,7 @@ def _vector(x):
     return x if len(x.shape) == 1 else getitem(x, (None,))
 
 
-convolve = op(_np_convolve, name="convolve", linear=True,
+convolve = op(_np_convolve, name="convolve", linear=True, save_ans=False,
               vjp=_as_1d(_rules(_numpy_windows("convolve"), "full", False)),
               batch=_batching(signal_convolve, "full", True, False))
 convolve.__doc__ = """Discrete linear convolution of two 1-D sequences (numpy.convolve),
@@ -249,7 +249,7 @@ Returns
 Tensor or ndarray
 """
 
-correlate = op(_np_correlate, name="correlate", linear=True,
+correlate = op(_np_correlate, name="correlate", linear=True, save_ans=False,
                vjp=_as_1d(_rules(_numpy_windows("correlate"), "valid", True)),
                batch=_batching(signal_correlate, "valid", True, True))
 correlate.__doc__ = """Cross-correlation of two 1-D sequences, ``sum a[n + k] conj(v[n])``

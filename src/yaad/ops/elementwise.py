@@ -205,24 +205,31 @@ radians = elementwise_op("radians", np.radians, lambda _a, _x: math.pi / 180, re
 degrees = elementwise_op("degrees", np.degrees, lambda _a, _x: 180 / math.pi, real_only=True)
 
 
-def _sinc_derivative(ans, x):
+def _sinc_derivative(_ans, x):
     """(cos(pi x) - sinc(x)) / x, which cancels to nothing as x -> 0: its Maclaurin series
     below |x| = 0.05 (to x^9, exact to rounding there, and a polynomial whose own
-    derivatives at 0 are sinc's: -pi^2 / 3 for the second)."""
+    derivatives at 0 are sinc's: -pi^2 / 3 for the second). From the input alone, sinc
+    recomputed (PyTorch saves the input): the output may change in place after the call."""
     small = abs(x) < 0.05
     z = where(small, x, 0)
     z2 = (math.pi * math.pi) * z * z
     series = -(math.pi * math.pi) * z * (1 / 3 - z2 * (1 / 30 - z2 * (1 / 840 - z2 * (
         1 / 45360 - z2 / 3991680))))
-    return where(small, series, (cos(math.pi * x) - ans) / where(small, 1, x))
+    return where(small, series, (cos(math.pi * x) - sinc(x)) / where(small, 1, x))
 
 
 sinc = elementwise_op("sinc", np.sinc, _sinc_derivative)
 
 erf = elementwise_op("erf", sp.erf, lambda _a, x: (2 / _SQRT_PI) * exp(-(x * x)))
 erfc = elementwise_op("erfc", sp.erfc, lambda _a, x: (-2 / _SQRT_PI) * exp(-(x * x)))
-erfinv = elementwise_op("erfinv", sp.erfinv, lambda ans, _x: (_SQRT_PI / 2) * exp(ans * ans),
-             real_only=True)
+def _erfinv_derivative(_ans, x):
+    """sqrt(pi)/2 exp(erfinv(x)^2), erfinv recomputed from the input (PyTorch saves the
+    input only, so the output may change in place after the call)."""
+    e = erfinv(x)
+    return (_SQRT_PI / 2) * exp(e * e)
+
+
+erfinv = elementwise_op("erfinv", sp.erfinv, _erfinv_derivative, real_only=True)
 erfcinv = elementwise_op("erfcinv", sp.erfcinv, lambda ans, _x: (-_SQRT_PI / 2) * exp(ans * ans),
               real_only=True)
 erfcx = elementwise_op("erfcx", sp.erfcx, lambda ans, x: 2 * x * ans - 2 / _SQRT_PI)
@@ -469,19 +476,22 @@ hypot = elementwise_op("hypot", np.hypot,
             real_only=True)
 
 
-def _logaddexp_share(e, ans, x, y):
-    """d/dx of logaddexp(x, y) (or logaddexp2, ``e`` being exp or exp2): ``e(x - ans)``;
-    at x = +inf, 1 (1/2 when y = +inf too, as on the diagonal)."""
+def _logaddexp_share(e, f, x, y):
+    """d/dx of ``f(x, y)``, logaddexp (or logaddexp2, ``e`` being exp or exp2):
+    ``e(x - f(x, y))``; at x = +inf, 1 (1/2 when y = +inf too, as on the diagonal). The
+    output is recomputed from the inputs (PyTorch saves the inputs only), so it may change
+    in place after the call."""
+    ans = f(x, y)
     d = e(where(x == np.inf, 0, x) - where(ans == -np.inf, 0, ans))  # (0 at x = +inf)
     return where(x == np.inf, where(y == np.inf, 0.5, d + 1), d)
 
 
 logaddexp = elementwise_op("logaddexp", np.logaddexp,
-                lambda ans, x, y: _logaddexp_share(exp, ans, x, y),
-                lambda ans, x, y: _logaddexp_share(exp, ans, y, x), real_only=True)
+                lambda _ans, x, y: _logaddexp_share(exp, logaddexp, x, y),
+                lambda _ans, x, y: _logaddexp_share(exp, logaddexp, y, x), real_only=True)
 logaddexp2 = elementwise_op("logaddexp2", np.logaddexp2,
-                 lambda ans, x, y: _logaddexp_share(exp2, ans, x, y),
-                 lambda ans, x, y: _logaddexp_share(exp2, ans, y, x), real_only=True)
+                 lambda _ans, x, y: _logaddexp_share(exp2, logaddexp2, x, y),
+                 lambda _ans, x, y: _logaddexp_share(exp2, logaddexp2, y, x), real_only=True)
 mod = elementwise_op("mod", np.mod, lambda _a, _x, _y: 1, lambda _a, x, y: -floor(x / y),
           real_only=True)
 remainder = mod
@@ -517,7 +527,7 @@ floor_divide = elementwise_op("floor_divide", np.floor_divide, _ZERO_DERIVATIVE,
                               _ZERO_DERIVATIVE, real_only=True)
 
 
-@op(batch="broadcast")
+@op(batch="broadcast", save_args=False, save_ans=False)
 def round(x, decimals=0):  # noqa: A001 - NumPy's name
     """Round to the given number of decimals (zero gradient, like PyTorch)."""
     return np.round(x, decimals)
@@ -565,9 +575,20 @@ def _conj_of(v):
     return conj(v) if _is_complex(v) else v
 
 
-divide = op(np.divide, name="divide", elementwise=True,
+def _over_y_squared(x, y):
+    """``(x / y) / y``, PyTorch's form of -d(x/y)/dy: from the inputs, which PyTorch saves
+    (not the output, which may change in place after the call), one temporary."""
+    t = x / y
+    if type(t) is np.ndarray and t.flags.writeable:
+        return np.divide(t, y, out=t)  # (t has the dtype and shape of t / y)
+    return t / y
+
+
+divide = op(np.divide, name="divide", elementwise=True, save_ans=False,
+            reads=((False, True), (True, True)),
             vjp=(lambda g, ans, x, y: g / _conj_of(y),
-                 lambda g, ans, x, y: _scaled_temporary(_conj_of(ans / y), g, -1)),
+                 lambda g, ans, x, y: _scaled_temporary(_conj_of(_over_y_squared(x, y)), g,
+                                                        -1)),
             jvp=(lambda t, ans, x, y: t / y,
                  lambda t, ans, x, y: -t * (ans / y)))
 true_divide = divide
@@ -639,10 +660,12 @@ absolute = op(np.abs, name="absolute", vjp=_abs_vjp, jvp=_abs_jvp, save_ans=Fals
 abs = absolute  # noqa: A001
 
 
-def _sign_vjp(g, ans, x):
+def _sign_vjp(g, _ans, x):
     if not _is_complex(x):
         return _zero_gradient(g)
-    # sgn(z) = z/|z| depends on the phase only: keep the part of g along i*sgn(z).
+    # sgn(z) = z/|z| depends on the phase only: keep the part of g along i*sgn(z). (sgn
+    # recomputed: the output is not kept, so it may change in place after the call.)
+    ans = sign(x)
     r = absolute(x)
     return where(r == 0, 0, (g - real(conj(ans) * g) * ans) / where(r == 0, 1, r))
 
@@ -654,7 +677,8 @@ def _sign_jvp(t, ans, x):
     return where(r == 0, 0, (t - real(conj(ans) * t) * ans) / where(r == 0, 1, r))
 
 
-sign = op(np.sign, name="sign", vjp=_sign_vjp, jvp=_sign_jvp, elementwise=True)
+sign = op(np.sign, name="sign", vjp=_sign_vjp, jvp=_sign_jvp, elementwise=True,
+          save_ans=False)
 sgn = sign
 
 
@@ -732,7 +756,7 @@ def _clip_hi_active(x, lo, hi):
 
 
 # The rules name the bounds as NumPy does, so that clip(x, a_min=..., a_max=...) works.
-clip = op(_clip, name="clip", elementwise=True, selects=True,
+clip = op(_clip, name="clip", elementwise=True, selects=True, save_ans=False,
           vjp=(lambda g, ans, x, a_min=None, a_max=None:
                where(_clip_inside(x, a_min, a_max), g, 0),
                lambda g, ans, x, a_min=None, a_max=None:

@@ -145,12 +145,14 @@ def _pattern_batch(transposed: bool) -> Callable[..., Any]:
     return batch
 
 
-pattern_mv: Callable[..., Any] = op(_pattern_mv, name="sparse.pattern_matmul", linear=(0, 1), vjp=(
+pattern_mv: Callable[..., Any] = op(_pattern_mv, name="sparse.pattern_matmul", linear=(0, 1),
+                                    save_ans=False, vjp=(
     lambda g, ans, v, x, p: _gather(g, _c(x), p.rows, p.indices),
     lambda g, ans, v, x, p: pattern_tmv(_c(v), g, p)), batch=_pattern_batch(False))
 # y = A(v)^T x: gx = A(conj v) g; gv[k] = g[col_k] conj(x[row_k]).
 pattern_tmv: Callable[..., Any] = op(
-    _pattern_tmv, name="sparse.pattern_matmul_transposed", linear=(0, 1), vjp=(
+    _pattern_tmv, name="sparse.pattern_matmul_transposed", linear=(0, 1), save_ans=False,
+    vjp=(
         lambda g, ans, v, x, p: _gather(g, _c(x), p.indices, p.rows),
         lambda g, ans, v, x, p: pattern_mv(_c(v), g, p)), batch=_pattern_batch(True))
 
