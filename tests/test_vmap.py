@@ -541,3 +541,81 @@ def test_full_like_with_a_tensor_fill_value_as_numpy():
     f = yaad.tensor(3.0, requires_grad=True)
     yaad.sum(yaad.full_like(yaad.tensor(np.ones((2, 3))), f)).backward()
     assert f.grad == 6.0
+
+
+@pytest.mark.parametrize("options", [{}, {"ignore_index": 2}, {"label_smoothing": 0.2},
+                                     {"weight": "w", "reduction": "sum"}],
+                         ids=["plain", "ignore_index", "label_smoothing", "weight"])
+def test_cross_entropy_with_batched_class_targets_against_torch(options):
+    """cross_entropy's class-index path read the targets' values (.data), which vmap
+    refuses: the class is picked with take_along_axis on the (batched) targets."""
+    from torch.func import grad as tgrad
+    from torch.func import vmap as tvmap
+
+    rng = np.random.default_rng(1)
+    logits, target = rng.standard_normal((4, 3, 5)), rng.integers(0, 5, (4, 3))
+    w = rng.uniform(0.5, 2.0, 5)
+    ykw = {k: (yaad.tensor(w) if v == "w" else v) for k, v in options.items()}
+    tkw = {k: (torch.tensor(w) if v == "w" else v) for k, v in options.items()}
+
+    def yloss(z, t):
+        return yaad.nn.functional.cross_entropy(z, t, **ykw)
+
+    def tloss(z, t):
+        return torch.nn.functional.cross_entropy(z, t, **tkw)
+
+    got = vmap(yloss)(yaad.tensor(logits), yaad.tensor(target))
+    want = tvmap(tloss)(torch.tensor(logits), torch.tensor(target))
+    assert got.shape == (4,) and got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-13)
+    got_g = vmap(grad(yloss))(yaad.tensor(logits), yaad.tensor(target))
+    want_g = tvmap(tgrad(tloss))(torch.tensor(logits), torch.tensor(target))
+    assert got_g.shape == (4, 3, 5)
+    np.testing.assert_allclose(got_g.numpy(), want_g.numpy(), rtol=1e-12, atol=1e-15)
+    with pytest.raises(IndexError, match="cross_entropy"):
+        vmap(yloss)(yaad.tensor(logits), yaad.tensor(target + 1))
+
+
+def test_vmap_of_grad_through_a_clone_changed_in_place_against_torch():
+    """f clones its input and changes the clone in place (an indexing assignment and an
+    augmented one); per-example gradients as torch.func's."""
+    from torch.func import grad as tgrad
+    from torch.func import vmap as tvmap
+
+    def f(lib):
+        def body(x):
+            y = x.clone()
+            y[0] = x[1] * x[2]
+            y *= x
+            return (y ** 2).sum()
+        return body
+
+    x = np.random.default_rng(2).standard_normal((4, 3))
+    got = vmap(grad(f(yaad)))(yaad.tensor(x))
+    want = tvmap(tgrad(f(torch)))(torch.tensor(x))
+    assert got.shape == (4, 3) and got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-13)
+
+
+def test_autograd_grad_inside_vmap_gives_each_examples_gradient():
+    """autograd.grad of a per-example scalar inside vmap raised "output 0 has shape ();
+    ... only for a scalar" (the whole batch's size was checked), and with a batched
+    grad_outputs it gave an array of the batch's shape per example. PyTorch refuses
+    autograd.grad inside vmap; the oracle is torch.func.vmap(torch.func.grad)."""
+    from torch.func import grad as tgrad
+    from torch.func import vmap as tvmap
+
+    x = np.random.default_rng(3).standard_normal((4, 3))
+    want = tvmap(tgrad(lambda v: (v ** 3).sum()))(torch.tensor(x)).numpy()
+    xs = yaad.tensor(x, requires_grad=True)
+    got = vmap(lambda v: yaad.autograd.grad((v ** 3).sum(), v)[0])(xs)
+    assert got.shape == (4, 3)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
+    got = vmap(lambda v: yaad.autograd.grad(v ** 3, v, grad_outputs=yaad.ones_like(v))[0])(xs)
+    assert got.shape == (4, 3)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
+    with pytest.raises(RuntimeError, match=r"shape \(3,\); a gradient can be created"):
+        vmap(lambda v: yaad.autograd.grad(v ** 3, v)[0])(xs)
+    w = yaad.tensor([1.0, 2.0, 3.0], requires_grad=True)  # one tensor for all examples
+    with pytest.raises(ValueError, match="input 0 .* same tensor for every example"):
+        vmap(lambda v: yaad.autograd.grad((v * w).sum(), w)[0])(xs)

@@ -7,9 +7,12 @@ from typing import Any, Sequence, cast
 import numpy as np
 
 from .core.engine import run_backward
+from .core.errors import error
 from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx, once_differentiable
+from .modes import batch as batch_mode
 from .modes.anomaly import detect_anomaly
+from .modes.batched_values import batch_axes
 
 __all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable",
            "detect_anomaly"]
@@ -69,13 +72,49 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         if len(grad_outputs) != len(outputs):
             raise ValueError(f"grad: {len(grad_outputs)} grad_outputs for {len(outputs)} "
                              f"outputs")
+    levels = {lv for t in outputs for lv in batch_axes(t)}
+    if levels:  # inside vmap: each example's gradient
+        outputs, grad_outputs = _per_example_roots(outputs, grad_outputs, inputs, levels)
     grads = cast("list[Any]",  # a list when capturing
                  run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
                               capture=True, allow_unused=allow_unused))
+    if levels:
+        grads = [None if g is None else batch_mode.like(g, x) for g, x in zip(grads, inputs)]
     if materialize_grads:
         grads = [_zeros_like(t, create_graph) if g is None else g
                  for g, t in zip(grads, inputs)]
     return tuple(grads)
+
+
+def _per_example_roots(outputs: tuple, grad_outputs: tuple, inputs: tuple,
+                       levels: set) -> tuple[list, list]:
+    """The outputs of a call of ``grad`` inside vmap, with their batch axes made ordinary
+    axes, and the cotangents laid out alike (as ``yaad.func``'s pullback does): the pass
+    then gives every example its own gradient. An output's implicit gradient is 1 for each
+    example's scalar; an input shared by the examples (without vmap's batch axis) would get
+    their sum, which is refused."""
+    for k, x in enumerate(inputs):
+        if isinstance(x, Tensor) and not levels <= set(batch_axes(x)):
+            raise ValueError(
+                f"grad inside vmap: input {k} (shape {x.shape}) is the same tensor for every "
+                f"example (it was not given to vmap, or was made inside without its batch "
+                f"axis), so one backward pass would give the sum of the examples' gradients "
+                f"for it, not each one's. Differentiate with yaad.func.grad or yaad.func.vjp "
+                f"inside vmap (they give each example its own copy of the inputs), or call "
+                f"grad outside vmap.")
+    outs, cots = [], []
+    for k, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if batch_axes(t):
+            if g is None:
+                if t.shape != ():
+                    raise error("non-scalar-backward", k=k, shape=t.shape)
+                if t.dtype.kind == "c":
+                    raise error("complex-backward", k=k, dtype=t.dtype)
+                g = np.ones((), dtype=t.dtype)
+            t, g = batch_mode.root(t, g)
+        outs.append(t)
+        cots.append(g)
+    return outs, cots
 
 
 def _zeros_like(t: Tensor, create_graph: bool) -> Any:

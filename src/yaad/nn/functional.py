@@ -15,7 +15,7 @@ import numpy as np
 from ..core.arguments import refuse_grad
 from ..core.presentation import dtype_of, ndim_of, shape_of
 from ..core.tensor import Tensor
-from ..modes.batched_values import draw
+from ..modes.batched_values import batch_axes, draw
 from ..ops.elementwise import erf, log, maximum, relu, sigmoid, sqrt, tanh, where
 from ..ops.elementwise import softplus as _softplus
 from ..ops.nn import log_softmax as _log_softmax
@@ -23,7 +23,7 @@ from ..ops.nn import softmax as _softmax
 from ..ops.products import matmul
 from ..ops.reductions import mean
 from ..ops.reductions import sum as _sum
-from ..ops.shape import _values, expand_dims, moveaxis, reshape, swapaxes
+from ..ops.shape import _values, expand_dims, reshape, squeeze, swapaxes, take_along_axis
 
 
 def _value(x: Any) -> np.ndarray:
@@ -140,13 +140,6 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None) -> Any:
     return out
 
 
-def _int_indices(x: Any, name: str) -> np.ndarray:
-    idx = _value(x)
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"{name}: indices must be integers, got dtype {idx.dtype}")
-    return idx
-
-
 # ---- losses --------------------------------------------------------------------------
 
 def _reduce(loss: Any, reduction: str, name: str, denominator: Any = None) -> Any:
@@ -182,35 +175,38 @@ def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
     return _reduce(absolute(input - target), reduction, "l1_loss")
 
 
-def _pick(x: Any, target: np.ndarray) -> Any:
-    """``x`` at the class ``target`` along the class axis (0 for 1-d, else 1)."""
-    ndim = ndim_of(x)
-    if ndim == 1:
-        return x[target]
-    if ndim == 2:
-        return x[np.arange(target.shape[0]), target]
-    return moveaxis(x, 1, -1)[np.indices(target.shape, sparse=True) + (target,)]
+def _pick(x: Any, target: Any) -> Any:
+    """``x`` at the class ``target`` along the class axis (0 for 1-d, else 1); ``target``
+    an integer array or tensor (batched inside vmap, where each example has its own)."""
+    axis = 0 if ndim_of(x) == 1 else 1
+    return squeeze(take_along_axis(x, expand_dims(target, axis), axis=axis), axis=axis)
 
 
 def _class_loss(logp: Any, target: Any, weight: Any, ignore_index: int, reduction: str,
                 label_smoothing: float, name: str) -> Any:
     """Negative log-likelihood of class indices, with weights, ignored entries and label
     smoothing, reduced as PyTorch does (the mean divides by the sum of target weights)."""
-    t = _int_indices(target, name)
+    # The checks read every example's targets (inside vmap too); the loss indexes with
+    # the targets themselves (a batched tensor inside vmap), never with their values.
+    every = _values(target) if isinstance(target, Tensor) else np.asarray(target)
+    if every.dtype.kind not in "iu":
+        raise TypeError(f"{name}: indices must be integers, got dtype {every.dtype}")
+    t = target if isinstance(target, Tensor) and batch_axes(target) else every
     shape = shape_of(logp)
     class_axis = 0 if len(shape) == 1 else 1
     n_classes = shape[class_axis]
     expected = () if len(shape) == 1 else shape[:1] + shape[2:]
-    if t.shape != expected:
+    if shape_of(t) != expected:
         raise ValueError(f"{name}: for an input of shape {shape} the target must have shape "
-                         f"{expected}, got {t.shape}")
-    valid = t != ignore_index
-    all_valid = bool(valid.all())
-    safe = t if all_valid else np.where(valid, t, 0)
-    if safe.size and (safe.min() < 0 or safe.max() >= n_classes):
+                         f"{expected}, got {shape_of(t)}")
+    all_valid = bool((every != ignore_index).all())
+    checked = every if all_valid else np.where(every != ignore_index, every, 0)
+    if checked.size and (checked.min() < 0 or checked.max() >= n_classes):
         raise IndexError(f"{name}: target values must be in [0, {n_classes}) or equal to "
-                         f"ignore_index={ignore_index}; got values from {safe.min()} to "
-                         f"{safe.max()}")
+                         f"ignore_index={ignore_index}; got values from {checked.min()} to "
+                         f"{checked.max()}")
+    valid = t != ignore_index
+    safe = t if all_valid else where(valid, t, 0)
     real = dtype_of(logp)
     w = None if weight is None else weight[safe]
     if not all_valid:
@@ -276,8 +272,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     shape = shape_of(input)
     class_axis = 0 if len(shape) == 1 else 1
     logp = _log_softmax(input, axis=class_axis)
-    tv = _value(target)
-    if tv.dtype.kind not in "fc":
+    if dtype_of(target).kind not in "fc":
         return _class_loss(logp, target, weight, ignore_index, reduction, label_smoothing,
                            "cross_entropy")
     _same_shape(input, target, "cross_entropy (probability targets)")
