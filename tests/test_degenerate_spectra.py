@@ -254,6 +254,115 @@ def test_second_order_and_forward_mode_at_the_ring():
                                np.trace(projector(h, -1.0) @ sz), atol=1e-12)
 
 
+def second_difference(f, x, e, eps=1e-3):
+    """``d^2/dt^2 f(x + t e)`` at 0 by a five-point stencil."""
+    v = [f(x + k * eps * e) for k in (-2, -1, 0, 1, 2)]
+    return (-v[0] + 16 * v[1] - 30 * v[2] + 16 * v[3] - v[4]) / (12 * eps ** 2)
+
+
+CURVED = {  # symmetric in every level, curved across the degenerate ones: (yaad, NumPy)
+    "sum of squares": (lambda w: yaad.sum(w ** 2), lambda w: np.sum(w ** 2)),
+    "free energy": (lambda w: -yaad.log(yaad.sum(yaad.exp(-2.0 * w))) / 2.0,
+                    lambda w: -np.log(np.sum(np.exp(-2.0 * w))) / 2.0),
+    "mean of the triplet squared": (lambda w: yaad.mean(w[1:4]) ** 2,
+                                    lambda w: np.mean(w[1:4]) ** 2),
+    "sum of the triplet": (lambda w: yaad.sum(w[1:4]), lambda w: np.sum(w[1:4])),
+}
+
+
+@pytest.mark.parametrize("loss", CURVED)
+def test_second_derivatives_of_a_loss_curved_across_a_level(loss):
+    # The second derivative of a symmetric function of a level needs the divided difference
+    # of the cotangent across the level (H_ii - H_ij), which the rule V diag(gw) V^H never
+    # sees: grad of grad returned 0 for ||a - I||^2 at diag(1, 1, 2) along an off-diagonal
+    # direction (the exact answer is 2 e). Both modes are exact now, along directions that
+    # split the levels, in a generic basis; checked against the second difference of the
+    # eigenvalues and the exact gradient's central difference.
+    f, ref = CURVED[loss]
+    h, _ = rotated(False, seed=9)
+    e = np.random.default_rng(10).standard_normal((16, 16))
+    e = e + e.T
+    fn = lambda a: f(L.eigvalsh((a + a.T) / 2))  # noqa: E731
+    exact = second_difference(lambda x: ref(np.linalg.eigvalsh(x)), h, e)
+    hv = np.asarray(yaad.func.hvp(fn, (h,), (e,))[1])
+    np.testing.assert_allclose(np.sum(hv * e), exact, rtol=1e-7, err_msg=loss)
+    if loss == "sum of squares":  # the Hessian of ||a||^2 is 2 (symmetrised): the whole vector
+        np.testing.assert_allclose(hv, 2 * e, atol=1e-9)
+    if loss == "sum of the triplet":  # linear in the level: grad of grad is exact too
+        gg = grad(lambda a: yaad.sum(yaad.func.grad(fn)(a) * e), h)
+        np.testing.assert_allclose(gg, hv, atol=1e-9)
+    else:  # reverse over reverse: exact where the direction does not split the level only
+        with pytest.raises(GaugeError, match="splits the level.*yaad.func.hvp"):
+            grad(lambda a: yaad.sum(yaad.func.grad(fn)(a) * e), h)
+
+
+def test_the_second_derivative_of_a_flat_loss_at_a_level():
+    # ||a - I||^2 through eigvalsh at diag(1, 1, 2): flat on the level (its cotangent there
+    # is 0), curved across it; its gradient is 2 (a - I) (symmetrised), so the exact answer
+    # is 2 e. PyTorch's double backward divides by the gap: NaN.
+    import torch
+    a0 = np.diag([1.0, 1.0, 2.0])
+    e = np.zeros((3, 3))
+    e[0, 1] = e[1, 0] = 1.0
+    fn = lambda a: yaad.sum((L.eigvalsh((a + a.T) / 2) - 1.0) ** 2)  # noqa: E731
+    gg = grad(lambda a: yaad.sum(yaad.func.grad(fn)(a) * e), a0)
+    hv = np.asarray(yaad.func.hvp(fn, (a0,), (e,))[1])
+    np.testing.assert_allclose(gg, 2 * e, atol=1e-12)
+    np.testing.assert_allclose(hv, 2 * e, atol=1e-12)
+    x = torch.tensor(a0, requires_grad=True)
+    tg = torch.autograd.grad(torch.sum((torch.linalg.eigvalsh((x + x.T) / 2) - 1) ** 2), x,
+                             create_graph=True)[0]
+    th = torch.autograd.grad(torch.sum(tg * torch.tensor(e)), x)[0].numpy()
+    assert np.isnan(th).all()
+    exact = central(lambda x: 2 * ((x + x.T) / 2 - np.eye(3)), a0, e)
+    np.testing.assert_allclose(exact, 2 * e, atol=1e-10)
+
+
+def test_a_loss_whose_symmetry_breaks_at_second_order_raises():
+    # w0^2 - w1^2 at a level at 0: its cotangent (0, 0) is symmetric, its Hessian in the
+    # level (diag(2, -2)) is not, and the gradient is -|t| c P along a splitting direction:
+    # no second derivative. grad of grad sees it (a probe of the Hessian across the level);
+    # hvp cannot (one tangent: for a pair any cotangent's tangent fits) and returns the
+    # derivative from the right, as the JVP of the eigenvalues does (docs/linalg.md).
+    # Along a direction that does not split the level at first order, the second-order
+    # split decides the basis: both raise.
+    rng = np.random.default_rng(11)
+    q = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    a0 = q @ np.diag([0.0, 0.0, 1.0]) @ q.T
+    split = q @ np.array([[1.0, 0.5, 0.0], [0.5, -1.0, 0.0], [0.0, 0.0, 0.0]]) @ q.T
+    along = q @ np.array([[1.0, 0.0, 0.3], [0.0, 1.0, 0.2], [0.3, 0.2, 0.0]]) @ q.T
+    fn = lambda a: (lambda w: w[0] ** 2 - w[1] ** 2)(L.eigvalsh((a + a.T) / 2))  # noqa: E731
+    g_exact = lambda x: grad(fn, x)  # noqa: E731
+    right, left = one_sided(lambda t: g_exact(a0 + t * split), 0.0, 1.0, eps=1e-5)
+    assert np.max(np.abs(right - left)) > 1.0  # the oracle: no second derivative
+    with pytest.raises(GaugeError, match="splits the level"):
+        grad(lambda a: yaad.sum(yaad.func.grad(fn)(a) * split), a0)
+    hv = np.asarray(yaad.func.hvp(fn, (a0,), (split,))[1])
+    np.testing.assert_allclose(hv, (right + right.T) / 2, atol=1e-4)
+    with pytest.raises(GaugeError, match="splits the level"):
+        grad(lambda a: yaad.sum(yaad.func.grad(fn)(a) * along), a0)
+    with pytest.raises(GaugeError, match="symmetric function"):
+        yaad.func.hvp(fn, (a0,), (along,))
+
+
+@pytest.mark.parametrize("c", [False, True])
+def test_jvp_at_a_degenerate_level_is_the_one_sided_derivative_in_every_basis(c):
+    # A forward pass cannot see the later loss: the JVP of the eigenvalues of a level is the
+    # derivative from the right (t -> 0+), the ascending eigenvalues of the level's
+    # compressed direction: the same numbers in every basis (it was diag(V^H E V)).
+    gaps = []
+    for seed in range(3):
+        h, sz = rotated(c, seed=seed)
+        gap = lambda a: (lambda w: w[1] - w[0])(L.eigvalsh(a))  # noqa: E731
+        gaps.append(float(np.asarray(yaad.func.jvp(gap, (h,), (sz,))[1])))
+        right, _ = one_sided(lambda b: np.diff(np.linalg.eigvalsh(h + b * sz)[:2])[0],  # noqa: B023
+                             0.0, 1.0)
+        dw = np.asarray(yaad.func.jvp(L.eigvalsh, (h,), (sz,))[1])
+        np.testing.assert_allclose(dw[1:4], [-1.0, 0.0, 1.0], atol=1e-12)
+        np.testing.assert_allclose(gaps[-1], right, atol=1e-6)
+    np.testing.assert_allclose(gaps, -1.0, atol=1e-12)
+
+
 # ---- the random draw ----------------------------------------------------------------------
 
 

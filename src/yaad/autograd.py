@@ -8,6 +8,7 @@ import numpy as np
 
 from .core.engine import run_backward
 from .core.errors import error
+from .core.grad_mode import engine
 from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx, once_differentiable
 from .modes import batch as batch_mode
@@ -16,6 +17,8 @@ from .modes.batched_values import batch_axes
 
 __all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable",
            "detect_anomaly"]
+
+engine.run_backward = run_backward  # (for rules below the engine: see core.grad_mode)
 
 
 def _as_tuple(x: Any, what: str = "outputs") -> tuple[Any, ...]:

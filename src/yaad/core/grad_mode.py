@@ -30,6 +30,17 @@ class _State(threading.local):
 
 state = _State()
 
+
+class _Engine:
+    """The engine's entry points, for rules below it that run a backward pass of their
+    own (``linalg.eigh`` reads a loss's curvature across a degenerate level); set by
+    ``yaad.autograd`` when it is imported."""
+
+    run_backward: Callable[..., Any]
+
+
+engine = _Engine()
+
 # Levels of forward mode and of vmap, numbered in the order they are entered (one counter:
 # a tensor keys its tangents and batch axes by level).
 new_level = itertools.count(1).__next__

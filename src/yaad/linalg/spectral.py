@@ -54,7 +54,7 @@ from ..core.backend import (
     no_implementation,
 )
 from ..core.frames import user_frames
-from ..core.grad_mode import is_grad_enabled
+from ..core.grad_mode import engine, is_grad_enabled
 from ..core.op import op
 from ..core.tensor import Tensor
 from ..modes.batched_values import per_example
@@ -563,10 +563,12 @@ def _eigh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any
     if gv is None:
         require_symmetric(gw, w, tol, magnitude(gw), "linalg.eigh", "eigenvalues",
                           "eigenvalue")
-        flat = degenerate_pairs(w, degeneracy_tol(w, w.shape[-1]), nonzero=False)
-        vd = data_of(v)
-        second_order_guard("linalg.eigh", "eigenvalues", w, flat,
-                           flat & _touched(gw, magnitude(gw)), a, lambda t: mH(vd) @ herm(t) @ vd)
+        flat = degenerate_pairs(w, tol, nonzero=False)
+        if _any(flat) and _differentiated(gw):  # a second derivative, the loss curved
+            vr = _curved_levels(gw, w, v, a, flat, tol)
+            if vr is not None:  # forward over reverse: the level's basis along the tangent
+                return matmul(vr * row(gw), mH(vr))
+            return matmul(v * row(gw), mH(v)) + _level_curvature(gw, w, v, a, flat)
         return matmul(v * row(gw), mH(v))
     idx, rest = (slice(None), None) if eps is not None else active_columns(gv, gw)
     vt, wt, gvt = _cols(v, idx), _cols(w, idx), _cols(gv, idx)
@@ -585,9 +587,17 @@ def _eigh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any
     vd = data_of(vt)
     second_order_guard("linalg.eigh", "eigenvalues", w, flat, coupled, a,
                        lambda t: mH(vd) @ herm(t) @ vd)
-    if eps is None:
-        eigh_coupling_check(flat, coupled, gwt, scale)
-    require_symmetric(gw, w, tol, magnitude(gw), "linalg.eigh", "eigenvalues", "eigenvalue")
+    try:
+        if eps is None:
+            eigh_coupling_check(flat, coupled, gwt, scale)
+        require_symmetric(gw, w, tol, magnitude(gw), "linalg.eigh", "eigenvalues", "eigenvalue")
+    except GaugeError:
+        if _CURVATURE.get(id(data_of(w))) is data_of(w):  # the second pass of a curved loss
+            raise GaugeError(_CURVED.format(name="linalg.eigh", why=(
+                "grad of grad: the second pass's direction splits the level, and the first "
+                "derivative's own dependence on the level's basis is judged as a new loss"
+                ))) from None
+        raise
     inner = f * skew
     if gwt is not None:
         inner = inner + diag_matrix(gwt)
@@ -625,9 +635,199 @@ def eigh_coupling_check(flat: Any, coupled: Any, gw: Any, scale: Any) -> None:
 def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any:
     w, v = ans
     dp = matmul(mH(v), matmul(herm(t), v))
-    f = inverse_gaps(row(w) - col(w), degeneracy_tol(w, w.shape[-1]), eps)
+    tol = degeneracy_tol(w, w.shape[-1])
+    f = inverse_gaps(row(w) - col(w), tol, eps)
+    dv = matmul(v, f * dp)
+    if eps is None:
+        r = level_rotation(w, v, t, tol)
+        if r is not None:  # a degenerate level: its one-sided derivative, in any basis
+            dp = matmul(mH(r), matmul(dp, r))
     dw = diag(dp)
-    return (real(dw) if is_complex(dw) else dw), matmul(v, f * dp)
+    return (real(dw) if is_complex(dw) else dw), dv
+
+
+# ---- degenerate levels at second order ------------------------------------------------------
+
+
+def level_rotation(w: Any, v: Any, t: Any, tol: Any) -> Any:
+    """The unitary ``R`` (an array), block-diagonal on the degenerate levels of the ascending
+    eigenvalues ``w`` and the identity elsewhere, such that ``V R`` diagonalises the
+    compression ``V_B^H herm(t) V_B`` of the tangent ``t`` to each level, its eigenvalues
+    ascending; None when no level is degenerate, or when ``t`` is batched (vmap).
+
+    Along ``t`` the members of a level split as ``w_B + s mu`` (``mu`` the compression's
+    eigenvalues, ascending for ``s > 0``), and ``V R`` is the basis they continue from:
+    the JVP of ``eigh`` returns ``mu`` (the one-sided derivative, the same number in every
+    basis), and the rule of a second derivative (forward over reverse) takes the level's
+    basis from the same ``R``, so that both describe one split.
+    """
+    wd, vd, td = data_of(w), data_of(v), data_of(t)
+    if not (isinstance(wd, np.ndarray) and isinstance(td, np.ndarray)) or tuple(
+            td.shape) != tuple(t.shape) or tuple(vd.shape) != tuple(v.shape):
+        return None
+    flat = degenerate_pairs(wd, tol if isinstance(tol, np.ndarray) else data_of(tol),
+                            nonzero=False)
+    if not flat.any():
+        return None
+    p = _conj_t(vd) @ ((td + _conj_t(td)) / 2) @ vd
+    n = wd.shape[-1]
+    r = np.broadcast_to(np.eye(n, dtype=p.dtype), p.shape).copy()
+    for idx in np.ndindex(p.shape[:-2]):
+        fl = flat[idx] if flat.ndim > 2 else flat
+        start = 0
+        for i in range(1, n + 1):  # levels: runs of neighbours within the tolerance
+            if i == n or not fl[i - 1, i]:
+                if i - start > 1:
+                    block = np.ix_(range(start, i), range(start, i))
+                    r[idx][block] = np.linalg.eigh(p[idx][block])[1]
+                start = i
+    return r
+
+
+def _curved_levels(gw: Any, w: Any, v: Any, a: Any, flat: Any, tol: Any) -> Any:
+    """The basis for the rule ``V diag(gw) V^H`` of a second derivative in forward mode
+    (forward over reverse, ``hvp``), or None in reverse mode (``create_graph``).
+
+    ``gw`` is constant on each degenerate level (the loss is symmetric there), but its
+    tangent ``dgw = H dw`` (``H`` the loss's Hessian in the eigenvalues) is not: the
+    derivative of ``V diag(gw) V^H`` needs the divided difference of ``gw`` across the
+    level, ``H_ii - H_ij``, which no gradient carries. In the basis ``V R`` of
+    :func:`level_rotation`, where the JVP of ``eigh`` gave ``dw = mu``, the tangent is
+    diagonal on the level and that term is absent: ``V R diag(gw) (V R)^H`` (the same
+    value) is exact, if the loss is symmetric in the level to second order (``dgw`` on it
+    an affine function of ``mu``, as ``H = alpha I + beta 1 1^T`` gives), else GaugeError.
+    """
+    gtans = getattr(gw, "_tangents", None)
+    if not gtans:  # reverse mode: the guard of the second pass
+        return None
+    atans = getattr(a, "_tangents", None) or {}
+    lv = next(iter(gtans))
+    t = atans.get(lv)
+    r = None
+    if len(gtans) == 1 and len(atans) == 1 and isinstance(t, (Tensor, np.ndarray)):
+        r = level_rotation(w, v, t, tol)
+    dgw, dw = gtans[lv], (getattr(w, "_tangents", None) or {}).get(lv)
+    if r is None or dw is None:
+        raise GaugeError(_CURVED.format(name="linalg.eigh", why=(
+            "several forward-mode levels, or a batched tangent (vmap)")))
+    x, y = np.asarray(data_of(dw)), np.asarray(data_of(dgw))
+    x, y = np.broadcast_to(x, flat.shape[:-1]), np.broadcast_to(y, flat.shape[:-1])
+    same = flat | np.eye(flat.shape[-1], dtype=bool)
+    count = same.sum(-1)
+    xc = x - (same * x[..., None, :]).sum(-1) / count  # centred on each member's level
+    yc = y - (same * y[..., None, :]).sum(-1) / count
+    split = ~negligible(xc, magnitude(dw))
+    xx = (same * (xc * xc)[..., None, :]).sum(-1)  # per member: |xc|^2 over its level
+    xy = (same * (xc * yc)[..., None, :]).sum(-1)
+    split = (same & split[..., None, :]).any(-1)  # per member: its level is split
+    alpha = np.where(split, xy / np.where(split, xx, 1), 0.0)
+    bad = flat.any(-1) & ~negligible(yc - alpha * xc, magnitude(dgw))
+    if bad.any():
+        raise GaugeError(_CURVED.format(name="linalg.eigh", why=(
+            "its curvature across the level is not that of a symmetric function (the "
+            "tangent of the eigenvalues' cotangent is not an affine function of the "
+            "eigenvalues' tangent on the level)")))
+    return matmul(v, r)
+
+
+# The eigenvalues of decompositions whose first-order rule added the level's curvature.
+_CURVATURE: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def _level_curvature(gw: Any, w: Any, v: Any, a: Any, flat: Any) -> Any:
+    """The term of the rule ``V diag(gw) V^H`` that its chain rule misses at a degenerate
+    level in reverse over reverse (``create_graph``): ``V (A o V^H herm(da) V) V^H`` with
+    ``A_ij = H_ii - H_ij`` on each level (``H`` the loss's Hessian in the eigenvalues), the
+    divided difference of ``gw`` across the level. A value 0 with that derivative.
+
+    ``H`` is read by one backward pass from ``gw`` to ``w`` with a probe ``u`` centred on
+    each level: a function symmetric in the level to second order has
+    ``H = alpha I + beta 1 1^T`` there, so ``H u = alpha u`` on the level. A level where
+    it is not (the loss's symmetry breaks at second order) gets :func:`split_guard`: a
+    GaugeError in the second pass if its direction splits the level.
+    """
+    wd = np.asarray(data_of(w))
+    same = flat | np.eye(flat.shape[-1], dtype=bool)
+    pos = np.broadcast_to(np.arange(wd.shape[-1], dtype=wd.dtype), wd.shape)
+    u = np.where(flat.any(-1), pos - (same * pos[..., None, :]).sum(-1) / same.sum(-1), 0.0)
+    (y,) = engine.run_backward((gw,), (u,), True, False, (w,), capture=True,
+                               allow_unused=True)
+    _CURVATURE[id(wd)] = wd
+    if y is None:  # gw does not depend on the eigenvalues: no curvature across a level
+        return 0
+    y = np.asarray(data_of(y))
+    level_sum = lambda x: (same * x[..., None, :]).sum(-1)  # noqa: E731 (over each level)
+    uu = level_sum(u * u)
+    alpha = np.where(uu > 0, level_sum(u * y) / np.where(uu > 0, uu, 1), 0.0)
+    broken = flat & ~negligible(y - alpha * u, magnitude(y))[..., :, None]
+    broken = broken | broken.swapaxes(-1, -2)
+    out = 0
+    if broken.any():
+        out = split_guard(a, data_of(v), broken)
+    coef = np.where(flat & ~broken, alpha[..., :, None], 0.0)
+    if np.any(coef):
+        out = out + level_curvature(a, data_of(v), coef)
+    return out
+
+
+def _project_levels(g: Any, vd: Any, coef: Any) -> Any:
+    """``V (coef o V^H herm(g) V) V^H``, on arrays."""
+    p = _conj_t(vd) @ ((g + _conj_t(g)) / 2) @ vd
+    return vd @ (coef * p) @ _conj_t(vd)
+
+
+def _third_order(*_: Any) -> Any:
+    raise GaugeError("linalg.eigh: a third derivative through a degenerate level of eigh, "
+                     "of a loss curved across the level, is not implemented.")
+
+
+_level_term: Callable[..., Any] = op(
+    lambda g, vd, coef: _project_levels(data_of(g), vd, coef), name="linalg.eigh_level_term",
+    vjp=(_third_order, None, None), jvp=(_third_order, None, None))
+
+level_curvature: Callable[..., Any] = op(
+    lambda a, vd, coef: namespace(data_of(a)).zeros(a.shape, dtype=a.dtype),
+    name="linalg.eigh_level_curvature",
+    vjp=(lambda g, ans, a, vd, coef: _level_term(g, vd, coef), None, None),
+    jvp=(lambda t, ans, a, vd, coef: _level_term(t, vd, coef), None, None))
+level_curvature.__doc__ = """Zero, with the derivative ``V (coef o V^H herm(da) V) V^H``:
+the term of the loss's curvature across a degenerate level of ``eigh`` that the rule
+``V diag(gw) V^H`` needs at second order (:func:`_level_curvature`); its own derivative
+(a third order) raises."""
+
+
+_CURVED = ("{name}: a second derivative through the eigenvalues of a degenerate level, along "
+           "a direction that splits the level, of a loss curved across it: the term it needs "
+           "is the loss's curvature across the level, which this pass cannot see ({why}). "
+           "Use yaad.func.hvp (forward over reverse, exact for a symmetric function of the "
+           "level), or lift the degeneracy.")
+
+
+def _split_guard(a: Any, vd: Any, flat: Any) -> Any:
+    return namespace(data_of(a)).zeros(a.shape, dtype=a.dtype)
+
+
+def _split_guard_vjp(g: Any, ans: Any, a: Any, vd: Any, flat: Any) -> Any:
+    gd = data_of(g)
+    p = _conj_t(vd) @ ((gd + _conj_t(gd)) / 2) @ vd
+    xp = namespace(p)
+    d = xp.real(xp.linalg.diagonal(p)) if is_complex(p) else xp.linalg.diagonal(p)
+    spread = xp.abs(p) + xp.abs(d[..., :, None] - d[..., None, :])
+    if _any(flat & ~negligible(spread, magnitude(g))):
+        raise GaugeError(_CURVED.format(name="linalg.eigh", why=(
+            "reverse over reverse (grad of grad, create_graph=True) receives the direction "
+            "only after the first derivative was taken")))
+    return None
+
+
+split_guard: Callable[..., Any] = op(_split_guard, name="linalg.eigh_split_guard",
+                                     vjp=(_split_guard_vjp, None, None))
+split_guard.__doc__ = """Zero, with a VJP that raises :class:`GaugeError` where the
+direction ``g`` of a second backward pass splits a degenerate level of ``eigh``
+(``flat``): the rule ``V diag(gw) V^H`` of the first pass, with a cotangent ``gw`` that
+depends on the eigenvalues, then lacks the term of the loss's curvature across the level
+(``tests/test_degenerate_spectra.py``). Along a direction that does not split the level
+the chain rule is exact, and the guard passes."""
 
 
 eigh_op = op(_eigh, name="linalg.eigh", nout=2, vjp=located(_eigh_vjp, "linalg.eigh", 0),
