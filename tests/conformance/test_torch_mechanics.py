@@ -2889,6 +2889,78 @@ def checkpoint_of_a_function_that_saves_nothing(L, log):
     return len(calls)
 
 
+area("retain_graph")
+
+
+# PyTorch saves the index of an indexing assignment (and of advanced indexing), so a
+# second backward through one raises; basic indexing and a whole-tensor write save none.
+@program(raises=RuntimeError, meaning=FREED)
+def second_backward_through_an_indexing_assignment_raises(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x + 0
+    h[0] = 5.0
+    y = h.sum()
+    y.backward()
+    y.backward()
+
+
+@program(raises=RuntimeError, meaning=FREED)
+def second_backward_through_a_slice_assignment_of_a_tensor_raises(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = L.tensor([7.0], requires_grad=True)
+    h = x + 0
+    h[1:2] = v
+    y = h.sum()
+    y.backward()
+    y.backward()
+
+
+@program(raises=RuntimeError, meaning=FREED)
+def second_backward_through_an_advanced_index_assignment_raises(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x + 0
+    h[[0, 2]] = 5.0
+    y = h.sum()
+    y.backward()
+    y.backward()
+
+
+@program(raises=RuntimeError, meaning=FREED)
+def second_backward_through_an_augmented_slice_assignment_raises(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x + 0
+    h[1:] += 1.0
+    y = h.sum()
+    y.backward()
+    y.backward()
+
+
+@program(raises=RuntimeError, meaning=FREED)
+def second_backward_through_advanced_indexing_raises(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x[[0, 2]].sum()
+    y.backward()
+    y.backward()
+
+
+@program
+def second_backward_through_basic_indexing_and_whole_writes(L, log):
+    x = L.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    y = x[None, 0, 1:].sum()
+    y.backward()
+    y.backward()
+    h = x + 0
+    h[...] = 5.0
+    h2 = x + 0
+    h2[:] = 4.0
+    h3 = x + 0
+    h3.fill_(3.0)
+    z = (h + h2 + h3 + x).sum()
+    z.backward()
+    z.backward()
+    return x.grad
+
+
 @pytest.mark.parametrize("prog", PROGRAMS, ids=lambda p: f"{p.area}: {p.name}")
 def test_same_as_pytorch(prog):
     prog.check()

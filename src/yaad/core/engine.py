@@ -306,7 +306,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             elif gi is not None:
                 prev = leaves_get(p)
                 leaves[p] = gi if prev is None else prev + gi
-        if release and op.frees:
+        if release and op.frees and (op.frees is True or op.frees(node)):
             node.args = node.ans = node.kw = None
             if extra is not None:
                 extra.duals = None

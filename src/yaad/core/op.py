@@ -62,8 +62,10 @@ class Op:
         self.save_args = save_args
         self.save_ans = save_ans
         # A node keeps arrays for its rules, released after backward (unless retained);
-        # a node of an op that saves nothing can run backward again (as in PyTorch).
-        self.frees = save_args or save_ans
+        # a node of an op that saves nothing can run backward again (as in PyTorch). An op
+        # may set a function ``frees(node) -> bool`` instead: whether this node counts as
+        # freed after backward (indexing, where PyTorch saves an index tensor or not).
+        self.frees = bool(save_args or save_ans)
         self.nout = nout
         self.variadic = variadic
         self.elementwise = elementwise

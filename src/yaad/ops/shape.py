@@ -1348,6 +1348,28 @@ def _getitem_batch(dims, a, idx):
 getitem = _linear(_getitem, "getitem",
                   lambda g, ans, a, idx: scatter_add(g, idx, a.shape), batch=_getitem_batch)
 getitem.op.selects = True  # the gradient is exactly zero off the selection
+
+
+def _items(idx):
+    return idx if isinstance(idx, tuple) else (idx,)
+
+
+def _advanced_index_freed(node):
+    """A getitem node with an advanced index is freed by backward (PyTorch saves the index
+    tensor, so a second backward without retain_graph raises); basic indexing is not."""
+    return not all(i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
+                   for i in _items(node.args[1]))
+
+
+def _partial_put_freed(node):
+    """An index_put node is freed by backward unless it writes the whole tensor
+    (``t[...] = v``, ``t[:] = v``, ``fill_``, ``copy_``), as in PyTorch."""
+    args = node.args
+    idx = args[2] if len(args) > 2 else node.kw["idx"]
+    return not all(i is Ellipsis or (type(i) is slice and i == slice(None)) for i in _items(idx))
+
+
+getitem.op.frees = _advanced_index_freed
 getitem.op.adds_into = _scatter_into
 getitem.__doc__ = """``a[idx]`` with basic, advanced and boolean indices (NumPy semantics).
 
@@ -1495,6 +1517,7 @@ Tensor
 # ``a[idx] = values`` in the memory of ``a`` (recorded by ``Tensor.__setitem__``).
 index_put_ = op(_index_put_, name="index_put_", save_args=False, save_ans=False,
                 selects=True, batch=_index_put_batch(True), **_index_put_rules)
+index_put.op.frees = index_put_.op.frees = _partial_put_freed
 index_put_.__doc__ = """``a[idx] = values`` in place, returning ``a`` (the recorded setitem).
 
 The rules are those of :func:`index_put`. Use ``a[idx] = values`` on tensors instead:
