@@ -260,6 +260,64 @@ def test_time_gradient_of_each_adjoint_is_the_vector_field(adjoint):
     np.testing.assert_allclose(ts.grad, want, rtol=1e-7, atol=1e-9)
 
 
+def test_solve_ivp_t_span_gets_its_gradient_when_t_eval_starts_there():
+    # t_eval[0] == t_span[0]: the solution starts at t_span[0], so the later outputs move
+    # with it (-f(t0, y0) through dy/dy0); the first output is read at t_eval[0]:
+    # y0 + (t_eval[0] - t0) f(t0, y0), the flow's derivatives (-f for t0, +f for t_eval[0])
+    k = 0.7
+    t_span = yaad.tensor([0.0, 0.5], requires_grad=True)
+    te = np.array([0.0, 0.25, 0.5])
+    sol = integrate.solve_ivp(lambda s, y: -k * y, t_span, np.array([1.0]), t_eval=te,
+                              rtol=1e-11, atol=1e-12)
+    assert isinstance(sol.y, yaad.Tensor) and sol.y.requires_grad and sol.y.shape == (1, 3)
+    w = np.array([1.0, 2.0, 3.0])
+    yaad.sum(sol.y[0] * w).backward()
+    # y(t) = exp(-k (t - t0)): dy(t)/dt0 = k y(t); t_span[1] moves no output
+    np.testing.assert_allclose(t_span.grad, [np.sum(w * k * np.exp(-k * te)), 0.0],
+                               rtol=1e-8)
+    assert t_span.grad.dtype == np.float64
+
+    # nonlinear (Lotka-Volterra), both t0 and t_eval differentiated, against one-sided
+    # differences (t0 can only move down, t_eval[0] only up: the other way leaves t_span)
+    def lv(t, y, p):
+        return yaad.stack([p[0] * y[0] - p[1] * y[0] * y[1], p[3] * y[0] * y[1] - p[2] * y[1]])
+
+    P = np.array([1.5, 1.0, 3.0, 1.0])
+    G = RNG.standard_normal((2, 4))
+
+    def loss(t0, te, p, y0):
+        r = integrate.solve_ivp(lv, (t0, 2.0), y0, t_eval=te, args=(p,), rtol=1e-12,
+                                atol=1e-13)
+        return yaad.sum(r.y * G)
+
+    t0 = yaad.tensor(0.3, requires_grad=True)
+    tev = yaad.tensor([0.3, 0.8, 1.4, 2.0], requires_grad=True)
+    y0 = yaad.tensor([1.0, 0.5], requires_grad=True)
+    p = yaad.tensor(P, requires_grad=True)
+    loss(t0, tev, p, y0).backward()
+
+    def plain(t0, te):
+        return float(loss(t0, te, P, np.array([1.0, 0.5])))
+
+    def one_sided(g, e):  # second order: (-3 g(0) + 4 g(e) - g(2e)) / 2e
+        return (-3 * g(0.0) + 4 * g(e) - g(2 * e)) / (2 * e)
+
+    base = np.array([0.3, 0.8, 1.4, 2.0])
+    want_t0 = one_sided(lambda e: plain(0.3 + e, base), -1e-4)
+    want_te = [one_sided(lambda e: plain(0.3, base + e * np.eye(4)[0]), 1e-4)]
+    for i in (1, 2, 3):
+        d = 1e-6 * np.eye(4)[i]
+        want_te.append((plain(0.3, base + d) - plain(0.3, base - d)) / 2e-6)
+    np.testing.assert_allclose(float(t0.grad), want_t0, rtol=1e-6)
+    np.testing.assert_allclose(tev.grad, want_te, rtol=1e-6, atol=1e-9)
+    # y0 and p: as in the same solve with the times not differentiated
+    y0b = yaad.tensor([1.0, 0.5], requires_grad=True)
+    pb = yaad.tensor(P, requires_grad=True)
+    loss(0.3, tev.data, pb, y0b).backward()
+    np.testing.assert_allclose(y0.grad, y0b.grad, rtol=1e-12)
+    np.testing.assert_allclose(p.grad, pb.grad, rtol=1e-12)
+
+
 # ---- checkpoints -------------------------------------------------------------------------
 
 def test_checkpoints_give_the_same_gradient_with_bounded_memory():

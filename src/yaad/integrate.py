@@ -309,15 +309,27 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[Any], y0: Any, t_eval: A
         raise ValueError(f"integrate.solve_ivp: y0 must be a vector, not of shape "
                          f"{np.shape(data_of(y0))}")
     t0, t1 = t_span[0], t_span[1]
+    first = None  # the output at t_eval[0] when it is t_span[0] (y0), as a function of both
     if t_eval is None:
         times, drop = _as_times([t0, t1]), 0
     elif float(np.asarray(data_of(t_eval), float).reshape(-1)[0]) != float(data_of(t0)):
         times, drop = _as_times([t0, t_eval]), 1
     else:
-        times, drop = _as_times([t_eval]), 0
+        # the solution starts at t_span[0]; t_eval[0] is only where the first output is
+        # read: y(t_eval[0]) = y0 + (t_eval[0] - t0) f(t0, y0) to first order, a zero step
+        # whose derivatives are the flow's (f for t_eval[0], -f for t0)
+        te = t_eval if isinstance(t_eval, Tensor) else np.asarray(t_eval, float)
+        te = te.reshape(-1)
+        times, drop = _as_times([t0, te[1:]]), 0
+        if differentiable(t0) or differentiable(te):
+            first = te[0]
     ys = odeint(Swapped(fun), y0, times, *args, rtol=rtol, atol=atol,
                 method=method, adjoint=adjoint, checkpoints=checkpoints,
                 max_steps=max_steps, compiled=compiled)[drop:]
+    if first is not None:
+        y0t = y0 if isinstance(y0, Tensor) else make_tensor(np.asarray(y0, ys.dtype))
+        start = y0t + (first - t0) * fun(t0, y0t, *args)
+        ys = concatenate([start.reshape(1, -1), ys[1:]])
     y = ys.T if isinstance(ys, Tensor) else np.asarray(ys).T
     t_out = np.asarray(data_of(times), float)[drop:]
     return scipy.optimize.OptimizeResult(t=t_out, y=y, success=True,
