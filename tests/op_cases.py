@@ -313,6 +313,7 @@ ELEMENTWISE: dict[str, Row] = {
                       ok=_ratio_not_integer),
     "maximum": r(np.maximum, ANY, ANY, complex="raises", ok=_apart),
     "minimum": r(np.minimum, ANY, ANY, complex="raises", ok=_apart),
+    "copysign": r(np.copysign, NONZERO, NONZERO, complex="raises"),
     "fmax": r(np.fmax, ANY, ANY, complex="raises", ok=_apart),
     "fmin": r(np.fmin, ANY, ANY, complex="raises", ok=_apart),
     # piecewise constant (zero gradient) and piecewise linear
@@ -369,6 +370,8 @@ NO_GRADIENT: dict[str, NoGradient] = {
     **{name: NoGradient(getattr(np, name), (_F,), REAL) for name in (
         "isneginf", "isposinf", "signbit")},
     "iscomplex": NoGradient(np.iscomplex, (_Z,)), "isreal": NoGradient(np.isreal, (_Z,)),
+    "nextafter": NoGradient(np.nextafter, (_F, _G), REAL, "a step to the next float: "
+                            "piecewise constant, its derivative 0 wherever it exists"),
     "heaviside": NoGradient(np.heaviside, (_F, _G), REAL, "piecewise constant: its "
                             "derivative is 0 wherever it exists"),
     **{name: _bits(getattr(np, name), _I, _J) for name in (

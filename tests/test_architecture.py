@@ -298,8 +298,8 @@ LAYERS: list[tuple[str, str]] = [
      "compile compiled compiled.*"),
     ("transforms", "autograd func implicit"),
     ("library", "stats signal integrate ode ode.* optimize sparse sparse.* nn nn.* optim optim.* "
-     "demo serialization testing extend bindings.tensor_methods bindings.numpy_protocols "
-     "backend anomaly interop"),
+     "demo serialization testing extend array_api array_api.* bindings.tensor_methods "
+     "bindings.numpy_protocols backend anomaly interop"),
     ("package", "__init__ __main__ core modes bindings"),
 ]
 

@@ -296,3 +296,23 @@ def test_against_torch():
     (tt[torch.tensor(rows)] * torch.tensor(w)).sum().backward()
     (tt[tt > 0] ** 2).sum().backward()
     np.testing.assert_allclose(t.grad, tt.grad.numpy())
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_zero_dim_boolean_mask_write_against_torch(flag):
+    # x[mask] = v with a 0-d boolean mask (SciPy's array API code writes so): the backward
+    # of the write called np.nonzero on the 0-d mask and raised
+    import torch
+
+    x0, v0 = np.array([1.0, -2.0, 3.0]), np.array([[0.5, 0.25, 4.0]])
+    x, v = yaad.tensor(x0, requires_grad=True), yaad.tensor(v0, requires_grad=True)
+    y = x * 2.0
+    y[np.asarray(flag)] = v * 3.0
+    yaad.sum(y * np.array([1.0, 2.0, 3.0])).backward()
+    xt, vt = torch.tensor(x0, requires_grad=True), torch.tensor(v0, requires_grad=True)
+    yt = xt * 2.0
+    yt[torch.tensor(flag)] = vt * 3.0
+    (yt * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_allclose(x.grad, xt.grad.numpy())
+    np.testing.assert_allclose(v.grad, vt.grad.numpy())

@@ -82,6 +82,8 @@ NOT_DIFFERENTIABLE = {
                      "searchsorted", "count_nonzero", "linalg.matrix_rank"],
                     "integer output (indices or counts)"),
     "logsumexp_sign": "the sign of the sum, piecewise constant",
+    "unique_indices": "integer output (first occurrences, inverse indices, counts)",
+    "isin": "boolean output",
 }
 
 # Reseeded for each op (``build``): the yaad case and its JAX twin get the same inputs.

@@ -39,6 +39,9 @@ SCALES = (1.0, 0.9, 1.1)  # example b is the drawn call with its float arrays sc
 FALLBACK = {
     "argwhere": "its number of rows is the number of non-zeros, which follows the values "
                 "(nonzero calls it)",
+    "unique_indices": "the number of unique elements follows each example's values",
+    "isin": "numpy.isin tests against one set of elements: a set that differs per example "
+            "runs per example",
     "repeat": "repeats that differ per example give results of different lengths",
     "lstsq": "the shape of the residuals follows each example's rank",
     "_qr_raw": "numpy.linalg.qr(mode='raw') takes one matrix: it has no stacked form",

@@ -25,6 +25,7 @@ from .ops.nn import *
 from .ops.composed import *
 from .ops.convolution import convolve, correlate
 from .ops.special_pairs import fresnel, sici
+from .ops.sets import *
 from . import linalg
 from . import fft
 from . import stats
@@ -42,6 +43,30 @@ from .serialization import load, save
 from .compile import CompileWarning, compile  # noqa: A004
 from .core.lazy import compute
 from . import interop
+from . import array_api
+from .array_api._dtypes import (  # NumPy's dtypes and the array API's dtype functions
+    bool,  # noqa: A004
+    complex64,
+    complex128,
+    e,
+    float32,
+    float64,
+    inf,
+    int8,
+    int16,
+    int32,
+    int64,
+    isdtype,
+    nan,
+    newaxis,
+    pi,
+    result_type,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .array_api._info import from_dlpack
 from .bindings import tensor_methods as _methods
 
 __version__ = "0.1.0"

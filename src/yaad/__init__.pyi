@@ -6,6 +6,7 @@ imports; tests/test_packaging.py keeps them equal to the package's public names)
 """
 
 from . import anomaly as anomaly
+from . import array_api as array_api
 from . import autograd as autograd
 from . import backend as backend
 from . import extend as extend
@@ -22,6 +23,27 @@ from . import signal as signal
 from . import sparse as sparse
 from . import stats as stats
 from . import testing as testing
+from .array_api._dtypes import bool as bool
+from .array_api._dtypes import complex64 as complex64
+from .array_api._dtypes import complex128 as complex128
+from .array_api._dtypes import e as e
+from .array_api._dtypes import float32 as float32
+from .array_api._dtypes import float64 as float64
+from .array_api._dtypes import inf as inf
+from .array_api._dtypes import int8 as int8
+from .array_api._dtypes import int16 as int16
+from .array_api._dtypes import int32 as int32
+from .array_api._dtypes import int64 as int64
+from .array_api._dtypes import isdtype as isdtype
+from .array_api._dtypes import nan as nan
+from .array_api._dtypes import newaxis as newaxis
+from .array_api._dtypes import pi as pi
+from .array_api._dtypes import result_type as result_type
+from .array_api._dtypes import uint8 as uint8
+from .array_api._dtypes import uint16 as uint16
+from .array_api._dtypes import uint32 as uint32
+from .array_api._dtypes import uint64 as uint64
+from .array_api._info import from_dlpack as from_dlpack
 from .autograd import Function as Function
 from .autograd import once_differentiable as once_differentiable
 from .compile import CompileWarning as CompileWarning
@@ -89,6 +111,8 @@ from .ops.convolution import convolve as convolve
 from .ops.convolution import correlate as correlate
 from .ops.elementwise import abs as abs
 from .ops.elementwise import absolute as absolute
+from .ops.elementwise import acos as acos
+from .ops.elementwise import acosh as acosh
 from .ops.elementwise import add as add
 from .ops.elementwise import angle as angle
 from .ops.elementwise import arccos as arccos
@@ -99,11 +123,19 @@ from .ops.elementwise import arctan as arctan
 from .ops.elementwise import arctan2 as arctan2
 from .ops.elementwise import arctanh as arctanh
 from .ops.elementwise import around as around
+from .ops.elementwise import asin as asin
+from .ops.elementwise import asinh as asinh
+from .ops.elementwise import atan as atan
+from .ops.elementwise import atan2 as atan2
+from .ops.elementwise import atanh as atanh
 from .ops.elementwise import beta as beta
 from .ops.elementwise import betainc as betainc
 from .ops.elementwise import betaln as betaln
 from .ops.elementwise import bitwise_and as bitwise_and
+from .ops.elementwise import bitwise_invert as bitwise_invert
+from .ops.elementwise import bitwise_left_shift as bitwise_left_shift
 from .ops.elementwise import bitwise_or as bitwise_or
+from .ops.elementwise import bitwise_right_shift as bitwise_right_shift
 from .ops.elementwise import bitwise_xor as bitwise_xor
 from .ops.elementwise import boxcox as boxcox
 from .ops.elementwise import boxcox1p as boxcox1p
@@ -111,6 +143,7 @@ from .ops.elementwise import cbrt as cbrt
 from .ops.elementwise import ceil as ceil
 from .ops.elementwise import clip as clip
 from .ops.elementwise import conjugate as conjugate
+from .ops.elementwise import copysign as copysign
 from .ops.elementwise import cos as cos
 from .ops.elementwise import cosh as cosh
 from .ops.elementwise import dawsn as dawsn
@@ -195,6 +228,7 @@ from .ops.elementwise import multigammaln as multigammaln
 from .ops.elementwise import ndtr as ndtr
 from .ops.elementwise import ndtri as ndtri
 from .ops.elementwise import negative as negative
+from .ops.elementwise import nextafter as nextafter
 from .ops.elementwise import not_equal as not_equal
 from .ops.elementwise import owens_t as owens_t
 from .ops.elementwise import poch as poch
@@ -298,6 +332,11 @@ from .ops.reductions import sort as sort
 from .ops.reductions import std as std
 from .ops.reductions import sum as sum
 from .ops.reductions import var as var
+from .ops.sets import isin as isin
+from .ops.sets import unique_all as unique_all
+from .ops.sets import unique_counts as unique_counts
+from .ops.sets import unique_inverse as unique_inverse
+from .ops.sets import unique_values as unique_values
 from .ops.shape import append as append
 from .ops.shape import array_split as array_split
 from .ops.shape import atleast_1d as atleast_1d
@@ -305,6 +344,7 @@ from .ops.shape import atleast_2d as atleast_2d
 from .ops.shape import atleast_3d as atleast_3d
 from .ops.shape import broadcast_arrays as broadcast_arrays
 from .ops.shape import column_stack as column_stack
+from .ops.shape import concat as concat
 from .ops.shape import concatenate as concatenate
 from .ops.shape import copy as copy
 from .ops.shape import diag as diag
@@ -321,6 +361,7 @@ from .ops.shape import index_put as index_put
 from .ops.shape import index_put_ as index_put_
 from .ops.shape import matrix_transpose as matrix_transpose
 from .ops.shape import pad as pad
+from .ops.shape import permute_dims as permute_dims
 from .ops.shape import ravel as ravel
 from .ops.shape import repeat as repeat
 from .ops.shape import roll as roll

@@ -121,7 +121,8 @@ def array(object: Any, dtype: Any = None, *, copy: bool | None = True,  # noqa: 
         xp = namespace(like if is_foreign(like) else object)
         out = Tensor(xp.asarray(object, dtype=native_dtype(xp, dtype), copy=copy))
     else:
-        out = Tensor(np.array(object, dtype=dtype, copy=copy, order=order, subok=subok))
+        out = Tensor(np.array(object, dtype=dtype, copy=copy, order=order,  # type: ignore[call-overload]
+                              subok=subok))  # (order: a str, not a Literal)
     if out.ndim < ndmin:
         out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return _leaf_if_asked(out, requires_grad, "array")
@@ -214,7 +215,8 @@ def _stacked(data: Sequence[Any], dtype: Any, name: str) -> Tensor:
     if like.dtype.hasobject:
         raise TypeError(f"{name}: the nested sequence holds objects that are neither "
                         f"numbers nor tensors")
-    return _stack_nested(data, like.dtype)
+    stacked: Tensor = _stack_nested(data, like.dtype)
+    return stacked
 
 
 def _stack_nested(data: Any, dtype: np.dtype) -> Any:

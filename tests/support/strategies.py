@@ -684,6 +684,11 @@ case("count_nonzero", np.count_nonzero, _one(shapes(), lambda data, s: ((), {
     "axis": data.draw(axes(len(s))), "keepdims": data.draw(st.booleans())})), grad="none")
 case("argwhere", np.argwhere, _one(shapes(), lambda data, s: ((), {}), dom=Domain(
     real=((-1.0, 1.0),))), grad="none", covers=("argwhere",))
+case("unique_values", np.unique_values, _one(shapes(), lambda data, s: ((), {}), unique=True),
+     dtypes=REAL, ok=_distinct(), covers=("unique_indices",))
+case("isin", lambda a: np.isin(a, [0.0, 0.5]), _one(shapes(), lambda data, s: ((), {}),
+     dom=Domain(real=((-1.0, 1.0),))), grad="none", call=lambda a: yaad.isin(a, [0.0, 0.5]),
+     covers=("isin",))
 
 
 def _draw_searchsorted(data, dtype):

@@ -28,13 +28,16 @@ from typing import Any
 
 import numpy as np
 
+from .. import array_api
+from ..array_api._info import device_of
 from ..core import hooks
-from ..core.backend import dtype_kind
+from ..core.backend import dtype_kind, is_foreign
 from ..core.engine import run_backward
 from ..core.grad_mode import state
 from ..core.graph import mark_modified
 from ..core.tensor import Tensor, make_tensor
 from ..core.views import View, _root
+from ..creation import to
 from ..function import refuse_backward
 from ..modes.batch import conform
 from ..ops.elementwise import imag, real
@@ -85,7 +88,9 @@ _INPLACE = {"add_": "add", "sub_": "subtract", "mul_": "multiply", "div_": "divi
 
 _OPERATORS = (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
               ("truediv", "divide"), ("floordiv", "floor_divide"), ("mod", "mod"),
-              ("pow", "power"), ("matmul", "matmul"))
+              ("pow", "power"), ("matmul", "matmul"), ("and", "bitwise_and"),
+              ("or", "bitwise_or"), ("xor", "bitwise_xor"), ("lshift", "left_shift"),
+              ("rshift", "right_shift"))
 
 
 def _recording(self: Tensor, others: tuple) -> bool:
@@ -471,10 +476,15 @@ def install(ns: Any) -> None:
     T.__le__ = ns.less_equal
     T.__gt__ = ns.greater
     T.__ge__ = ns.greater_equal
-    T.__and__ = T.__rand__ = ns.logical_and
-    T.__or__ = T.__ror__ = ns.logical_or
-    T.__xor__ = T.__rxor__ = ns.logical_xor
+    T.__and__ = T.__rand__ = ns.bitwise_and  # (NumPy's: logical on booleans)
+    T.__or__ = T.__ror__ = ns.bitwise_or
+    T.__xor__ = T.__rxor__ = ns.bitwise_xor
+    T.__lshift__ = ns.left_shift
+    T.__rlshift__ = _reflected(ns.left_shift)
+    T.__rshift__ = ns.right_shift
+    T.__rrshift__ = _reflected(ns.right_shift)
     T.__invert__ = ns.invert
+    _install_array_api(T)
 
     for op_name, fn_name in _OPERATORS:
         setattr(T, f"__i{op_name}__", _inplace(getattr(ns, fn_name), f"__i{op_name}__"))
@@ -517,6 +527,55 @@ def install(ns: Any) -> None:
     T.numel = lambda self: self._data.size
     T.float = lambda self: ns.astype(self, np.float32)
     T.double = lambda self: ns.astype(self, np.float64)
+
+
+# ---- the array API's array protocols -------------------------------------------------
+
+_API_VERSIONS = (None, "2021.12", "2022.12", "2023.12", "2024.12")
+
+
+def _array_namespace(self: Tensor, /, *, api_version: str | None = None) -> Any:
+    """The array API namespace of tensors: :mod:`yaad.array_api`."""
+    if api_version not in _API_VERSIONS:
+        raise ValueError(f"__array_namespace__: api_version={api_version!r}; yaad implements "
+                         f"{', '.join(v for v in _API_VERSIONS if v)}")
+    return array_api
+
+
+def _to_device(self: Tensor, device: Any, /, *, stream: Any = None) -> Tensor:
+    """The tensor on ``device`` (the array API's ``to_device``): itself where it is there,
+    else moved as :func:`yaad.to` moves it (recorded)."""
+    if stream is not None:
+        raise ValueError("to_device: stream is not supported")
+    if device == device_of(self):
+        return self
+    moved: Tensor = to(self, device)
+    return moved
+
+
+def _dlpack(self: Tensor, /, *, stream: Any = None, max_version: Any = None,
+            dl_device: Any = None, copy: Any = None) -> Any:
+    # (the value goes to another library: through __array__, the one gate, which refuses
+    # a tensor that requires grad or carries a tangent)
+    data = self._data if is_foreign(self._data) else np.asarray(self)
+    kw = {} if max_version is None else {"max_version": max_version}
+    if dl_device is not None:
+        kw["dl_device"] = dl_device
+    if copy is not None:
+        kw["copy"] = copy
+    return data.__dlpack__(stream=stream, **kw)
+
+
+def _dlpack_device(self: Tensor, /) -> Any:
+    return self._data.__dlpack_device__()
+
+
+def _install_array_api(T: type) -> None:
+    T.__array_namespace__ = _array_namespace
+    T.device = property(device_of, doc="The device: 'cpu' for NumPy data.")
+    T.to_device = _to_device
+    T.__dlpack__ = _dlpack
+    T.__dlpack_device__ = _dlpack_device
 
 
 def _reshape_method(reshape):

@@ -525,6 +525,11 @@ rint = elementwise_op("rint", np.rint, _ZERO_DERIVATIVE)
 fix = elementwise_op("fix", np.fix, _ZERO_DERIVATIVE, real_only=True)
 floor_divide = elementwise_op("floor_divide", np.floor_divide, _ZERO_DERIVATIVE,
                               _ZERO_DERIVATIVE, real_only=True)
+# |x| with the sign of y: d/dx is the ratio of the result to x (0 at x = 0, PyTorch's
+# choice where |x| has no derivative); d/dy is 0 (the sign is piecewise constant).
+copysign = elementwise_op("copysign", np.copysign,
+               lambda ans, x, _y: where(x == 0, 0.0, ans / where(x == 0, 1.0, x)),
+               _ZERO_DERIVATIVE, real_only=True)
 
 
 @op(batch="broadcast", save_args=False, save_ans=False)
@@ -821,6 +826,12 @@ invert = _nondiff(np.invert)
 left_shift = _nondiff(np.left_shift)
 right_shift = _nondiff(np.right_shift)
 heaviside = _nondiff(np.heaviside)
+nextafter = _nondiff(np.nextafter)  # (a step to the next float: piecewise constant)
+
+# The array API's spellings of NumPy's names (NumPy 2 has both).
+acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
+atan, atan2, atanh = arctan, arctan2, arctanh
+bitwise_invert, bitwise_left_shift, bitwise_right_shift = invert, left_shift, right_shift
 gcd = _nondiff(np.gcd)
 lcm = _nondiff(np.lcm)
 

@@ -1217,6 +1217,10 @@ def _index_parts(idx, ndim: int):
             axis += 1
         elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
             axis += 1
+        elif isinstance(i, ndarray) and i.dtype == bool and i.ndim == 0:
+            if not i:  # (x[False] addresses nothing)
+                return None
+            continue  # (x[True] is x[None]: a new axis of length one)
         elif isinstance(i, ndarray) and i.dtype == bool:
             arrays.extend(np.nonzero(i))
             axes.extend(range(axis, axis + i.ndim))
@@ -1796,6 +1800,9 @@ def _take_plan(xp, idx, shape):
 _joined_xp("concatenate", "concat")
 _joined_xp("stack", "stack")
 
+# The array API's spellings of NumPy's names (NumPy 2 has both).
+concat = concatenate
+permute_dims = transpose
 
 __all__ = [name for name in exported(globals())
            if name not in ("front", "flat_examples", "aligned", "columns")]
