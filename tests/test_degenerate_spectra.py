@@ -442,3 +442,65 @@ def test_fuzz_degenerate_spectra(seed):
     else:
         with pytest.raises(GaugeError):
             grad(loss, a)
+
+
+# ---- QR at rank deficiency ----------------------------------------------------------------
+
+
+def _rank_deficient(shape, rank, c, seed):
+    rng = np.random.default_rng(seed)
+    m, n = shape
+
+    def draw(*s):
+        return rng.standard_normal(s) + (1j * rng.standard_normal(s) if c else 0)
+
+    b = draw(m, rank)
+    return np.concatenate([b, b @ draw(rank, n - rank)], axis=1), draw(m, n)
+
+
+@pytest.mark.parametrize("c", [False, True])
+@pytest.mark.parametrize("shape", [(5, 4), (3, 5)])
+def test_qr_at_rank_deficiency(shape, c):
+    # Q's columns and R's rows beyond the rank are LAPACK's choice from rounding errors: a
+    # loss through them got a gradient ~1e14 (PyTorch documents its QR backward as not
+    # defined there). The first columns and rows are functions of a (the QR of the
+    # independent columns): exact, against central differences.
+    a, e = _rank_deficient(shape, 2, c, seed=12)
+    assert np.sum(np.abs(np.diag(np.linalg.qr(a)[1])) > 1e-12) == 2
+    abs2 = lambda x: x * yaad.conj(x) if c else x * x  # noqa: E731
+    for complete in (False, True):
+        mode = "complete" if complete else "reduced"
+        t = yaad.tensor(a, requires_grad=True)
+        q, r = L.qr(t, mode)
+        with pytest.raises(GaugeError, match=r"rank 2 < .* Q\[\.\.\., 2:\]"):
+            yaad.real(yaad.sum(abs2(q) * np.arange(q.shape[-1]))).backward()
+        t = yaad.tensor(a, requires_grad=True)
+        with pytest.raises(GaugeError, match=r"R\[\.\.\., 2:, :\]"):
+            yaad.real(yaad.sum(L.qr(t, mode)[1][2:])).backward()
+        # (|R[2:]|^2 is |(1 - Q_2 Q_2^H) a[:, 2:]|^2, a function of a: its gradient, 0, passes)
+
+        def loss(x, lib=yaad, mode=mode):
+            q, r = (L.qr(x, mode) if lib is yaad else np.linalg.qr(x, mode))
+            q1 = q[:, :2]
+            return lib.real(lib.sum(q1 ** 3 + q1 * lib.conj(q1) * np.arange(
+                q1.shape[0])[:, None]) + lib.sum(r[:2] ** 2) + lib.sum(r[:2] * 1j if c else r[:2]))
+
+        g = grad(loss, a)
+        fd = central(lambda x: loss(x, np), a, e)
+        np.testing.assert_allclose(np.real(np.sum(np.conj(g) * e)), fd, rtol=1e-7)
+    t = yaad.tensor(a, requires_grad=True)
+    with pytest.raises(GaugeError, match="forward mode"):
+        yaad.func.jvp(lambda x: L.qr(x)[0][:, :2], (a,), (e,))
+
+
+def test_qr_at_full_column_rank_is_unchanged():
+    # a tall matrix of full column rank: the same gradient as PyTorch
+    import torch
+
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((5, 3))
+    x = torch.tensor(a, requires_grad=True)
+    q, r = torch.linalg.qr(x)
+    (torch.sum(q ** 3) + torch.sum(r ** 2)).backward()
+    g = grad(lambda t: (lambda q, r: yaad.sum(q ** 3) + yaad.sum(r ** 2))(*L.qr(t)), a)
+    np.testing.assert_allclose(g, x.grad.numpy(), atol=1e-12)

@@ -55,6 +55,7 @@ from ..core.backend import (
 )
 from ..core.frames import user_frames
 from ..core.grad_mode import engine, is_grad_enabled
+from ..core.lazy import is_lazy
 from ..core.op import op
 from ..core.tensor import Tensor
 from ..modes.batched_values import per_example
@@ -1153,11 +1154,43 @@ def _qr_tall_vjp(q: Any, r: Any, gq: Any, gr: Any) -> Any:
     return mH(solve_triangular(r, mH(b), 0, False))  # b r^{-H}
 
 
+_RANK = ("linalg.qr: the input has rank {r} < {k} (a diagonal entry of R is 0 to working "
+         "precision, at column {r}): Q's columns from {r} on and R's rows from {r} on are "
+         "not determined by the input (LAPACK picks them from rounding errors), so a loss "
+         "that uses them has no gradient{what}. Use only Q[..., :{r}] and R[..., :{r}, :] "
+         "(exact: the first {r} columns are independent), a rank-revealing decomposition "
+         "(yaad.linalg.svd), or lift the rank deficiency.")
+
+
+def qr_rank(r: Any) -> int | None:
+    """The number of leading independent columns of ``a = q r`` (the first diagonal entry
+    of ``r`` that is 0 to working precision; the least over a batch), or None at full
+    rank."""
+    rd = data_of(r)
+    xp = namespace(rd)
+    k = min(rd.shape[-2], rd.shape[-1])
+    if k == 0:
+        return None
+    if is_lazy(rd):  # (Dask: no value is read inside a rule; the check is skipped)
+        return None
+    d = xp.abs(xp.linalg.diagonal(rd[..., :k, :k]))
+    top = xp.max(xp.abs(rd), axis=(-2, -1))
+    tol = 100 * max(rd.shape[-2:]) * float(xp.finfo(d.dtype).eps) * top
+    tiny = d <= tol[..., None]
+    if not bool(xp.any(tiny)):
+        return None
+    index = xp.arange(k)
+    return int(xp.min(xp.where(tiny, index, xp.full(tiny.shape, k, dtype=index.dtype))))
+
+
 def _qr_vjp(g: Any, ans: Any, a: Any, complete: Any = False) -> Any:
     gq, gr = g
     q, r = ans
     m, n = q.shape[-2], r.shape[-1]
     k = min(m, n)
+    rank = qr_rank(r)
+    if rank is not None:
+        return _qr_deficient_vjp(gq, gr, q, r, rank)
     if q.shape[-1] > k:  # complete with m > n: the last m - n columns of q are free
         q, gq = fold_complement(q, gq, k, _FREE.format(
             name="linalg.qr", what="columns of Q beyond n (mode='complete')"))
@@ -1179,6 +1212,30 @@ def _qr_vjp(g: Any, ans: Any, a: Any, complete: Any = False) -> Any:
     return concat_last(_qr_tall_vjp(q, u, gq, gu), gy)
 
 
+def _qr_deficient_vjp(gq: Any, gr: Any, q: Any, r: Any, rank: int) -> Any:
+    """The gradient at rank deficiency: only ``q[..., :rank]`` and ``r[..., :rank, :]`` are
+    functions of ``a`` there (the QR of the independent columns ``x = a[..., :rank]``, and
+    ``w = q_1^H y`` for the others ``y``); a cotangent on the rest raises."""
+    scale = magnitude(gq, gr)
+    k = min(q.shape[-2], r.shape[-1])
+    if gq is not None and _any(~negligible(gq[..., rank:], scale)):
+        raise GaugeError(_RANK.format(r=rank, k=k, what=f" (here through Q[..., {rank}:])"))
+    if gr is not None and _any(~negligible(gr[..., rank:, :], scale)):
+        raise GaugeError(_RANK.format(r=rank, k=k, what=f" (here through R[..., {rank}:, :])"))
+    gq = None if gq is None else gq[..., :rank]
+    q1, u = q[..., :rank], r[..., :rank, :rank]
+    y = matmul(q[..., :k], r[..., :k, rank:])  # a[..., rank:]
+    gu = gw = None
+    if gr is not None:
+        gu, gw = gr[..., :rank, :rank], gr[..., :rank, rank:]
+        extra = matmul(y, mH(gw))  # w = q_1^H y
+        gq = extra if gq is None else gq + extra
+    gx = _qr_tall_vjp(q1, u, gq, gu)
+    gy = (namespace(data_of(q)).zeros(q.shape[:-2] + y.shape[-2:], dtype=q.dtype)
+          if gw is None else matmul(q1, gw))
+    return concat_last(gx, gy)
+
+
 def _qr_tall_jvp(q: Any, r: Any, t: Any) -> Any:
     x = _rsolve(matmul(mH(q), t), r)
     lower = tril(x, -1)
@@ -1191,6 +1248,10 @@ def _qr_tall_jvp(q: Any, r: Any, t: Any) -> Any:
 def _qr_jvp(t: Any, ans: Any, a: Any, complete: Any = False) -> Any:
     q, r = ans
     m, n = q.shape[-2], r.shape[-1]
+    rank = qr_rank(r)
+    if rank is not None:  # a forward pass cannot tell which outputs the loss will use
+        raise GaugeError(_RANK.format(r=rank, k=min(m, n), what=(
+            " (forward mode computes the tangents of all of them: use reverse mode)")))
     if m >= n:
         dq, dr = _qr_tall_jvp(q[..., :n], r[..., :n, :], t)
         if q.shape[-1] > n:
