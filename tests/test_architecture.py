@@ -287,7 +287,7 @@ def test_internal_use_is_detected():
 # is every module under ``yaad.name``.
 LAYERS: list[tuple[str, str]] = [
     ("graph", "core._pure_cython core.backend core.errors core.grad_mode core.graph "
-     "core.frames"),
+     "core.frames core.versions core.edges"),
     ("tensor", "core.presentation core.tensor core.views core.hooks core.lazy"),
     ("op declaration", "modes.registry core.op core.arguments core.levels "
                        "modes.batched_values"),

@@ -146,9 +146,24 @@ def test_a_function_that_changes_between_calls_is_caught():
         yaad.sum(y).backward()
 
 
-def test_must_return_tensors():
-    with pytest.raises(TypeError, match="checkpoint"):
-        yaad.checkpoint(lambda x: 3.0, yaad.tensor([1.0], requires_grad=True))
+def test_values_that_are_not_tensors_come_back_as_returned():
+    """As torch.utils.checkpoint (use_reentrant=False): numbers, strings and None among
+    the outputs come back as f returned them (they raised TypeError); a dict or a list
+    output raises (a deliberate difference, docs/pytorch-map.md)."""
+    import torch
+    from torch.utils.checkpoint import checkpoint as tcheckpoint
+
+    x = yaad.tensor([1.0, 2.0], requires_grad=True)
+    assert yaad.checkpoint(lambda a: 3.0, x) == 3.0
+    out = yaad.checkpoint(lambda a: (3, a.sin(), None, "s"), x)
+    assert out[0] == 3 and out[2] is None and out[3] == "s"
+    out[1].sum().backward()
+    tx = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    tout = tcheckpoint(lambda a: (3, a.sin(), None, "s"), tx, use_reentrant=False)
+    tout[1].sum().backward()
+    np.testing.assert_allclose(x.grad, tx.grad.numpy(), rtol=1e-15)
+    with pytest.raises(TypeError, match="checkpoint: .* dict .*tuple"):
+        yaad.checkpoint(lambda a: {"y": a}, x)
 
 
 def test_peak_memory_is_lower():

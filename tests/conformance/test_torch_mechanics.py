@@ -2961,6 +2961,64 @@ def second_backward_through_basic_indexing_and_whole_writes(L, log):
     return x.grad
 
 
+area("version counters")
+
+
+@program(raises=RuntimeError, meaning=r"detached in[- ]place")
+def detach_in_place_of_a_saved_non_leaf_makes_backward_raise(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    z = y * y  # saves y
+    y.detach_()
+    z.sum().backward()
+
+
+area("accumulation")
+
+
+@program
+def del_grad_is_grad_none(L, log):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    del x.grad
+    first = x.grad
+    (x * 3).sum().backward()
+    return [first, x.grad]
+
+
+area("graph building")
+
+
+@program
+def next_functions_of_a_grad_fn(L, log):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).sin()
+    nf = y.grad_fn.next_functions
+    mul = nf[0][0].next_functions
+    return [len(nf), nf[0][1], len(mul), type(mul[0][0]).__name__, mul[0][0].variable is x,
+            mul[0][1], mul[1]]
+
+
+area("checkpoint")
+
+
+@program
+def checkpoint_of_a_function_returning_non_tensors(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = L.checkpoint(lambda a: (a.sin(), 3, "s", None, a * 2), x)
+    (out[0].sum() + out[4].sum()).backward()
+    return [out[1:4], x.grad]
+
+
+@program(differs="checkpoint-dict-output", torch_side=returned(2),
+         yaad_side=raised(TypeError, "tuple"))
+def checkpoint_of_a_function_returning_a_dict(L, log):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = L.checkpoint(lambda a: {"y": a.sin(), "n": 2}, x)
+    out["y"].sum().backward()
+    return out["n"]
+
+
 @pytest.mark.parametrize("prog", PROGRAMS, ids=lambda p: f"{p.area}: {p.name}")
 def test_same_as_pytorch(prog):
     prog.check()

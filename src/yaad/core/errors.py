@@ -63,6 +63,11 @@ _MESSAGES: dict[str, tuple[type[Exception], str]] = {
         "{dtype}) is now at version {version}, and was saved before that change. Avoid "
         "the in-place operation, or apply it to a .clone() of the tensor. "
         "(see docs/errors.md#inplace-saved)")),
+    "detached-saved": (RuntimeError, (
+        "one of the values needed for gradient computation ({what} of '{name}') belongs to "
+        "a tensor that was detached in place (.detach_()) after it was saved, so it is no "
+        "longer the value that was recorded (PyTorch refuses it too). Use the out-of-place "
+        ".detach() instead. (see docs/errors.md#detached-saved)")),
     # the op call (yaad.op)
     "object-operand": (TypeError, (
         "{name}: an operand of type {type} is not an array; NumPy would hold it as one "

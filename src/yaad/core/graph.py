@@ -1,19 +1,24 @@
 """The recorded graph: nodes, and the version counters that guard their saved values.
 
 A :class:`Node` is one recorded call of an op (made by :mod:`yaad.op`, run by
-:mod:`yaad.engine`). In-place changes of an array's memory are counted here
-(:func:`mark_modified`); a node notes the clock when it is made, and backward refuses a
-saved value whose memory changed afterwards (:func:`check_saved`).
+:mod:`yaad.engine`). In-place changes of an array's memory are counted in
+:mod:`yaad.core.versions` (:func:`mark_modified`, re-exported here); a node notes the
+clock when it is made, and backward refuses a saved value whose memory changed (or whose
+tensor was detached in place) afterwards (:func:`check_saved`).
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 
+from .edges import next_functions
 from .errors import error
+from .versions import _detached, _modified, clock, mark_detached, mark_modified, version_of
+
+__all__ = ["Node", "ShapeDtype", "NodeExtra", "UNARY", "clock", "record_node", "new_node",
+           "extra_of", "check_saved", "mark_modified", "mark_detached", "version_of"]
 
 try:  # Cython's pure-Python mode: the compiled build reads Node's decorators below
     import cython  # type: ignore[import-untyped, unused-ignore]
@@ -22,12 +27,6 @@ except ImportError:
 
 ndarray = np.ndarray
 UNARY = object()  # Node.e1 of a node with one input (neither a Node nor a tuple: no edge)
-
-# Clock of in-place modifications. A node records the clock when it is made; at backward,
-# a saved array whose memory was modified later is an error (see ``mark_modified``).
-clock = [0]
-_modified: dict[int, list[Any]] = {}  # id(root array) -> [version, clock, weakref]
-
 
 class ShapeDtype:
     """Shape and dtype of an input whose value the rules do not need (saves memory)."""
@@ -90,6 +89,11 @@ class Node:
             return self.more
         return (self.e0,) if self.e1 is UNARY else (self.e0, self.e1)
 
+    @property
+    def next_functions(self) -> tuple[tuple[Any, int], ...]:
+        """PyTorch's view of the edges (see :func:`yaad.core.edges.next_functions`)."""
+        return next_functions(self)
+
     @parents.setter
     def parents(self, edges: tuple[Any, ...]) -> None:
         n = len(edges)
@@ -142,40 +146,6 @@ def extra_of(node: Node) -> NodeExtra:
     return extra
 
 
-def mark_modified(arr: Any) -> None:
-    """Record that the memory of ``arr`` was changed in place (bumps its version).
-
-    An operator whose forward writes into an input array calls this on it, so that a
-    backward that saved the old value raises instead of using the new one.
-
-    Parameters
-    ----------
-    arr : numpy.ndarray
-        The array written to (a view counts as its base).
-    """
-    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
-    clock[0] += 1
-    key = id(root)
-    entry = _modified.get(key)
-    if entry is not None and entry[2]() is root:
-        entry[0] += 1
-        entry[1] = clock[0]
-        return
-    def forget(_ref: Any, key: int = key) -> None:
-        _modified.pop(key, None)
-
-    _modified[key] = [1, clock[0], weakref.ref(root, forget)]
-
-
-def version_of(arr: Any) -> int:
-    """How many in-place changes the memory of ``arr`` has seen."""
-    root = arr.base if isinstance(getattr(arr, "base", None), ndarray) else arr
-    entry = _modified.get(id(root))
-    if entry is not None and entry[2]() is root:
-        return int(entry[0])
-    return 0
-
-
 def check_saved(node: Node) -> None:
     """Raise if a value saved by ``node`` was modified in place after it was saved."""
     saved = list(node.args)
@@ -190,3 +160,7 @@ def check_saved(node: Node) -> None:
             what = f"input {k}" if k < len(node.args) else "its output"
             raise error("inplace-saved", what=what, name=node.op.name, shape=a.shape,
                         dtype=a.dtype, version=entry[0])
+        gone = _detached.get(id(root)) if _detached else None
+        if gone is not None and gone[1]() is root and gone[0] > node.epoch:
+            what = f"input {k}" if k < len(node.args) else "its output"
+            raise error("detached-saved", what=what, name=node.op.name)

@@ -10,7 +10,7 @@ import numpy as np
 from .backend import is_foreign, is_inexact
 from .errors import error
 from .grad_mode import state
-from .graph import version_of
+from .graph import mark_detached, version_of
 from .presentation import ArrayFace
 
 _new = object.__new__
@@ -113,6 +113,10 @@ class Tensor(ArrayFace, TensorMethods):
                 raise error("grad-shape", got=np.shape(value), shape=self.shape)
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:  # ``del t.grad``, as in PyTorch: the same as ``t.grad = None``
+        self._grad = None
+
     @property
     def is_leaf(self) -> bool:
         """True for tensors made by the user rather than by a recorded operation."""
@@ -151,6 +155,8 @@ class Tensor(ArrayFace, TensorMethods):
         """
         if getattr(self, "_base", None) is not None:
             raise error("detach-view")
+        if self._node is not None:  # a value saved from it can no longer be used (PyTorch)
+            mark_detached(self._data)
         self._node = None
         self.requires_grad = False
         return self

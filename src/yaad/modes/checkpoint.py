@@ -80,6 +80,7 @@ class _Segment:
         self.hook: Callable[..., Any] | None = None
         self.outputs: Any = None
         self.meta: list[Any] = []
+        self.where: list[int] = []  # positions of the tensors among f's outputs
         self.fresh: list[Any] = []  # the copies of the inputs that the forward run uses
         self.start = 0  # nodes recorded from now on belong to the forward run
 
@@ -109,19 +110,29 @@ class _Segment:
                                                                   self.kwargs))
         self.fresh = []
         outs = out if isinstance(out, tuple) else (out,)
-        for k, o in enumerate(outs):
-            if not isinstance(o, Tensor):
-                raise TypeError(f"checkpoint: f must return a tensor or a tuple of tensors; "
-                                f"output {k} is a {type(o).__name__}")
+        if not isinstance(out, (tuple, Tensor)) and isinstance(out, (list, dict)):
+            raise TypeError(f"checkpoint: f must return a tensor, or a tuple of tensors and "
+                            f"other values; it returned a {type(out).__name__} (return a "
+                            f"tuple)")
+        # Values that are not tensors (numbers, strings, None) come back as f returned them.
+        self.where = [k for k, o in enumerate(outs) if isinstance(o, Tensor)]
+        tensors = [outs[k] for k in self.where]
         inputs = [args[k] for k in self.slots] + [eff for _, eff in self.closures.values()]
-        if not inputs:
+        if not inputs or not tensors:
             return out
-        self.meta = [(o.shape, o.dtype) for o in outs]
-        self.outputs = tuple(o.data for o in outs) if isinstance(out, tuple) else out.data
+        self.meta = [(o.shape, o.dtype) for o in tensors]
+        self.outputs = (tuple(o.data for o in tensors) if isinstance(out, tuple)
+                        else out.data)
         try:
-            return _Checkpoint.apply(self, *inputs)
+            res = _Checkpoint.apply(self, *inputs)
         finally:
             self.outputs = None
+        if not isinstance(out, tuple):
+            return res
+        full = list(outs)
+        for k, r in zip(self.where, res if isinstance(res, tuple) else (res,)):
+            full[k] = r
+        return tuple(full)
 
     def backward(self, saved: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
         """Recompute ``f`` on the saved inputs and backpropagate ``grads`` through it."""
@@ -144,7 +155,8 @@ class _Segment:
         outer = state.segment
         out = _with_hook(hook, None, lambda: _grad_call(self.f, call, self.kwargs))
         outs = out if isinstance(out, tuple) else (out,)
-        if [(o.shape, o.dtype) for o in outs] != self.meta:
+        outs = tuple(outs[k] if k < len(outs) else None for k in self.where)
+        if [(getattr(o, "shape", None), getattr(o, "dtype", None)) for o in outs] != self.meta:
             raise RuntimeError(
                 "checkpoint: recomputing f in backward gave outputs of other shapes or "
                 "dtypes than the forward run; f must compute the same thing every call")
