@@ -27,6 +27,11 @@ from ..core.tensor import Tensor, make_tensor
 from ..implicit import Closure, data_of, leaf, vjp_of
 from ..ops.shape import stack
 
+# the Jacobian-based adjoint (Field.linearizable): states up to this size, and this many
+# bytes of Jacobians at once
+LINEAR_MAX_STATE = 32
+LINEAR_BYTES = 32 << 20
+
 # func -> {swapped: its compiled programs} (the programs hold func weakly)
 _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -49,48 +54,68 @@ class Swapped:
         return self.fun(t, y, *args)
 
 
-def _programs(func: Callable) -> dict:
-    """The compiled programs of ``func`` (made on first use, kept while ``func`` lives).
+def _programs(func: Callable, shape: tuple, slots: tuple, args: list) -> tuple[dict, list]:
+    """The compiled programs of ``func`` for a state's shape, the differentiable slots and
+    the arguments that are not tensors (made on first use, kept while ``func`` lives), and
+    the tensor arguments to hand them.
 
-    Each takes the state's shape, the differentiable slots and the method's name as
-    Python constants, and all of ``func``'s further arguments (the differentiable ones
-    as arrays) as arguments, so that nothing it reads is hidden from the recording."""
+    The programs take tensors only (``yaad.compile``'s fast path: no signature of Python
+    values per call); the other arguments are constants of the programs, part of the key
+    under which they are kept (``TypeError`` if one cannot be hashed)."""
     swap = isinstance(func, Swapped)
     base = func.fun if isinstance(func, Swapped) else func
-    progs = _PROGRAMS.setdefault(base, {}).get(swap)
+    where = [k for k, a in enumerate(args) if isinstance(a, Tensor)]
+    statics = tuple((k, a) for k, a in enumerate(args) if not isinstance(a, Tensor))
+    key = (swap, shape, slots, len(args), statics)
+    hash(key)
+    tensors = [args[k] for k in where]
+    kept = _PROGRAMS.setdefault(base, {})
+    progs = kept.get(key)
     if progs is not None:
-        return progs
+        return progs, tensors
     from ..compile import compile as compile_
     from ..func import vjp
     from .methods import METHODS
 
     ref = weakref.ref(base)
 
-    def field(shape: tuple, args: Sequence) -> Callable:
+    def field(ts: Sequence) -> Callable:
         fn = ref()
+        full: list = [None] * len(args)
+        for k, a in statics:
+            full[k] = a
+        for k, a in zip(where, ts):
+            full[k] = a
         if swap:
-            return lambda Y, t: fn(t, Y.reshape(shape), *args).reshape(-1)  # type: ignore
-        return lambda Y, t: fn(Y.reshape(shape), t, *args).reshape(-1)  # type: ignore
+            return lambda Y, t: fn(t, Y.reshape(shape), *full).reshape(-1)  # type: ignore
+        return lambda Y, t: fn(Y.reshape(shape), t, *full).reshape(-1)  # type: ignore
 
-    def value(y: Any, t: Any, shape: tuple, slots: tuple, *args: Any) -> Any:
-        return field(shape, args)(y, t)
+    def value(y: Any, t: Any, *ts: Any) -> Any:
+        return field(ts)(y, t)
 
-    def value_vjp(y: Any, t: Any, cot: Any, shape: tuple, slots: tuple, *args: Any) -> Any:
+    def value_vjp(y: Any, t: Any, cot: Any, *ts: Any) -> Any:
+        at = [where.index(k) for k in slots]
+
         def g(y: Any, t: Any, *ps: Any) -> Any:
-            return field(shape, _with_slots(args, slots, ps))(y, t)
+            full = list(ts)
+            for j, p in zip(at, ps):
+                full[j] = p
+            return field(full)(y, t)
 
-        _, back = vjp(g, y, t, *[args[k] for k in slots])
+        _, back = vjp(g, y, t, *[ts[j] for j in at])
         return back(cot)
 
-    def step(y: Any, t: Any, h: Any, k1: Any, shape: tuple, slots: tuple, method: str,
-             *args: Any) -> Any:
-        y_new, K = METHODS[method].step_ops(field(shape, args), y, t, h, k1)
-        return y_new, stack(K)
+    def stepper(method: str) -> Callable:
+        def step(y: Any, t: Any, h: Any, k1: Any, *ts: Any) -> Any:
+            y_new, K = METHODS[method].step_ops(field(ts), y, t, h, k1)
+            return y_new, stack(K)
+        return step
 
     progs = {name: compile_(body, warn=False) for name, body in (
-        ("value", value), ("vjp", value_vjp), ("step", step))}
-    _PROGRAMS[base][swap] = progs
-    return progs
+        ("value", value), ("vjp", value_vjp),
+        *((f"step:{m}", stepper(m)) for m in ("dopri5",)))}
+    kept[key] = progs
+    return progs, tensors
 
 
 class Field:
@@ -128,16 +153,16 @@ class Field:
         self.params = [data_of(args[k]) for k in slots] + [
             data_of(c) for c in closure.captured]
         self.compiled = compiled and not closure.found
+        self.real = all(np.asarray(p).dtype.kind in "fiub" for p in self.params)
         if self.compiled:
-            try:
-                self.programs = _programs(func)
-            except TypeError:  # func cannot be weakly referenced: no programs kept
-                self.compiled = False
-        if self.compiled:
-            self.constants = (tuple(shape), tuple(slots))
             # arrays as tensors: a compiled program replays what it does with tensors
-            self.program_args = [make_tensor(a) if isinstance(a, np.ndarray) else a
-                                 for a in _with_slots(self.plain, slots, self.params)]
+            full = [make_tensor(a) if isinstance(a, np.ndarray) else a
+                    for a in _with_slots(self.plain, slots, self.params)]
+            try:
+                self.programs, self.program_args = _programs(func, tuple(shape),
+                                                             tuple(slots), full)
+            except TypeError:  # func cannot be weakly referenced, or an argument hashed
+                self.compiled = False
 
     # ---- the user's function with substituted inputs ------------------------------------
 
@@ -159,7 +184,7 @@ class Field:
         with no_grad():
             if self.compiled:
                 out = self.programs["value"](make_tensor(y), make_tensor(np.asarray(t, float)),
-                                             *self.constants, *self.program_args)
+                                             *self.program_args)
             else:
                 out = self.func(make_tensor(y.reshape(self.shape)), t, *self.plain)
         return np.asarray(data_of(out)).reshape(-1)
@@ -168,17 +193,16 @@ class Field:
                  k1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """An explicit method's step as one compiled program: ``(y_new, K)``."""
         with no_grad():
-            y_new, K = self.programs["step"](
+            y_new, K = self.programs[f"step:{method}"](
                 make_tensor(y), make_tensor(np.asarray(t, float)),
-                make_tensor(np.asarray(h, float)), make_tensor(k1), *self.constants, method,
-                *self.program_args)
+                make_tensor(np.asarray(h, float)), make_tensor(k1), *self.program_args)
         return np.asarray(data_of(y_new)), np.asarray(data_of(K))
 
     def vjp(self, y: np.ndarray, t: float, cot: np.ndarray) -> tuple[np.ndarray, float, list]:
         """The gradients of ``Re <cot, func(y, t)>`` for ``y``, ``t`` and the parameters."""
         if self.compiled:
-            grads = self.programs["vjp"](y, np.asarray(t, float), cot, *self.constants,
-                                         *self.program_args)
+            grads = self.programs["vjp"](make_tensor(y), make_tensor(np.asarray(t, float)),
+                                         make_tensor(cot), *self.program_args)
             yb, tb, *pbars = (data_of(g) for g in grads)
             return (np.asarray(yb).reshape(-1), float(np.real(tb)),
                     [np.asarray(p) for p in pbars])
@@ -195,14 +219,54 @@ class Field:
 
     def jac(self, y: np.ndarray, t: float) -> np.ndarray:
         """The dense Jacobian ``d func / d y`` (a real state), ``(n, n)``."""
-        n = y.size
-        yl = leaf(y.reshape(self.shape))
-        out = self.call(yl, t, [make_tensor(p) for p in self.params])
-        if not isinstance(out, Tensor) or not out.requires_grad:
-            return np.zeros((n, n))
-        rows = np.empty((n, n))
-        eye = np.eye(n)
-        for i in range(n):
-            (g,) = vjp_of([out], [yl], [eye[i].reshape(self.shape)], i < n - 1, False)
-            rows[i] = np.asarray(g).reshape(-1)
-        return rows
+        return self.jacobians(y.reshape(1, -1), np.array([t]), False, False)[0][0]
+
+    def linear_points(self, dtype: np.dtype) -> int:
+        """How many points' Jacobians :meth:`jacobians` may take at once (0: none), for a
+        state of ``dtype``: a small real state and real parameters (``n (n + parameters +
+        1)`` numbers a point, at most ``LINEAR_BYTES`` in all)."""
+        n = int(np.prod(self.shape))
+        if not (self.real and dtype.kind == "f" and 0 < n <= LINEAR_MAX_STATE):
+            return 0
+        width = n + sum(int(np.size(p)) for p in self.params) + 2
+        return LINEAR_BYTES // (n * width * 8)
+
+    def split(self, flat: np.ndarray) -> list:
+        """The parameters' gradients from their concatenation (as ``jacobians`` orders
+        them)."""
+        out, k = [], 0
+        for p in self.params:
+            size = int(np.size(p))
+            out.append(flat[k:k + size].reshape(np.shape(p)))
+            k += size
+        return out
+
+    def jacobians(self, Y: np.ndarray, ts: np.ndarray, need_t: bool,
+                  need_p: bool) -> tuple[np.ndarray, Any, Any]:
+        """The Jacobians of ``func`` at the points ``(Y[k], ts[k])`` (a real state):
+        ``(J_y (P, n, n), J_t (P, n) or None, J_p (P, n, parameters) or None)``, the
+        parameters flattened in order. One vectorized reverse pass (``vmap`` of
+        ``jacrev``) for all points, instead of ``n`` vector-Jacobian products each."""
+        from ..func import jacrev, vmap
+
+        P, n = Y.shape
+        shape = self.shape
+        params = [make_tensor(p) for p in self.params] if need_p else []
+        npar = len(params)
+
+        def g(y: Any, t: Any, *ps: Any) -> Any:
+            full = ps if need_p else [make_tensor(p) for p in self.params]
+            return self.call(y.reshape(shape), t, full).reshape(-1)
+
+        nums = (0,) + ((1,) if need_t else ()) + tuple(range(2, 2 + npar))
+        jac = vmap(jacrev(g, argnums=nums), in_dims=(0, 0) + (None,) * npar)
+        blocks = jac(make_tensor(Y), make_tensor(np.asarray(ts, float)), *params)
+        blocks = [np.asarray(data_of(b)) for b in blocks]
+        Jy = blocks[0].reshape(P, n, n)
+        Jt = blocks[1].reshape(P, n) if need_t else None
+        Jp = None
+        if need_p:
+            rest = blocks[1 + need_t:]
+            Jp = (np.concatenate([b.reshape(P, n, -1) for b in rest], axis=2) if rest
+                  else np.zeros((P, n, 0)))
+        return Jy, Jt, Jp

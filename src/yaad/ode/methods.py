@@ -162,6 +162,81 @@ class Dopri5:
         return ybar, tbar, hbar, toutbar
 
 
+    def adjoint_block(self, field: Any, y: np.ndarray, t: np.ndarray, h: np.ndarray,
+                      K: np.ndarray, ybar_end: np.ndarray, step: np.ndarray,
+                      thetas: np.ndarray, G: np.ndarray, need_t: bool) -> tuple:
+        """The adjoint of ``M`` consecutive steps at once, from the Jacobians of the field
+        at all their stages (``field.jacobians``, one vectorized call): a real state.
+
+        ``y (M, n)``, ``t, h (M,)``, ``K (M, 7, n)``: the steps; ``ybar_end``: the
+        gradient of the state after the last; the outputs ``G (O, n)`` at the fractions
+        ``thetas`` of the steps ``step (O,)``. Each step's sensitivities to its inputs
+        ``z = (y, parameters, t, h)`` are propagated through its stages for all steps at
+        once (forward mode, ``M x 7`` small matrix products); only the state's gradient
+        is a loop over the steps (one ``n x n`` product each). Returns ``(ybar, pbar
+        (flat), tbar (M,), hbar (M,), toutbar (O,) or None)``: the same numbers as
+        :meth:`adjoint` step by step, to rounding."""
+        A, C = self.A, self.C
+        M, n = y.shape
+        AK = np.einsum("ij,mjn->min", A, K)  # (M, 7, n)
+        Ys = y[:, None] + h[:, None, None] * AK
+        Ts = t[:, None] + C * h[:, None]
+        need_p = bool(field.params)
+        Jy, Jt, Jp = field.jacobians(Ys.reshape(-1, n), Ts.reshape(-1), need_t, need_p)
+        Jy = Jy.reshape(M, 7, n, n)
+        P = Jp.shape[2] if need_p else 0
+        D = n + P + 2 * need_t
+        # the explicit parts of dK_i/dz: [0 | J_p | J_t | c_i J_t]
+        X = np.zeros((M, 7, n, D))
+        if need_p:
+            X[..., n:n + P] = Jp.reshape(M, 7, n, P)
+        if need_t:
+            Jt = Jt.reshape(M, 7, n)
+            X[..., -2] = Jt
+            X[..., -1] = C[:, None] * Jt
+        dK = np.empty((M, 7, n, D))
+        eye = np.zeros((n, D))
+        eye[:, :n] = np.eye(n)
+        for i in range(7):
+            dY = np.broadcast_to(eye, (M, n, D)).copy()
+            if i:
+                dY += h[:, None, None] * np.einsum("j,mjnd->mnd", A[i, :i], dK[:, :i])
+                if need_t:
+                    dY[..., -1] += AK[:, i]
+            dK[:, i] = Jy[:, i] @ dY + X[:, i]
+        S = dY  # the step's map: y_new = Y_7 (first same as last: B = A[6])
+        # the outputs: out = y + h W K, theta = (tout - t) / h
+        c = np.zeros((M, D))
+        toutbar = None
+        if thetas.size:
+            W = self.weights(thetas)
+            hs = h[step]
+            GdK = np.einsum("on,ojnd->ojd", G, dK[step])
+            Gz = hs[:, None] * np.einsum("oj,ojd->od", W, GdK)
+            Gz[:, :n] += G
+            if need_t:
+                WK = np.einsum("oj,ojn->on", W, K[step])
+                Gz[:, -1] += np.sum(G * WK, axis=1)
+                dWK = np.einsum("oj,ojn->on", self.dweights(thetas), K[step])
+                thbar = np.sum(G * dWK, axis=1)  # = h G.(dW K) / h
+                toutbar = thbar
+                Gz[:, -2] -= thbar
+                Gz[:, -1] -= thbar * thetas
+            np.add.at(c, step, Gz)
+        # the state's gradient, last step first; the rest at once
+        ST = np.ascontiguousarray(np.swapaxes(S[:, :, :n], 1, 2))
+        after = np.empty((M, n))
+        yb = ybar_end
+        for m in range(M - 1, -1, -1):
+            after[m] = yb
+            yb = ST[m] @ yb + c[m, :n]
+        zbar = np.einsum("mn,mnd->md", after, S[:, :, n:]) + c[:, n:]
+        pbar = zbar[:, :P].sum(axis=0)
+        tbar = zbar[:, P] if need_t else None
+        hbar = zbar[:, P + 1] if need_t else None
+        return yb, pbar, tbar, hbar, toutbar
+
+
 _S6 = 6 ** 0.5
 
 

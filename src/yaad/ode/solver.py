@@ -167,6 +167,7 @@ class Trajectory:
         N = len(self.hs)
         touts = self.times[1:]
         step_of = np.clip(np.searchsorted(d * self.ts, d * touts, "left") - 1, 0, N - 1)
+        self._step_of = step_of
         self._starts = np.searchsorted(step_of, np.arange(N + 1), "left")
         self._G = G[1:]
         self._need_t = need_t
@@ -177,13 +178,20 @@ class Trajectory:
         self._pbars = [np.zeros(np.shape(p), np.result_type(p, float))
                        for p in self.field.params]
         cks = self.ckpts
-        for i in range(len(cks) - 1, -1, -1):
+        i = len(cks) - 1
+        while i >= 0:
             lo, ylo, data = cks[i]
             hi = cks[i + 1][0] if i + 1 < len(cks) else N
             if data is not None and hi == lo + 1:
-                self._adjoint_step(lo, ylo, data)
+                # a run of steps kept with their stages
+                first = i
+                while first > 0 and cks[first - 1][2] is not None:
+                    first -= 1
+                self._adjoint_steps(cks[first][0], [(y, dt) for _, y, dt in cks[first:i + 1]])
+                i = first - 1
             else:
                 self._reverse(lo, hi, ylo)
+                i -= 1
         ybar0 = self._ybar + G[0]
         tbar = None
         if need_t:
@@ -194,6 +202,46 @@ class Trajectory:
     def _acc(self, pbars: Sequence) -> None:
         for a, b in zip(self._pbars, pbars):
             a += np.asarray(b)
+
+    def _adjoint_steps(self, lo: int, kept: list) -> None:
+        """The adjoint of steps ``lo, lo + 1, ...`` (their states and data in ``kept``),
+        last first: in blocks from the field's Jacobians where the method and the field
+        allow it (a small real state), else step by step."""
+        hi = lo + len(kept)
+        block = getattr(self.method, "adjoint_block", None)
+        points = self.field.linear_points(self._ybar.dtype) if block else 0
+        per = points // 7
+        if per < 1:
+            for k in range(hi - 1, lo - 1, -1):
+                self._adjoint_step(k, *kept[k - lo])
+            return
+        for end in range(hi, lo, -per):
+            start = max(lo, end - per)
+            self._adjoint_block(start, kept[start - lo:end - lo])
+
+    def _adjoint_block(self, lo: int, kept: list) -> None:
+        hi = lo + len(kept)
+        t, h = self.ts[lo:hi], self.hs[lo:hi]
+        sel = slice(self._starts[lo], self._starts[hi])
+        step = self._step_of[sel] - lo
+        thetas = (self.times[1:][sel] - t[step]) / h[step]
+        ybar, pbar, tb, hb, tob = self.method.adjoint_block(
+            self.field, np.stack([y for y, _ in kept]), t, h,
+            np.stack([data for _, data in kept]), self._ybar, step, thetas, self._G[sel],
+            self._need_t)
+        self._ybar = ybar
+        if self.field.params:
+            self._acc(self.field.split(pbar))
+        if self._need_t:
+            if tob is not None:
+                self._toutbar[sel] += tob
+            last = len(self.hs) - 1
+            for k in range(hi - 1, lo - 1, -1):
+                if k == last:
+                    self._Tbar += hb[k - lo]
+                    self._tcarry = tb[k - lo] - hb[k - lo]
+                else:
+                    self._tcarry = tb[k - lo] + self._tcarry
 
     def _adjoint_step(self, n: int, y: np.ndarray, data: Any) -> None:
         sel = slice(self._starts[n], self._starts[n + 1])
@@ -227,8 +275,7 @@ class Trajectory:
         if hi - lo <= self.budget:
             kept: dict = {}
             self._steps(lo, hi, ylo, lambda k, y, data: kept.__setitem__(k, (y, data)))
-            for k in range(hi - 1, lo - 1, -1):
-                self._adjoint_step(k, *kept.pop(k))
+            self._adjoint_steps(lo, [kept[k] for k in range(lo, hi)])
             return
         stride = math.ceil((hi - lo) / self.budget)
         marks: dict = {}
