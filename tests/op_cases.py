@@ -320,6 +320,9 @@ ELEMENTWISE: dict[str, Row] = {
     "floor": r(np.floor, NONINT, complex="raises", grad="zero"),
     "ceil": r(np.ceil, NONINT, complex="raises", grad="zero"),
     "trunc": r(np.trunc, NONINT, complex="raises", grad="zero"),
+    # a step in x1 (slope 0 away from 0); x2 where x1 == 0 (tests/test_elementwise.py
+    # checks that slope at x1 == 0)
+    "heaviside": r(np.heaviside, NONZERO, ANY, complex="raises"),
     "fix": r(np.fix, NONINT, complex="raises", grad="zero", jax="jax.numpy.trunc"),
     "rint": r(np.rint, Domain(real=HALVES, imag=HALVES[1:-1]), grad="zero"),
     "round": r(np.round, Domain(real=((0.11, 0.14),), imag=((0.21, 0.24),)), grad="zero",
@@ -372,8 +375,6 @@ NO_GRADIENT: dict[str, NoGradient] = {
     "iscomplex": NoGradient(np.iscomplex, (_Z,)), "isreal": NoGradient(np.isreal, (_Z,)),
     "nextafter": NoGradient(np.nextafter, (_F, _G), REAL, "a step to the next float: "
                             "piecewise constant, its derivative 0 wherever it exists"),
-    "heaviside": NoGradient(np.heaviside, (_F, _G), REAL, "piecewise constant: its "
-                            "derivative is 0 wherever it exists"),
     **{name: _bits(getattr(np, name), _I, _J) for name in (
         "bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm")},
     "left_shift": _bits(np.left_shift, _I, _J % 4),

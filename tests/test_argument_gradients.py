@@ -254,15 +254,6 @@ def test_each_argument_gets_its_gradient_or_raises_naming_it(path):
 
 
 # Known holes, each asserted to be still there (fix it, then remove it from here):
-# heaviside(x1, x2) is x2 where x1 == 0, yet it records no gradient for x2 (the op table
-# calls it piecewise constant); torch.heaviside raises for an input that requires grad.
-KNOWN_DROPPED = {"heaviside": (0, 1)}
-
-
-def test_the_known_holes_are_still_there():
-    x2 = yaad.tensor([0.5, 0.5], requires_grad=True)
-    out = yaad.heaviside(np.array([0.0, 1.0]), x2)
-    assert out.dtype == np.float64 and not out.requires_grad  # x2's gradient is dropped
 
 
 def _not_differentiated(case) -> bool:
@@ -302,8 +293,6 @@ def test_an_argument_without_derivative_raises_or_gives_no_value_to_differentiat
             outs = out if isinstance(out, (tuple, list)) else (out,)
             floats = [o for o in outs if isinstance(o, yaad.Tensor) and o.requires_grad]
             if not floats:
-                if i in KNOWN_DROPPED.get(path, ()):
-                    continue
                 assert all(not isinstance(o, yaad.Tensor) or o.dtype.kind not in "fc"
                            for o in outs), (path, i, "a float result without a gradient")
                 continue

@@ -307,3 +307,44 @@ def test_xlogy_gradient_in_x_at_zero_matches_torch():
         assert np.isnan(want[1])
         want[1] = 0.0
         np.testing.assert_allclose(y.grad, want, rtol=1e-15)
+
+
+def test_heaviside_is_its_second_argument_where_the_first_is_zero():
+    # heaviside(x1, x2) = x2 at x1 == 0 (either sign of zero): slope 1 in x2 there, 0
+    # elsewhere; a step in x1 (0 on both sides of the jump, as for sign). It recorded no
+    # gradient for x2 at all: the gradient was dropped without a word.
+    x1 = np.array([-0.0, 0.0, -2.0, 3.0, np.nan])
+    x2 = yaad.tensor(np.array([0.25, 0.75, 0.5, 0.5, 0.5]), requires_grad=True)
+    a = yaad.tensor(x1, requires_grad=True)
+    out = yaad.heaviside(a, x2)
+    np.testing.assert_array_equal(out.data, np.heaviside(x1, x2.data))
+    (out * np.arange(1.0, 6.0)).sum().backward()
+    np.testing.assert_array_equal(x2.grad, [1.0, 2.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(a.grad, np.zeros(5))
+    assert x2.grad.dtype == np.float64
+    # the same slope by central differences in x2
+    h = 1e-6
+    fd = (np.heaviside(x1, x2.data + h) - np.heaviside(x1, x2.data - h)) / (2 * h)
+    np.testing.assert_allclose(np.nan_to_num(fd) * np.arange(1.0, 6.0), x2.grad, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["multiply", "add", "divide", "power", "maximum", "arctan2"])
+def test_a_list_operand_is_an_array_for_the_gradient(name):
+    # x * [1.0, 3.0] ran forward (NumPy takes the list as an array) and then crashed in
+    # backward: the rules read the list as an operand ('list' has no 'conjugate')
+    fn = getattr(yaad, name)
+    xd = np.array([0.5, 2.0])
+    other = [1.5, 3.0]
+    x = yaad.tensor(xd, requires_grad=True)
+    for args in ((x, other), (other, x)):
+        x.grad = None
+        out = fn(*args)
+        np.testing.assert_allclose(out.data, getattr(np, name)(*[
+            xd if a is x else np.asarray(a) for a in args]))
+        (out * np.array([1.0, -2.0])).sum().backward()
+        h = 1e-6
+        fd = [(getattr(np, name)(*[xd + h * e if a is x else np.asarray(a) for a in args])
+               - getattr(np, name)(*[xd - h * e if a is x else np.asarray(a) for a in args])
+               ) @ np.array([1.0, -2.0]) / (2 * h) for e in np.eye(2)]
+        np.testing.assert_allclose(x.grad, fd, rtol=1e-6)
+        assert x.grad.dtype == np.float64 and x.grad.shape == (2,)

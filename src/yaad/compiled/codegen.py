@@ -441,7 +441,10 @@ def copy_into(pool: list, x: np.ndarray) -> np.ndarray:
     if buf is not None:
         np.copyto(buf, x)
         return buf
-    buf = np.ascontiguousarray(x)
+    # (always a copy: ascontiguousarray returns a view of x where the transposed x is
+    # contiguous already (a length-1 axis moved), and the pool would then write the next
+    # call's values into this call's input)
+    buf = np.array(x, order="C")
     if buf.size >= POOL_MIN:
         pool[0] = buf
     return buf

@@ -384,6 +384,9 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
         return run_modes(spec, args, kw)
     arrays = tuple([a._data if isinstance(a, Tensor) else
                     _tuple_arrays(a) if type(a) is tuple else a for a in args])
+    if spec.elementwise and list in map(type, arrays):
+        # an operand given as a list is an array (as NumPy takes it): its rules read it so
+        arrays = tuple([np.asarray(a) if type(a) is list else a for a in arrays])
     if kw:
         kw = _kw_arrays(spec, kw)
     try:

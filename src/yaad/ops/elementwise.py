@@ -825,7 +825,9 @@ bitwise_xor = _nondiff(np.bitwise_xor)
 invert = _nondiff(np.invert)
 left_shift = _nondiff(np.left_shift)
 right_shift = _nondiff(np.right_shift)
-heaviside = _nondiff(np.heaviside)
+# heaviside(x1, x2) is x2 where x1 == 0 (its slope in x2 there: 1), a step elsewhere
+heaviside = elementwise_op("heaviside", np.heaviside, _ZERO_DERIVATIVE,
+                           lambda _a, x, _y: 1.0 * (x == 0), real_only=True)
 nextafter = _nondiff(np.nextafter)  # (a step to the next float: piecewise constant)
 
 # The array API's spellings of NumPy's names (NumPy 2 has both).
