@@ -63,6 +63,11 @@ def _loss(out):
 
 
 PROBES = {
+    "concat": (lambda t: yaad.concat([t("x1", [1.0, 2.0]), t("x2", [3.0])]),
+               {"x1": "grad", "x2": "grad"}),
+    **{f"unique_{kind}": (
+        lambda t, kind=kind: getattr(yaad, f"unique_{kind}")(t("x", [2.0, 1.0, 2.0]))[0],
+        {"x": "grad"}) for kind in ("all", "counts", "inverse")},
     # name: (call(t), {argument: "grad" | "raises"}); t(argument, value) is the value as a
     # tensor, requiring grad when the argument is the one probed
     "nn.functional.binary_cross_entropy": (
@@ -201,6 +206,8 @@ NOT_WALKED = {
                                             "multivariate_normal", "norm", "poisson", "t",
                                             "uniform")], _DISTRIBUTION),
     "nonzero": "an integer result (indices): nothing to differentiate",
+    **dict.fromkeys(["isdtype", "result_type"], "takes dtypes: nothing to differentiate"),
+    "from_dlpack": _MADE,
     **dict.fromkeys(["allclose", "array_equal"], "a Python bool: nothing to differentiate"),
 }
 
@@ -252,8 +259,6 @@ def test_each_argument_gets_its_gradient_or_raises_naming_it(path):
         assert g is not None and np.shape(g) == made[name].shape, (path, name)
         assert np.all(np.isfinite(g)), (path, name)
 
-
-# Known holes, each asserted to be still there (fix it, then remove it from here):
 
 
 def _not_differentiated(case) -> bool:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from op_cases import ELEMENTWISE, NO_GRADIENT, row_function, row_inputs
+from op_cases import ELEMENTWISE, NO_GRADIENT, RULE_TERMS, row_function, row_inputs
 from support.reliability import long_only
 
 import yaad
@@ -56,16 +56,6 @@ def _builtin_ops() -> dict[str, bool]:
 
 
 ALL_BUILTIN = _builtin_ops()
-# Terms of other ops' rules whose value is 0 and whose derivative is not (a derivative the
-# chain rule misses): finite differences of the value cannot check them; the tests named
-# check them through the op whose rule uses them.
-RULE_TERMS = {
-    "linalg.eigh_level_curvature": "test_degenerate_spectra.py::test_second_derivatives_of_a_"
-                                   "loss_curved_across_a_level",
-    "linalg.eigh_level_term": "its third derivative raises (test_degenerate_spectra.py)",
-    "linalg.eigh_split_guard": "test_degenerate_spectra.py::test_second_derivatives_of_a_"
-                               "loss_curved_across_a_level",
-}
 BUILTIN = sorted(n for n, differentiable in ALL_BUILTIN.items()
                  if differentiable and n not in RULE_TERMS)
 

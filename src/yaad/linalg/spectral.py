@@ -784,13 +784,13 @@ def _third_order(*_: Any) -> Any:
 
 _level_term: Callable[..., Any] = op(
     lambda g, vd, coef: _project_levels(data_of(g), vd, coef), name="linalg.eigh_level_term",
-    vjp=(_third_order, None, None), jvp=(_third_order, None, None))
+    vjp=(_third_order, None, None), jvp=(_third_order, None, None), batch="broadcast")
 
 level_curvature: Callable[..., Any] = op(
     lambda a, vd, coef: namespace(data_of(a)).zeros(a.shape, dtype=a.dtype),
     name="linalg.eigh_level_curvature",
     vjp=(lambda g, ans, a, vd, coef: _level_term(g, vd, coef), None, None),
-    jvp=(lambda t, ans, a, vd, coef: _level_term(t, vd, coef), None, None))
+    jvp=(lambda t, ans, a, vd, coef: _level_term(t, vd, coef), None, None), batch="broadcast")
 level_curvature.__doc__ = """Zero, with the derivative ``V (coef o V^H herm(da) V) V^H``:
 the term of the loss's curvature across a degenerate level of ``eigh`` that the rule
 ``V diag(gw) V^H`` needs at second order (:func:`_level_curvature`); its own derivative
@@ -822,7 +822,7 @@ def _split_guard_vjp(g: Any, ans: Any, a: Any, vd: Any, flat: Any) -> Any:
 
 
 split_guard: Callable[..., Any] = op(_split_guard, name="linalg.eigh_split_guard",
-                                     vjp=(_split_guard_vjp, None, None))
+                                     vjp=(_split_guard_vjp, None, None), batch="broadcast")
 split_guard.__doc__ = """Zero, with a VJP that raises :class:`GaugeError` where the
 direction ``g`` of a second backward pass splits a degenerate level of ``eigh``
 (``flat``): the rule ``V diag(gw) V^H`` of the first pass, with a cotangent ``gw`` that

@@ -828,7 +828,9 @@ right_shift = _nondiff(np.right_shift)
 # heaviside(x1, x2) is x2 where x1 == 0 (its slope in x2 there: 1), a step elsewhere
 heaviside = elementwise_op("heaviside", np.heaviside, _ZERO_DERIVATIVE,
                            lambda _a, x, _y: 1.0 * (x == 0), real_only=True)
-nextafter = _nondiff(np.nextafter)  # (a step to the next float: piecewise constant)
+# nextafter(x1, x2) is x1 moved by one unit in the last place: slope 1 in x1, 0 in x2
+nextafter = elementwise_op("nextafter", np.nextafter, lambda _a, _x, _y: 1, _ZERO_DERIVATIVE,
+                           real_only=True)
 
 # The array API's spellings of NumPy's names (NumPy 2 has both).
 acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
