@@ -42,7 +42,7 @@ from ..core.lazy import is_lazy
 from ..core.op import Op, registry
 from ..core.op import apply as _apply
 from ..core.tensor import Tensor, make_tensor
-from ..modes.registry import register_mode, run_modes
+from ..modes.registry import BackwardCall, register_mode, run_modes
 from ..ops.strong_zero import STRONG_ZERO
 from .product_ops import DIAG_MM, TRACE_MM
 from .watched import Watched, plain
@@ -853,4 +853,12 @@ def _interpret(spec: Op, args: tuple, kw: dict, k: int) -> Any:
     return run_modes(spec, args, kw, k)
 
 
-register_mode("trace", _interpret)
+def _backward(call: BackwardCall, check: Any, k: int) -> Any:
+    """The mode's backward hook: a recording records the backward call too."""
+    tracer = state.tracer
+    if tracer is not None:
+        return tracer.backward(*call)
+    return run_backward(*call, check=check, hook=k)
+
+
+register_mode("trace", _interpret, order=40, switch="tracer", backward=_backward)

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..modes.registry import backward_hooks
 from .backend import is_foreign
 from .errors import error
 from .grad_mode import run_pass, state
@@ -86,20 +87,17 @@ def _accumulate(leaves: dict, edge: Any, g: Any) -> None:
 
 def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
                  retain_graph: bool | None, create_graph: bool, inputs: Any = None,
-                 capture: bool = False, allow_unused: bool = False) -> list | None:
+                 capture: bool = False, allow_unused: bool = False, check: Any = None,
+                 hook: int = 0) -> list | None:
     """Backpropagate from ``outputs``; accumulate into leaves' ``.grad`` or capture.
 
     With ``capture`` (``autograd.grad``), return the gradients for ``inputs`` instead of
-    accumulating into any ``.grad``.
+    accumulating into any ``.grad``. While a mode is on, the call goes through the modes'
+    backward hooks from the ``hook``-th on (``modes.registry``), which may set ``check``.
     """
-    check = None
-    if state.modes_on:
-        if state.tracer is not None:  # yaad.compile is recording: record backward too
-            return state.tracer.backward(outputs, grad_outputs, retain_graph,
-                                         create_graph, inputs, capture, allow_unused)
-        anomaly = state.anomaly
-        if anomaly and anomaly.check_nan:
-            check = anomaly  # detect_anomaly(): every rule's result is checked
+    if state.modes_on and hook < len(backward_hooks):
+        return backward_hooks[hook]((outputs, grad_outputs, retain_graph, create_graph,
+                                     inputs, capture, allow_unused), check, hook + 1)
     if retain_graph is None:
         retain_graph = create_graph
     roots = []

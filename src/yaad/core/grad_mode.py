@@ -1,10 +1,11 @@
-"""Per-thread autograd state: grad mode and the forward-mode level stack."""
+"""Per-thread autograd state: grad mode, the level stack, and the switches of the modes."""
 
 from __future__ import annotations
 
 import functools
 import inspect
 import itertools
+import operator
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -12,20 +13,57 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _State(threading.local):
-    # Class attributes are the per-thread defaults.
+    # Class attributes are the per-thread defaults. The modes add their own switches (see
+    # add_switch): this class names none of them.
     enabled = True  # record operations for reverse mode
-    modes_on = False  # a mode is active (vmap, forward mode, tracing, checkpoint, anomaly)
-    levels: tuple[Any, ...] = ()  # active forward-mode levels, innermost last
-    tracer: Any = None  # the recorder of yaad.compile, when one is recording
-    anomaly: Any = False  # the active yaad.detect_anomaly(), or False
-    segment: Any = None  # yaad.checkpoint: called with the arguments of every op
-    substitute: Any = None  # the solvers' closures: replaces arguments before any mode
+    modes_on = False  # some mode's switch is on (see refresh)
+    levels: tuple[Any, ...] = ()  # active forward-mode and vmap levels, innermost last
     depth = 0  # backward passes running in this thread (a rule or hook calling backward)
-    batching = None  # vmap's dispatch (yaad.batch_mode), while a batch level is active
 
     def refresh(self) -> None:
-        self.modes_on = (bool(self.levels) or self.tracer is not None or self.anomaly
-                         or self.segment is not None or self.substitute is not None)
+        """Recompute ``modes_on`` (after a mode's switch changed): true when any is set."""
+        self.modes_on = any(_switches(self))
+
+
+# The per-thread switches the modes added (modes.registry.register_mode), as one getter of
+# all of them, which refresh() reads.
+_switch_names: list[str] = []
+_switches: Callable[[_State], tuple[Any, ...]] = lambda st: ()
+_RESERVED = frozenset(("enabled", "modes_on", "depth", "refresh"))
+
+
+def add_switch(name: str, default: Any = None) -> None:
+    """Add a per-thread switch ``state.<name>`` (``default`` in every thread until set);
+    ``state.modes_on`` is true while any switch is set (truthy), once ``refresh()`` has
+    run. A name already an attribute (``levels``) keeps its default."""
+    if name in _RESERVED or not name.isidentifier() or name.startswith("_"):
+        raise ValueError(f"add_switch: {name!r} cannot be a mode's switch")
+    if name in _switch_names:
+        return
+    if not hasattr(_State, name):
+        setattr(_State, name, default)
+    _switch_names.append(name)
+    _set_getter()
+
+
+def remove_switch(name: str) -> None:
+    """Remove the switch ``name`` (see :func:`add_switch`); ``levels`` stays an attribute."""
+    if name in _switch_names:
+        _switch_names.remove(name)
+        if name != "levels":
+            delattr(_State, name)
+            state.__dict__.pop(name, None)  # (this thread's; other threads keep theirs)
+        _set_getter()
+    state.refresh()
+
+
+def _set_getter() -> None:
+    global _switches
+    if len(_switch_names) == 1:
+        one = operator.attrgetter(_switch_names[0])
+        _switches = lambda st: (one(st),)
+    else:
+        _switches = operator.attrgetter(*_switch_names) if _switch_names else (lambda st: ())
 
 
 state = _State()

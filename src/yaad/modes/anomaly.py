@@ -17,13 +17,14 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from ..core.engine import run_backward
 from ..core.frames import Frames as _Frames
 from ..core.frames import user_frames
 from ..core.grad_mode import state
 from ..core.graph import Node
 from ..core.op import Op
 from ..core.tensor import Tensor
-from .registry import register_mode, run_modes
+from .registry import BackwardCall, register_mode, run_modes
 
 __all__ = ["detect_anomaly", "AnomalyError"]
 
@@ -138,4 +139,13 @@ def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any
     return out
 
 
-register_mode("anomaly", _interpret)
+def _backward(call: BackwardCall, check: Any, k: int) -> Any:
+    """The mode's backward hook: with ``check_nan``, the engine checks every rule's result."""
+    anomaly = state.anomaly
+    if anomaly and anomaly.check_nan:
+        check = anomaly
+    return run_backward(*call, check=check, hook=k)
+
+
+register_mode("anomaly", _interpret, order=60, switch="anomaly", default=False,
+              backward=_backward)

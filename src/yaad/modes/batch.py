@@ -393,5 +393,5 @@ def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
     return run_modes(op, args, kw, k)
 
 
-register_mode("vmap", _interpret)
+register_mode("vmap", _interpret, order=20, switch="batching")
 register_per_example(_run_per_example)

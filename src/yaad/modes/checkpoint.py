@@ -222,4 +222,4 @@ def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any
     return run_modes(op, args, kw, k)
 
 
-register_mode("checkpoint", _interpret)
+register_mode("checkpoint", _interpret, order=50, switch="segment")

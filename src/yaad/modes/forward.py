@@ -167,4 +167,4 @@ def _jvp_rule(op: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
         f"(see docs/errors.md#no-jvp-rule)")
 
 
-register_mode("forward", _interpret)
+register_mode("forward", _interpret, order=30, switch="levels")

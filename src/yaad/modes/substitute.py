@@ -40,4 +40,4 @@ def _interpret(op: Any, args: tuple, kw: dict, k: int) -> Any:
     return run_modes(op, args, kw, k)
 
 
-register_mode("substitute", _interpret)
+register_mode("substitute", _interpret, order=10, switch="substitute")
