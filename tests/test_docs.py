@@ -16,6 +16,7 @@ Code blocks, by their fence's language:
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import inspect
@@ -40,7 +41,7 @@ LANGUAGES = {"python", "pycon", "sh", "text"}
 ILLUSTRATIVE = "# illustrative:"
 MAX_ILLUSTRATIVE = 3
 sys.path.insert(0, str(ROOT / "tools"))
-from griffe_yaad import public_names  # noqa: E402
+from griffe_yaad import borrowed_from, public_names  # noqa: E402
 
 # Modules reachable from a documented namespace that are implementation, not API; the
 # packages of the lower layers (core/, modes/, bindings/) are internal whole.
@@ -324,3 +325,86 @@ def test_the_script_behind_the_jvp_table_checks_both_ways_agree():
             np.testing.assert_allclose(jvp_cost.double_vjp(f, x, t), jt, rtol=1e-10)
             assert jvp_cost.forward_backward(f, x).shape == x.shape
     assert jvp_cost.best_us(lambda: None, 2) > 0
+
+
+# ---- parameters in the reference --------------------------------------------------------
+
+_SECTION = re.compile(r"^(Parameters|Other Parameters)\n-{3,}\n(.*?)(?=^\S[^\n]*\n-{3,}\n|\Z)",
+                      re.S | re.M)
+# "default 1e-8", "default: ``None``", "defaults to True", "None (the default)"
+_DEFAULT = re.compile(r"\bdefaults?(?: to|:|=| is)?\s+(``|\"|')?([\w.+\-]+)\1?(?=[\s,;.)]|$)"
+                      r"|(``|\"|')?([\w.+\-]+)\3?,? \(?the default\b", re.I)
+
+
+def documented_parameters(doc: str) -> list[tuple[str, str, str]]:
+    """(names, type, description) of each entry of a numpydoc docstring's Parameters and
+    Other Parameters sections (``names`` as written: one name, or several)."""
+    entries = []
+    for section in _SECTION.finditer(doc):
+        for m in re.finditer(r"^(\S[^\n]*)\n((?:[ \t]+[^\n]*\n?|\n(?=[ \t]))*)", section.group(2),
+                             re.M):
+            head, _, typ = m.group(1).partition(" : ")
+            entries.append((head.strip(), typ.strip(), " ".join(m.group(2).split())))
+    return entries
+
+
+def _callables_of_the_reference() -> list[tuple[str, object]]:
+    """Every public callable of the reference pages, and the public methods of its classes,
+    each once (an op borrowed from NumPy or SciPy shows that library's docstring)."""
+    out, seen = [], set()
+    for name in reference_modules():
+        module = importlib.import_module(name)
+        for attr in public_names(module):
+            obj = getattr(module, attr)
+            members = [(f"{name}.{attr}", obj)]
+            if isinstance(obj, type):
+                members += [(f"{name}.{attr}.{k}", v) for k, v in vars(obj).items()
+                            if not k.startswith("_") and callable(v)]
+            for label, member in members:
+                if callable(member) and id(member) not in seen and not borrowed_from(member):
+                    seen.add(id(member))
+                    out.append((label, member))
+    return out
+
+
+def test_each_documented_parameter_is_one_parameter_of_the_signature():
+    """One parameter per entry (a grouped ``rtol, atol : float`` made the reference show
+    rtol's default for atol), named as in the signature; ``optional`` only where the
+    signature has a default; a default the entry states equals the signature's."""
+    wrong = []
+    checked = defaults = 0
+    for label, obj in _callables_of_the_reference():
+        try:
+            sig = inspect.signature(obj)
+        except (TypeError, ValueError):
+            continue
+        params = sig.parameters
+        var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        for names, typ, desc in documented_parameters(inspect.getdoc(obj) or ""):
+            checked += 1
+            if "," in names:
+                wrong.append(f"{label}: '{names}' documents several parameters in one entry")
+                continue
+            p = params.get(names.lstrip("*"))
+            if p is None:
+                if not var_kw:
+                    wrong.append(f"{label}: '{names}' is not a parameter")
+                continue
+            has_default = p.default is not inspect.Parameter.empty
+            if "optional" in typ.split(", ") and not has_default and p.kind not in (
+                    p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                wrong.append(f"{label}: '{names}' is documented optional but has no default")
+            for stated in _DEFAULT.finditer(f"{typ}; {desc}") if has_default else ():
+                quote, text = stated.group(1) or stated.group(3), stated.group(2) or stated.group(4)
+                try:
+                    value = ast.literal_eval(f"'{text}'" if quote in ('"', "'") else text)
+                except (ValueError, SyntaxError):
+                    continue  # a default described in words ("all", "the last one")
+                defaults += 1
+                if not (value == p.default and (type(value) is type(p.default) or {
+                        type(value), type(p.default)} == {int, float})):
+                    wrong.append(f"{label}: '{names}' documents the default {text!r}; the "
+                                 f"signature's is {p.default!r}")
+                break
+    assert checked > 900 and defaults > 10, (checked, defaults)
+    assert not wrong, "\n".join(wrong)

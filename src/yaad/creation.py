@@ -324,7 +324,12 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 
     Parameters
     ----------
-    start, stop : array_like or Tensor
+    start : array_like or Tensor
+        The ends (broadcast together). Tensors among them are differentiated: the result
+        is recorded as NumPy computes it, ``start + arange(num) * (stop - start) / div``
+        with the last sample exactly ``stop`` (``div`` is ``num - 1``, or ``num`` without
+        the endpoint), so values equal NumPy's bit for bit.
+    stop : array_like or Tensor
         The ends (broadcast together). Tensors among them are differentiated: the result
         is recorded as NumPy computes it, ``start + arange(num) * (stop - start) / div``
         with the last sample exactly ``stop`` (``div`` is ``num - 1``, or ``num`` without

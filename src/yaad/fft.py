@@ -153,9 +153,9 @@ n : int, optional
     Length of the transform along ``axis``: the input is cropped or zero-padded to it.
 axis : int, optional
     The axis transformed (default: the last one); the others are a batch.
-norm : {"backward", "ortho", "forward"}, optional
-    Which direction is scaled by 1/n ("backward", the default: the inverse), or both by
-    1/sqrt(n) ("ortho").
+norm : {"backward", "ortho", "forward"} or None, optional
+    Which direction is scaled by 1/n: None (the default) or "backward", the inverse;
+    "forward", this one; "ortho", both by 1/sqrt(n).
 out : None
     Not supported (results are new tensors).
 """

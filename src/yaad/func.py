@@ -983,7 +983,9 @@ def vmap(func: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *,
         once for all examples, or draw for each example (as a loop would).
     chunk_size : int, optional
         Run at most this many examples at a time (less memory; the results are joined).
-    in_dims, out_dims : optional
+    in_dims : optional
+        torch.func's names for ``in_axes`` and ``out_axes`` (the same meaning).
+    out_dims : optional
         torch.func's names for ``in_axes`` and ``out_axes`` (the same meaning).
 
     Returns

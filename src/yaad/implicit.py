@@ -590,7 +590,10 @@ def fixed_point(f: Callable, x0: Any, *params: Any, tol: float = 1e-10,
         method) on ``f(x) - x``, for fixed points that Anderson's method does not reach.
     history : int
         The number of past steps Anderson's method combines.
-    adjoint_tol, adjoint_maxiter : optional
+    adjoint_tol : optional
+        Relative tolerance (default ``tol``) and restart cycles of the GMRES solves of the
+        gradient and of forward-mode tangents.
+    adjoint_maxiter : optional
         Relative tolerance (default ``tol``) and restart cycles of the GMRES solves of the
         gradient and of forward-mode tangents.
 
@@ -727,7 +730,10 @@ def root(F: Callable, x0: Any, *params: Any, method: str = "hybr", tol: float = 
         success.
     options : dict, optional
         Passed to ``scipy.optimize.root``.
-    adjoint_tol, adjoint_maxiter : optional
+    adjoint_tol : optional
+        Relative tolerance (default ``tol``) and restart cycles of the GMRES solve of
+        the gradient.
+    adjoint_maxiter : optional
         Relative tolerance (default ``tol``) and restart cycles of the GMRES solve of
         the gradient.
 

@@ -178,8 +178,10 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 
         the computed steps).
     *args : Tensor, array_like or any
         Further arguments of ``func``; tensors that require grad get gradients.
-    rtol, atol : float
-        Tolerances of the steps' local error.
+    rtol : float, optional
+        The relative tolerance of the steps' local error.
+    atol : float, optional
+        The absolute tolerance of the steps' local error.
     method : str
         ``"dopri5"`` (or ``"RK45"``, Dormand-Prince 5(4), explicit) or ``"Radau"``
         (Radau IIA of order 5, implicit: for stiff systems). With
@@ -296,7 +298,17 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[Any], y0: Any, t_eval: A
         Further arguments of ``fun``; tensors that require grad get gradients.
     method : str
         ``"RK45"`` (Dormand-Prince 5(4), yaad's ``"dopri5"``) or ``"Radau"`` (stiff).
-    rtol, atol, adjoint, checkpoints, max_steps, compiled
+    rtol : float, optional
+        As in :func:`odeint`.
+    atol : float, optional
+        As in :func:`odeint`.
+    adjoint : str, optional
+        As in :func:`odeint`.
+    checkpoints : int or None, optional
+        As in :func:`odeint`.
+    max_steps : int, optional
+        As in :func:`odeint`.
+    compiled : bool, optional
         As in :func:`odeint`.
 
     Returns

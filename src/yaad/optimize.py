@@ -120,7 +120,16 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), metho
         Any method of ``scipy.optimize.minimize``. Gradients come from yaad; methods that
         use Hessian-vector products (Newton-CG, trust-ncg, trust-krylov, trust-constr)
         or whole Hessians (dogleg, trust-exact) get them by differentiating twice.
-    bounds, constraints, tol, options
+    bounds : optional
+        Passed to SciPy. They refer to the flat real vector: leaves in order, each
+        flattened, complex entries as (real, imaginary) pairs.
+    constraints : optional
+        Passed to SciPy. They refer to the flat real vector: leaves in order, each
+        flattened, complex entries as (real, imaginary) pairs.
+    tol : float or None, optional
+        Passed to SciPy. They refer to the flat real vector: leaves in order, each
+        flattened, complex entries as (real, imaginary) pairs.
+    options : dict or None, optional
         Passed to SciPy. They refer to the flat real vector: leaves in order, each
         flattened, complex entries as (real, imaginary) pairs.
     callback : callable, optional

@@ -217,10 +217,13 @@ def gradcheck(f: Callable[..., Any], inputs: Any, eps: float = STEP, atol: float
     eps : float
         The step of the central differences (entries where they disagree are recomputed
         by fourth-order differences with step ``10 * eps``).
-    atol, rtol : float, optional
-        Tolerances: ``|analytical - numerical| <= atol + rtol * |numerical|``. By default
-        1e-7 and 1e-7 when ``f`` computes in double precision (1e-3 and 1e-2 when an
-        output is single precision).
+    atol : float, optional
+        The absolute tolerance: ``|analytical - numerical| <= atol + rtol * |numerical|``.
+        None (the default): 1e-7 when ``f`` computes in double precision, 1e-3 when an
+        output is single precision.
+    rtol : float, optional
+        The relative tolerance. None (the default): 1e-7 in double precision, 1e-2 when an
+        output is single precision.
     seed : int
         Seed of the random cotangent that projects the outputs.
     raise_exception : bool
@@ -481,7 +484,13 @@ def check_grads(f: Callable[..., Any], inputs: Any, modes: Sequence[str] = ("fwd
         The highest order of derivatives checked.
     eps : float
         The step of the fourth-order differences.
-    atol, rtol, seed, raise_exception
+    atol : float or None, optional
+        As in :func:`gradcheck`.
+    rtol : float or None, optional
+        As in :func:`gradcheck`.
+    seed : int, optional
+        As in :func:`gradcheck`.
+    raise_exception : bool, optional
         As in :func:`gradcheck`.
 
     Returns

@@ -266,7 +266,8 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     Parameters
     ----------
     x : Tensor
-    min, max : scalar, Tensor or None
+    min : scalar, Tensor or None, optional
+    max : scalar, Tensor or None, optional
 
     Returns
     -------

@@ -126,7 +126,11 @@ def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = Non
         Forward-mode rules, ``jvp_i(t, ans, *args, **kw)``, same layout as ``vjp``.
     name : str, optional
         The name used in errors; defaults to ``forward.__name__``.
-    save_args, save_ans : bool
+    save_args : bool, optional
+        Whether the rules read the input values / the output value. When False the
+        rules get only shapes and dtypes (a :class:`ShapeDtype`) or ``None``, and memory is
+        released early.
+    save_ans : bool, optional
         Whether the rules read the input values / the output value. When False the
         rules get only shapes and dtypes (a :class:`ShapeDtype`) or ``None``, and memory is
         released early.

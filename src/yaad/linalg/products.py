@@ -85,7 +85,8 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:
 
     Parameters
     ----------
-    x1, x2 : Tensor or array_like
+    x1 : Tensor or array_like
+    x2 : Tensor or array_like
     axes : int or (sequence, sequence)
         The last ``axes`` axes of ``x1`` with the first of ``x2``, or explicit lists.
 
@@ -101,7 +102,8 @@ def matmul(x1: Any, x2: Any, /) -> Any:
 
     Parameters
     ----------
-    x1, x2 : Tensor or array_like
+    x1 : Tensor or array_like
+    x2 : Tensor or array_like
 
     Returns
     -------

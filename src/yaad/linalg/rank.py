@@ -280,7 +280,9 @@ With ``hermitian=True`` only the lower triangle is read and the gradient is Herm
 Parameters
 ----------
 a : (..., m, n) Tensor or array_like
-rcond, rtol : float, optional
+rcond : float, optional
+    Cutoff for small singular values, relative to the largest (NumPy's meaning).
+rtol : float, optional
     Cutoff for small singular values, relative to the largest (NumPy's meaning).
 hermitian : bool
     ``a`` is Hermitian.
@@ -389,7 +391,9 @@ def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *,
     Parameters
     ----------
     A : (..., M, N) Tensor or array_like
-    tol, rtol : float, optional
+    tol : float, optional
+        Absolute / relative thresholds, as in NumPy.
+    rtol : float, optional
         Absolute / relative thresholds, as in NumPy.
     hermitian : bool
 

@@ -1505,7 +1505,13 @@ def schur(a: Any, output: str = "real", lwork: Any = None, overwrite_a: bool = F
     ----------
     a : (n, n) array_like or Tensor
     output : {"real", "complex"}
-    lwork, overwrite_a, sort, check_finite
+    lwork : optional
+        As SciPy's (``overwrite_a`` is ignored).
+    overwrite_a : bool, optional
+        As SciPy's (``overwrite_a`` is ignored).
+    sort : optional
+        As SciPy's (``overwrite_a`` is ignored).
+    check_finite : bool, optional
         As SciPy's (``overwrite_a`` is ignored).
 
     Returns

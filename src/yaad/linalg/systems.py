@@ -150,7 +150,9 @@ lower : bool
     Use the lower triangle of ``a`` (default: the upper one).
 unit_diagonal : bool
     Assume ones on the diagonal of ``a``.
-overwrite_b, check_finite : bool
+overwrite_b : bool, optional
+    Accepted for SciPy compatibility; ``b`` is never overwritten.
+check_finite : bool, optional
     Accepted for SciPy compatibility; ``b`` is never overwritten.
 
 Returns
@@ -343,7 +345,8 @@ def solve_continuous_lyapunov(a: Any, q: Any) -> Any:
 
     Parameters
     ----------
-    a, q : (..., n, n) array_like or Tensor
+    a : (..., n, n) array_like or Tensor
+    q : (..., n, n) array_like or Tensor
 
     Returns
     -------
@@ -438,7 +441,9 @@ ab : (l + u + 1, n) array_like or Tensor
     ``ab[u + i - j, j] = a[i, j]``; entries outside the matrix are not read (their
     gradient is zero).
 b : (n,) or (n, k) array_like or Tensor
-overwrite_ab, overwrite_b : bool
+overwrite_ab : bool, optional
+    Ignored (inputs are never overwritten).
+overwrite_b : bool, optional
     Ignored (inputs are never overwritten).
 check_finite : bool
 

@@ -35,7 +35,10 @@ def checkpoint(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     f : callable
         Returns a tensor or a tuple of tensors. It must compute the same thing when called
         again (no randomness that changes between calls): backward calls it once more.
-    *args, **kwargs
+    *args
+        Its arguments. Gradients flow to tensor arguments and to tensors that ``f`` uses
+        from outside (closures, module parameters) that require grad.
+    **kwargs
         Its arguments. Gradients flow to tensor arguments and to tensors that ``f`` uses
         from outside (closures, module parameters) that require grad.
 

@@ -26,7 +26,9 @@ class Linear(Module):
 
     Parameters
     ----------
-    in_features, out_features : int
+    in_features : int
+        Sizes of the last axis of the input and of the output.
+    out_features : int
         Sizes of the last axis of the input and of the output.
     bias : bool
         Whether to add a learnable bias.
@@ -71,7 +73,9 @@ class Embedding(Module):
 
     Parameters
     ----------
-    num_embeddings, embedding_dim : int
+    num_embeddings : int
+        Number of rows and their length.
+    embedding_dim : int
         Number of rows and their length.
     padding_idx : int, optional
         The row at this index starts at zero and receives no gradient.

@@ -74,7 +74,9 @@ def where(condition: Any, x: Any = _NOVALUE, y: Any = _NOVALUE) -> Any:
     Parameters
     ----------
     condition : array_like of bool or Tensor
-    x, y : array_like or Tensor, optional
+    x : array_like or Tensor, optional
+        Both or neither.
+    y : array_like or Tensor, optional
         Both or neither.
 
     Returns
@@ -97,9 +99,15 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 
     Parameters
     ----------
-    a, b : array_like or Tensor
+    a : array_like or Tensor
         Vectors along ``axisa`` and ``axisb``, broadcast over the other axes.
-    axisa, axisb, axisc : int
+    b : array_like or Tensor
+        Vectors along ``axisa`` and ``axisb``, broadcast over the other axes.
+    axisa : int, optional
+        The axes of the components of ``a``, ``b`` and the result.
+    axisb : int, optional
+        The axes of the components of ``a``, ``b`` and the result.
+    axisc : int, optional
         The axes of the components of ``a``, ``b`` and the result.
     axis : int, optional
         Overrides the three.
@@ -335,9 +343,13 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None
     copy : bool
         Results are new arrays either way (in-place replacement is not supported on
         tensors).
-    nan, posinf, neginf : float, optional
-        The replacements (default: 0, the largest and the most negative finite number of
-        the dtype).
+    nan : float, optional
+        The replacement of NaN (default 0.0).
+    posinf : float, optional
+        The replacement of +inf; None (the default): the largest finite number of the dtype.
+    neginf : float, optional
+        The replacement of -inf; None (the default): the most negative finite number of the
+        dtype.
 
     Returns
     -------
@@ -396,7 +408,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     xp : 1-D array_like or Tensor
         Increasing, unless ``period`` is given.
     fp : 1-D array_like or Tensor, real or complex
-    left, right : scalar or Tensor, optional
+    left : scalar or Tensor, optional
+        Values below ``xp[0]`` and above ``xp[-1]`` (default: ``fp[0]`` and ``fp[-1]``).
+    right : scalar or Tensor, optional
         Values below ``xp[0]`` and above ``xp[-1]`` (default: ``fp[0]`` and ``fp[-1]``).
     period : float, optional
         For periodic ``xp`` (``left`` and ``right`` are then ignored).
@@ -630,7 +644,8 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     Parameters
     ----------
     ary : array_like or Tensor
-    to_end, to_begin : array_like or Tensor, optional
+    to_end : array_like or Tensor, optional
+    to_begin : array_like or Tensor, optional
 
     Returns
     -------
@@ -730,7 +745,8 @@ def _poly_pair(op, name: str, word: str):
 
     Parameters
     ----------
-    a1, a2 : array_like or Tensor
+    a1 : array_like or Tensor
+    a2 : array_like or Tensor
 
     Returns
     -------
@@ -750,7 +766,8 @@ def polymul(a1: Any, a2: Any) -> Any:
 
     Parameters
     ----------
-    a1, a2 : array_like or Tensor
+    a1 : array_like or Tensor
+    a2 : array_like or Tensor
 
     Returns
     -------
@@ -833,7 +850,8 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         A variable per row (``rowvar``) or per column.
     y : array_like or Tensor, optional
         More variables.
-    rowvar, bias : bool
+    rowvar : bool, optional
+    bias : bool, optional
     ddof : int, optional
     fweights : 1-D array_like, optional
         Integer frequencies of the observations (read as data: no gradient).

@@ -145,7 +145,9 @@ in both inputs.
 
 Parameters
 ----------
-in1, in2 : array_like or Tensor
+in1 : array_like or Tensor
+    The same number of dimensions; real or complex.
+in2 : array_like or Tensor
     The same number of dimensions; real or complex.
 mode : {"full", "valid", "same"}
     "same": the size of ``in1``, centred; "valid": where one input covers the other.
@@ -164,7 +166,8 @@ signal_correlate.__doc__ = """N-dimensional cross-correlation (scipy.signal.corr
 
 Parameters
 ----------
-in1, in2 : array_like or Tensor
+in1 : array_like or Tensor
+in2 : array_like or Tensor
 mode : {"full", "valid", "same"}
 method : {"auto", "direct", "fft"}
 
@@ -240,7 +243,8 @@ differentiable in both.
 
 Parameters
 ----------
-a, v : 1-D array_like or Tensor
+a : 1-D array_like or Tensor
+v : 1-D array_like or Tensor
 mode : {"full", "valid", "same"}
     "same" has length max(len(a), len(v)), as in NumPy.
 
@@ -257,7 +261,8 @@ correlate.__doc__ = """Cross-correlation of two 1-D sequences, ``sum a[n + k] co
 
 Parameters
 ----------
-a, v : 1-D array_like or Tensor
+a : 1-D array_like or Tensor
+v : 1-D array_like or Tensor
 mode : {"valid", "same", "full"}
 
 Returns
@@ -275,7 +280,9 @@ def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any
 
     Parameters
     ----------
-    in1, in2 : array_like or Tensor
+    in1 : array_like or Tensor
+        The same number of dimensions.
+    in2 : array_like or Tensor
         The same number of dimensions.
     mode : {"full", "valid", "same"}
     axes : int or sequence of int, optional

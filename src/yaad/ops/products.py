@@ -198,7 +198,11 @@ def matmul(x1: Any, x2: Any, /) -> Any:
 
     Parameters
     ----------
-    x1, x2 : Tensor or array_like
+    x1 : Tensor or array_like
+        Arrays of at least one dimension; 1-D arrays are vectors, as in NumPy. One of them
+        may be a SciPy sparse matrix, a ``scipy.sparse.linalg.LinearOperator`` or a
+        ``yaad.sparse`` tensor (see ``yaad.sparse``): the product stays sparse.
+    x2 : Tensor or array_like
         Arrays of at least one dimension; 1-D arrays are vectors, as in NumPy. One of them
         may be a SciPy sparse matrix, a ``scipy.sparse.linalg.LinearOperator`` or a
         ``yaad.sparse`` tensor (see ``yaad.sparse``): the product stays sparse.
@@ -265,7 +269,9 @@ a : Tensor or array_like
     At least two dimensions.
 offset : int
     The diagonal: 0 the main one, positive above, negative below.
-axis1, axis2 : int
+axis1 : int, optional
+    The axes of the matrices; the other axes are batch axes, kept in order.
+axis2 : int, optional
     The axes of the matrices; the other axes are batch axes, kept in order.
 dtype : data-type, optional
     The dtype of the result.
@@ -302,7 +308,9 @@ vdot.__doc__ = """Dot product of two flattened arrays, conjugating the first (nu
 
 Parameters
 ----------
-a, b : Tensor or array_like
+a : Tensor or array_like
+    Arrays with the same number of elements.
+b : Tensor or array_like
     Arrays with the same number of elements.
 
 Returns
@@ -385,7 +393,9 @@ tensordot.__doc__ = """Sum products over the given axes (numpy.tensordot).
 
 Parameters
 ----------
-a, b : Tensor or array_like
+a : Tensor or array_like
+    The inputs.
+b : Tensor or array_like
     The inputs.
 axes : int or (sequence of int, sequence of int)
     An int N sums over the last N axes of ``a`` and the first N of ``b``; a pair lists
@@ -403,7 +413,10 @@ def dot(a: Any, b: Any) -> Any:
 
     Parameters
     ----------
-    a, b : Tensor or array_like
+    a : Tensor or array_like
+        0-d: multiplication; 1-D and 2-D: inner and matrix products; N-D: a sum over the
+        last axis of ``a`` and the second-to-last of ``b`` (the last if ``b`` is 1-D).
+    b : Tensor or array_like
         0-d: multiplication; 1-D and 2-D: inner and matrix products; N-D: a sum over the
         last axis of ``a`` and the second-to-last of ``b`` (the last if ``b`` is 1-D).
 
@@ -424,7 +437,9 @@ def inner(a: Any, b: Any) -> Any:
 
     Parameters
     ----------
-    a, b : Tensor or array_like
+    a : Tensor or array_like
+        The last axes must have the same length; 0-d inputs multiply.
+    b : Tensor or array_like
         The last axes must have the same length; 0-d inputs multiply.
 
     Returns
@@ -443,7 +458,9 @@ def outer(a: Any, b: Any, out: Any = None) -> Any:
 
     Parameters
     ----------
-    a, b : Tensor or array_like
+    a : Tensor or array_like
+        Flattened to vectors of lengths M and N.
+    b : Tensor or array_like
         Flattened to vectors of lengths M and N.
 
     Returns
@@ -461,7 +478,9 @@ def kron(a: Any, b: Any) -> Any:
 
     Parameters
     ----------
-    a, b : Tensor or array_like
+    a : Tensor or array_like
+        The shorter shape is padded with leading ones.
+    b : Tensor or array_like
         The shorter shape is padded with leading ones.
 
     Returns
@@ -963,7 +982,9 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
     Parameters
     ----------
-    x1, x2 : Tensor or array_like
+    x1 : Tensor or array_like
+        At least 1-D, with the same length along ``axis``; the other axes broadcast.
+    x2 : Tensor or array_like
         At least 1-D, with the same length along ``axis``; the other axes broadcast.
     axis : int
         The axis of the vectors, in both inputs.

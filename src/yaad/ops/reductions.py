@@ -804,8 +804,10 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
 
     Parameters
     ----------
-    a, b : Tensor or array_like
-    rtol, atol : float
+    a : Tensor or array_like
+    b : Tensor or array_like
+    rtol : float, optional
+    atol : float, optional
     equal_nan : bool
         Whether NaNs in the same places compare equal.
 
@@ -822,7 +824,8 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
 
     Parameters
     ----------
-    a1, a2 : Tensor or array_like
+    a1 : Tensor or array_like
+    a2 : Tensor or array_like
     equal_nan : bool
         Whether NaNs in the same places compare equal.
 

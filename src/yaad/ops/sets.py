@@ -122,7 +122,8 @@ isin.__doc__ = """Whether each element is in ``test_elements`` (numpy.isin; no g
 
 Parameters
 ----------
-element, test_elements : Tensor or array_like
+element : Tensor or array_like
+test_elements : Tensor or array_like
 assume_unique : bool
 invert : bool
 kind : str, optional

@@ -266,7 +266,9 @@ swapaxes.__doc__ = """Interchange two axes (numpy.swapaxes).
 Parameters
 ----------
 a : Tensor or array_like
-axis1, axis2 : int
+axis1 : int
+    The axes to swap.
+axis2 : int
     The axes to swap.
 
 Returns
@@ -303,7 +305,9 @@ moveaxis.__doc__ = """Move axes to new positions (numpy.moveaxis).
 Parameters
 ----------
 a : Tensor or array_like
-source, destination : int or sequence of int
+source : int or sequence of int
+    Original and new positions of the moved axes.
+destination : int or sequence of int
     Original and new positions of the moved axes.
 
 Returns
@@ -649,7 +653,8 @@ def append(arr: Any, values: Any, axis: int | None = None) -> Any:
 
     Parameters
     ----------
-    arr, values : Tensor or array_like
+    arr : Tensor or array_like
+    values : Tensor or array_like
     axis : int, optional
         Without it both inputs are flattened first.
 
@@ -1024,7 +1029,9 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     n : int
         How many times to take differences.
     axis : int
-    prepend, append : Tensor or array_like, optional
+    prepend : Tensor or array_like, optional
+        Values joined to ``a`` along ``axis`` first (scalars are broadcast).
+    append : Tensor or array_like, optional
         Values joined to ``a`` along ``axis`` first (scalars are broadcast).
 
     Returns
@@ -1076,7 +1083,9 @@ a : Tensor or array_like
     At least 2-D.
 offset : int
     Above (> 0) or below (< 0) the main diagonal.
-axis1, axis2 : int
+axis1 : int, optional
+    The axes of the 2-D sub-arrays; the diagonal becomes the last axis of the result.
+axis2 : int, optional
     The axes of the 2-D sub-arrays; the diagonal becomes the last axis of the result.
 
 Returns
@@ -1099,7 +1108,9 @@ d : Tensor or array_like
     The diagonal values in the last axis (the shape ``diagonal`` would return).
 shape : tuple of int
 offset : int
-axis1, axis2 : int
+axis1 : int, optional
+    As for :func:`diagonal`.
+axis2 : int, optional
     As for :func:`diagonal`.
 
 Returns

@@ -232,7 +232,9 @@ class SGD(Optimizer):
         Parameters or parameter groups.
     lr : float
         Learning rate.
-    momentum, dampening : float
+    momentum : float, optional
+        ``buf = momentum * buf + (1 - dampening) * g`` (``buf = g`` at the first step).
+    dampening : float, optional
         ``buf = momentum * buf + (1 - dampening) * g`` (``buf = g`` at the first step).
     weight_decay : float
         Adds ``weight_decay * p`` to the gradient.

@@ -287,13 +287,43 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
         A Hermitian SciPy sparse matrix or ``LinearOperator``, a
         :class:`~yaad.sparse.SparseTensor` or a :class:`LinearOperator` of a function.
         A non-Hermitian operator raises ``ValueError`` (use :func:`eigs`).
-    k, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors
+    k : int, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    sigma : float or None, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    which : str, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    v0 : optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    ncv : int or None, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    maxiter : int or None, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    tol : float, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
+        ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
+        matrix-free operators).
+    return_eigenvectors : bool, optional
         As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LA"``, ``"SA"``, ``"BE"``);
         ``sigma`` selects shift-invert mode (a sparse LU for sparse matrices, MINRES for
         matrix-free operators).
     M : None
         Generalized problems are not supported.
-    adjoint_tol, adjoint_maxiter : optional
+    adjoint_tol : optional
+        Tolerance and iterations of the MINRES solves of eigenvector gradients.
+    adjoint_maxiter : optional
         Tolerance and iterations of the MINRES solves of eigenvector gradients.
 
     Returns
@@ -462,12 +492,35 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
     A : operator
         A square SciPy sparse matrix or ``LinearOperator``, a
         :class:`~yaad.sparse.SparseTensor` or a :class:`LinearOperator` of a function.
-    k, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors
+    k : int, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    sigma : optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    which : str, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    v0 : optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    ncv : int or None, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    maxiter : int or None, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    tol : float, optional
+        As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
+        ``"SI"``).
+    return_eigenvectors : bool, optional
         As in SciPy (``which``: ``"LM"``, ``"SM"``, ``"LR"``, ``"SR"``, ``"LI"``,
         ``"SI"``).
     M : None
         Generalized problems are not supported.
-    adjoint_tol, adjoint_maxiter : optional
+    adjoint_tol : optional
+        Tolerance and restart cycles of the GMRES solves of the gradient.
+    adjoint_maxiter : optional
         Tolerance and restart cycles of the GMRES solves of the gradient.
 
     Returns
@@ -587,7 +640,16 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
         the time.
     B : Tensor or array_like
         A vector ``(n,)`` or a batch ``(n, m)``.
-    start, stop, num, endpoint
+    start : optional
+        As in SciPy: the results ``exp(t A) B`` at ``num`` times ``t`` from ``start`` to
+        ``stop`` (numbers), stacked along a new first axis.
+    stop : optional
+        As in SciPy: the results ``exp(t A) B`` at ``num`` times ``t`` from ``start`` to
+        ``stop`` (numbers), stacked along a new first axis.
+    num : int or None, optional
+        As in SciPy: the results ``exp(t A) B`` at ``num`` times ``t`` from ``start`` to
+        ``stop`` (numbers), stacked along a new first axis.
+    endpoint : bool or None, optional
         As in SciPy: the results ``exp(t A) B`` at ``num`` times ``t`` from ``start`` to
         ``stop`` (numbers), stacked along a new first axis.
     traceA : None
@@ -703,7 +765,15 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
         :class:`~yaad.sparse.SparseTensor`, :class:`LinearOperator`).
     b : Tensor or array_like
         The right-hand side, ``(n,)``.
-    x0, rtol, atol, maxiter, M
+    x0 : optional
+        As in SciPy (``M``: a SciPy preconditioner, used in both solves).
+    rtol : float, optional
+        As in SciPy (``M``: a SciPy preconditioner, used in both solves).
+    atol : float, optional
+        As in SciPy (``M``: a SciPy preconditioner, used in both solves).
+    maxiter : int or None, optional
+        As in SciPy (``M``: a SciPy preconditioner, used in both solves).
+    M : optional
         As in SciPy (``M``: a SciPy preconditioner, used in both solves).
 
     Returns
@@ -732,7 +802,19 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, maxiter: int |
         Hermitian.
     b : Tensor or array_like
         The right-hand side, ``(n,)``.
-    x0, rtol, maxiter, M
+    x0 : optional
+        As in SciPy (``M``: a Hermitian positive definite SciPy preconditioner, used in
+        every solve; a complex system is solved as the real symmetric system of its real
+        and imaginary parts, preconditioned alike).
+    rtol : float, optional
+        As in SciPy (``M``: a Hermitian positive definite SciPy preconditioner, used in
+        every solve; a complex system is solved as the real symmetric system of its real
+        and imaginary parts, preconditioned alike).
+    maxiter : int or None, optional
+        As in SciPy (``M``: a Hermitian positive definite SciPy preconditioner, used in
+        every solve; a complex system is solved as the real symmetric system of its real
+        and imaginary parts, preconditioned alike).
+    M : optional
         As in SciPy (``M``: a Hermitian positive definite SciPy preconditioner, used in
         every solve; a complex system is solved as the real symmetric system of its real
         and imaginary parts, preconditioned alike).
@@ -763,7 +845,22 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
         :class:`LinearOperator`).
     b : Tensor or array_like
         The right-hand side, ``(n,)``.
-    x0, rtol, atol, restart, maxiter, M
+    x0 : optional
+        As in SciPy (``maxiter`` counts restart cycles; ``M``: a SciPy preconditioner,
+        ``M^H`` preconditions the solve of the gradient).
+    rtol : float, optional
+        As in SciPy (``maxiter`` counts restart cycles; ``M``: a SciPy preconditioner,
+        ``M^H`` preconditions the solve of the gradient).
+    atol : float, optional
+        As in SciPy (``maxiter`` counts restart cycles; ``M``: a SciPy preconditioner,
+        ``M^H`` preconditions the solve of the gradient).
+    restart : int or None, optional
+        As in SciPy (``maxiter`` counts restart cycles; ``M``: a SciPy preconditioner,
+        ``M^H`` preconditions the solve of the gradient).
+    maxiter : int or None, optional
+        As in SciPy (``maxiter`` counts restart cycles; ``M``: a SciPy preconditioner,
+        ``M^H`` preconditions the solve of the gradient).
+    M : optional
         As in SciPy (``maxiter`` counts restart cycles; ``M``: a SciPy preconditioner,
         ``M^H`` preconditions the solve of the gradient).
 
