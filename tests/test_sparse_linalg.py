@@ -291,6 +291,104 @@ def test_expm_multiply_real_batch_and_time_grid():
     np.testing.assert_allclose(s.grad, g, rtol=1e-9)
 
 
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.filterwarnings("ignore::yaad.func.BatchingWarning")
+def test_expm_multiply_second_order_and_forward_mode_match_dense_expm(complex_):
+    """Hessians (grad of grad, forward over reverse), Hessian-vector products and jvp
+    through expm_multiply against yaad.linalg.expm and, for the Hessian in (theta, t),
+    central differences of SciPy's dense expm."""
+    import scipy.linalg
+
+    a, b = two_terms(complex_, False)
+    x0 = vec(True)
+    c = vec(True)
+
+    def loss(y):
+        return yaad.sum(abs(y[:5]) ** 2) + yaad.real(yaad.vdot(c, y))
+
+    def sparse_loss(p):
+        return loss(sl.expm_multiply(-1j * p[2] * sparse_op(p[:2], a, b), x0))
+
+    def dense_loss(p):
+        return loss(yaad.linalg.expm(-1j * p[2] * dense_op(p[:2], a, b)) @ x0)
+
+    def scipy_loss(p):
+        y = scipy.linalg.expm(-1j * p[2] * (p[0] * a.toarray() + p[1] * b.toarray())) @ x0
+        return np.sum(abs(y[:5]) ** 2) + np.real(np.vdot(c, y))
+
+    p0 = np.array([0.7, 1.3, 0.9])
+    h = yaad.func.jacrev(yaad.func.grad(sparse_loss))(p0)
+    np.testing.assert_allclose(h, yaad.func.jacrev(yaad.func.grad(dense_loss))(p0),
+                               rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(yaad.func.hessian(sparse_loss)(p0), h, rtol=1e-9, atol=1e-10)
+    eps, fd = 1e-4, np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            ei, ej = np.eye(3)[i] * eps, np.eye(3)[j] * eps
+            fd[i, j] = (scipy_loss(p0 + ei + ej) - scipy_loss(p0 + ei - ej)
+                        - scipy_loss(p0 - ei + ej) + scipy_loss(p0 - ei - ej)) / (4 * eps**2)
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-5)
+    u = np.array([0.3, -0.5, 0.2])
+    np.testing.assert_allclose(yaad.func.hvp(sparse_loss, (p0,), (u,))[1], h @ u,
+                               rtol=1e-9, atol=1e-10)
+    # jvp in theta and in B; the second derivative with respect to the cotangent
+    du = vec(True)
+    y, t = yaad.func.jvp(lambda p, x: sl.expm_multiply(-1j * p[2] * sparse_op(p[:2], a, b), x),
+                         (p0, x0), (u, du))
+    yd, td = yaad.func.jvp(
+        lambda p, x: yaad.linalg.expm(-1j * p[2] * dense_op(p[:2], a, b)) @ x, (p0, x0),
+        (u, du))
+    assert t.dtype == td.dtype and t.shape == (N,)
+    np.testing.assert_allclose(y, yd, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(t, td, rtol=1e-10, atol=1e-11)
+
+    def through_cotangent(f, g):
+        return yaad.func.grad(lambda gg: yaad.sum(yaad.func.vjp(f, p0)[1](gg)[0] ** 2))(g)
+
+    g0 = vec(True)
+    np.testing.assert_allclose(
+        through_cotangent(lambda p: sl.expm_multiply(-1j * p[2] * sparse_op(p[:2], a, b), x0),
+                          g0),
+        through_cotangent(lambda p: yaad.linalg.expm(-1j * p[2] * dense_op(p[:2], a, b)) @ x0,
+                          g0), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("scale", [1.0, 12.0])
+def test_expm_multiply_takes_scipys_steps(scale):
+    """The step count of Al-Mohy and Higham's selection as SciPy chooses it (|A|_1 small:
+    from the norm, the same; large: from estimates of |A^p|_1^(1/p), within one), and an
+    error against scipy.linalg.expm within twice SciPy's (real, complex, sparse, dense, a
+    batch)."""
+    import scipy.linalg
+    import scipy.sparse.linalg._expm_multiply as em
+
+    rng = np.random.default_rng(5)
+    for a in (scale * sparse(False, 3), scale * sparse(True, 4, hermitian=True) * 1j,
+              scale * rng.standard_normal((N, N)) / 3):
+        for x in (rng.standard_normal(N), rng.standard_normal((N, 2)) + 1j):
+            seen = {}
+            core = em._expm_multiply_simple_core
+
+            def spy(A, B, t, mu, m, s, *rest, seen=seen, core=core):
+                seen["steps"] = s
+                return core(A, B, t, mu, m, s, *rest)
+
+            em._expm_multiply_simple_core = spy
+            try:
+                want = spla.expm_multiply(a, x)
+            finally:
+                em._expm_multiply_simple_core = core
+            op = sl._operator(yaad.sparse.asarray(a), "test")
+            problem = sl._Expm(op, x, None, False)
+            # the |A^p|_1 estimates are lower bounds by different block estimators
+            assert abs(problem.steps - seen["steps"]) <= 1
+            assert max(problem.counts) <= 55
+            got = sl.expm_multiply(yaad.sparse.asarray(a), x).data
+            exact = scipy.linalg.expm(a.toarray() if sps.issparse(a) else a) @ x
+            scipy_error = np.abs(want - exact).max()
+            assert np.abs(got - exact).max() <= 2 * scipy_error + 1e-14 * np.abs(exact).max()
+
+
 # ---- linear solvers ---------------------------------------------------------------------------
 
 

@@ -34,7 +34,7 @@ import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
 from ..core.arguments import no_derivative
-from ..core.grad_mode import no_grad, state
+from ..core.grad_mode import enable_grad, no_grad, state
 from ..core.tensor import Tensor, make_tensor
 from ..implicit import (
     ConvergenceError,
@@ -43,10 +43,13 @@ from ..implicit import (
     differentiable,
     first_order_only,
     forward_mode_on,
+    local,
     not_converged,
     pack,
     record,
+    tangent_map,
     unpack,
+    vjp_of,
 )
 from ..linalg.spectral import (
     DEGENERATE_ERROR,
@@ -547,70 +550,225 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
 
 # ---- expm_multiply --------------------------------------------------------------------------
 
-_STEP_NORM = 4.0  # the 1-norm of A / s in each Taylor step
+# theta_m of Al-Mohy and Higham (2011), Table 3.1, for the unit roundoff 2^-53: the largest
+# 1-norm of A / s for which m Taylor terms reach that backward error.
+_THETA = dict(zip(
+    [*range(1, 31), 35, 40, 45, 50, 55],
+    [2.29e-16, 2.58e-8, 1.39e-5, 3.40e-4, 2.40e-3, 9.07e-3, 2.38e-2, 5.00e-2, 8.96e-2,
+     1.44e-1, 2.14e-1, 3.00e-1, 4.00e-1, 5.14e-1, 6.41e-1, 7.81e-1, 9.31e-1, 1.09, 1.26,
+     1.44, 1.62, 1.82, 2.01, 2.22, 2.43, 2.64, 2.86, 3.08, 3.31, 3.54, 4.7, 6.0, 7.2, 8.5,
+     9.9]))
+_M_MAX = 55
+_P_MAX = 8  # the largest p with p (p - 1) <= m_max + 1
+_ELL = 2  # columns of the 1-norm estimates
 
 
-def _taylor_terms(mv: Callable[..., Any], y: np.ndarray, scale: float) -> list[Any]:
-    """The terms ``(scale A)^k y / k!`` of ``exp(scale A) y`` until two in a row are
-    negligible (below the unit roundoff times the sum so far)."""
-    terms = [y]
-    total = np.max(np.abs(y))
-    eps = np.finfo(y.real.dtype).eps
-    small = 0
-    for k in range(1, 200):
-        t = mv(terms[-1]) * (scale / k)
-        terms.append(t)
-        size = np.max(np.abs(t))
-        total = max(total, size)
-        small = small + 1 if size <= eps * total else 0
-        if small == 2:
-            return terms
-    raise ConvergenceError("sparse.linalg.expm_multiply: the Taylor series of a step did "
-                           "not converge in 200 terms (is the operator's norm finite?)")
+def _inf_norm(x: np.ndarray) -> float:
+    return float(np.abs(x).max() if x.ndim == 1 else np.abs(x).sum(axis=1).max()) if x.size \
+        else 0.0
+
+
+def _sign(y: np.ndarray) -> np.ndarray:
+    if y.dtype.kind == "c":
+        a = np.abs(y)
+        return np.where(a > 0, y / np.where(a > 0, a, 1), 1)
+    result: np.ndarray = np.where(y >= 0, 1.0, -1.0).astype(y.dtype)
+    return result
+
+
+def _power_norm(mv: Callable[..., Any], rmv: Callable[..., Any], n: int, dtype: Any, p: int,
+                iterations: int = 4) -> float:
+    """An estimate (a lower bound) of ``|A^p|_1`` from products with ``A`` and ``A^H`` on
+    blocks of ``_ELL`` columns, in the manner of Higham and Tisseur's block estimator: the
+    column sums of ``A^p X``, then unit vectors where ``(A^H)^p sign(A^p X)`` is largest.
+    The starting block is fixed (ones and fixed signs), so the estimate is reproducible."""
+    def power(x: np.ndarray, f: Callable[..., Any]) -> np.ndarray:
+        for _ in range(p):
+            x = f(x)
+        return x
+
+    x = np.ones((n, _ELL), dtype)
+    x[:, 1:] = np.where(np.random.default_rng(0).random((n, _ELL - 1)) < 0.5, -1, 1)
+    x /= n
+    best, used, rows = 0.0, set(), None
+    for it in range(iterations):
+        y = power(x, mv)
+        sums = np.abs(y).sum(axis=0)
+        est = float(sums.max())
+        if it and est <= best:
+            break
+        best = est
+        where = None if rows is None else rows[int(np.argmax(sums))]
+        h = np.abs(power(_sign(y), rmv)).max(axis=1)
+        if where is not None and h.max() <= h[where]:
+            break  # no unit vector promises more than the best one
+        fresh = [int(i) for i in np.argsort(-h) if int(i) not in used][:_ELL]
+        if not fresh:
+            break
+        used.update(fresh)
+        rows = fresh
+        x = np.zeros((n, len(fresh)), dtype)
+        x[fresh, range(len(fresh))] = 1
+    return best
+
+
+def _degree_and_steps(norm1: float, power_norm: Callable[[int], float],
+                      columns: int) -> tuple[int, int]:
+    """The Taylor degree ``m`` and the number of steps ``s`` (Al-Mohy and Higham, Code
+    Fragment 3.1): the fewest products ``m s`` whose truncation error is below the unit
+    roundoff, judged from ``|A|_1`` or, when it is large, from ``|A^p|_1^(1/p)``."""
+    if norm1 == 0:
+        return 0, 1
+    if norm1 * columns * _M_MAX <= _THETA[_M_MAX] * 2 * _ELL * _P_MAX * (_P_MAX + 3):
+        m = min(_THETA, key=lambda k: (k * int(np.ceil(norm1 / _THETA[k])), k))
+        return m, int(np.ceil(norm1 / _THETA[m]))
+    roots: dict[int, float] = {}
+
+    def root(p: int) -> float:
+        if p not in roots:
+            roots[p] = power_norm(p) ** (1.0 / p)
+        return roots[p]
+
+    best = None
+    for p in range(2, _P_MAX + 1):
+        alpha = max(root(p), root(p + 1))
+        for m, theta in _THETA.items():
+            if m >= p * (p - 1) - 1:
+                cost = m * int(np.ceil(alpha / theta))
+                if best is None or cost < best[0]:
+                    best = (cost, m)
+    assert best is not None
+    cost, m = best
+    return m, max(cost // m, 1)
 
 
 class _Expm:
-    """``y = exp(A) b`` as ``s`` Taylor steps ``y_j = sum_k (A/s)^k y_(j-1) / k!``; the
-    gradient is that of this computation (the discrete adjoint), exact to rounding."""
+    """``y = exp(A) b`` by Al-Mohy and Higham's algorithm: the trace shift ``mu``, then
+    ``s`` steps ``y_j = e^(mu/s) sum_k T_k``, ``T_k = (A - mu) T_(k-1) / (s k)``,
+    ``T_0 = y_(j-1)``, each stopped after at most ``m`` terms when two in a row are
+    negligible. The derivatives are those of this computation (the discrete adjoint, with
+    ``mu``, ``s`` and each step's number of terms held fixed): exact to rounding."""
 
-    def __init__(self, op: ArrayOperator, b: np.ndarray) -> None:
+    # keep each step's terms for backward when they take at most this many bytes
+    STORE_BYTES = 1 << 28
+
+    def __init__(self, op: ArrayOperator, b: np.ndarray, trace: Any, store: bool) -> None:
         self.name = "sparse.linalg.expm_multiply"
         self.op = op
-        bound = _norm_bound(op)
-        self.steps = max(1, int(np.ceil(bound / _STEP_NORM)))
-        self.scale = 1.0 / self.steps
-        y = b.astype(np.result_type(b.dtype, op.dtype))
-        self.starts = []  # the vector at the start of each step (for backward)
+        n = op.shape[0]
+        a = op.sparse()
+        mu = trace / n if trace is not None else (a.trace() / n if a is not None else 0.0)
+        dt = np.result_type(b.dtype, op.dtype, np.asarray(mu).dtype)
+        if dt.kind not in "fc":
+            dt = np.dtype(np.float64)
+        if a is not None:
+            if n * n <= 8 * a.nnz + 100_000:
+                # small, or dense in all but name: a dense product is faster (SciPy's sparse
+                # product costs tens of microseconds a call before any arithmetic)
+                a = a.toarray()
+            if mu:
+                shifted = a - mu * (np.eye(n) if isinstance(a, np.ndarray)
+                                    else sps.eye_array(n, dtype=np.result_type(a.dtype, mu)))
+                if _one_norm(shifted) < _one_norm(a):
+                    a = shifted if isinstance(a, np.ndarray) else sps.csr_array(shifted)
+                else:
+                    mu = 0.0
+            norm1 = _one_norm(a)
+            ah = a.conj().T
+            self.mv: Callable[..., Any] = a.__matmul__
+            self.rmv: Callable[..., Any] = ah.__matmul__
+        else:
+            self.mv = (lambda x: op.mv(x) - mu * x) if mu else op.mv
+            self.rmv = (lambda x: op.rmv(x) - np.conj(mu) * x) if mu else op.rmv
+            norm1 = _power_norm(self.mv, self.rmv, n, dt, 1)
+        self.mu = mu
+        m, self.steps = _degree_and_steps(
+            norm1, lambda p: _power_norm(self.mv, self.rmv, n, dt, p),
+            1 if b.ndim == 1 else b.shape[1])
+        self.eta = np.exp(mu / self.steps)
+        tol = 2.0 ** -53 if np.finfo(dt).eps < 1e-10 else float(np.finfo(dt).eps) / 2
+        y = b.astype(dt)
+        self.counts: list[int] = []
+        self.starts: list[np.ndarray] = []  # the vector at the start of each step
+        self.terms: list[list[np.ndarray]] | None = [] if store else None
         for _ in range(self.steps):
             self.starts.append(y)
-            y = np.sum(_taylor_terms(op.mv, y, self.scale), axis=0)
+            terms, total, c1, k = [y], y, _inf_norm(y), 0
+            for k in range(1, m + 1):
+                t = self.mv(terms[-1]) * (1.0 / (self.steps * k))
+                total = total + t
+                c2 = _inf_norm(t)
+                if c1 + c2 <= tol * _inf_norm(total):
+                    break
+                c1 = c2
+                terms.append(t)
+            self.counts.append(k)
+            if self.terms is not None:
+                self.terms.append(terms[:k])
+                if len(self.terms) * (m + 1) * y.nbytes > self.STORE_BYTES:
+                    self.terms = None
+            y = total * self.eta if mu else total
         self.xs = [y]
+
+    def _step_terms(self, j: int) -> list[np.ndarray]:
+        """The terms ``T_0 .. T_(count - 1)`` of step ``j`` (kept, or recomputed)."""
+        if self.terms is not None:
+            return self.terms[j]
+        terms = [self.starts[j]]
+        for k in range(1, self.counts[j]):
+            terms.append(self.mv(terms[-1]) * (1.0 / (self.steps * k)))
+        return terms
 
     def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
                  grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        first_order_only(self.name)
-        op = self.op
-        (g,) = grads
-        ybar = np.asarray(g).astype(self.xs[0].dtype)
-        params = inputs[1:]
+        if state.enabled or forward_mode_on():
+            return self._recorded(inputs, grads)
+        ybar = np.asarray(data_of(grads[0])).astype(self.xs[0].dtype)
+        params = [data_of(a) for a in inputs[1:]]
         total = None
-        for y in reversed(self.starts):
-            terms = _taylor_terms(op.mv, y, self.scale)
-            # terms[k] = (scale / k) A terms[k-1]; every term adds to y_j
-            tbar = ybar
-            pairs = []
-            for k in range(len(terms) - 1, 0, -1):
-                weighted = tbar * (self.scale / k)
+        for j in reversed(range(self.steps)):
+            count = self.counts[j]
+            top = ybar * np.conj(self.eta) if self.mu else ybar
+            tbar, pairs = top, []
+            for k in range(count, 0, -1):
+                weighted = tbar * (1.0 / (self.steps * k))
                 pairs.append(weighted)
-                tbar = ybar + op.rmv(weighted)
+                tbar = top + self.rmv(weighted)
             ybar = tbar  # the gradient of the step's start
-            if params:
-                # the operator met terms[k-1] with the cotangent weighted_k
-                ins = _columns(terms[:-1])
-                outs = _columns(pairs[::-1])
-                part = op.vjp(ins, outs, params)
+            if params and count:
+                # A met T_(k-1) with the cotangent weighted_k (mu is held fixed)
+                part = self.op.vjp(_columns(self._step_terms(j)), _columns(pairs[::-1]),
+                                   params)
                 total = part if total is None else [a + b for a, b in zip(total, part)]
-        return (ybar, *(total if total is not None else ()))
+        return (ybar, *(total if total is not None else [np.zeros(np.shape(p), p.dtype)
+                                                         for p in params]))
+
+    def _replay(self, b: Any) -> Any:
+        """The computation once more in yaad operations (the counts held fixed): what
+        second derivatives and forward mode differentiate."""
+        s, mu, y = self.op.s, self.mu, b
+        for count in self.counts:
+            term = total = y
+            for k in range(1, count + 1):
+                term = ((s @ term - mu * term) if mu else s @ term) * (1.0 / (self.steps * k))
+                total = total + term
+            y = total * self.eta if mu else total
+        return y
+
+    def _recorded(self, inputs: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        live = [differentiable(a) for a in inputs]
+        with enable_grad():
+            locals_ = [local(a) if d else a for a, d in zip(inputs, live)]
+            y = self.op.closure.call(lambda: self._replay(locals_[0]), locals_[1:])
+            got = iter(vjp_of([y], [t for t, d in zip(locals_, live) if d], list(grads),
+                              True, True))
+        return tuple(next(got) if d else np.zeros(np.shape(a), data_of(a).dtype)
+                     for a, d in zip(inputs, live))
+
+    def jvp(self, inputs: tuple[Any, ...], xs: tuple[Any, ...], ts: tuple[Any, ...]) -> Any:
+        return tangent_map(
+            lambda d: [self.op.closure.call(lambda: self._replay(d[0]), d[1:])],
+            list(inputs), list(ts))[0]
 
 
 def _columns(vs: list[Any]) -> np.ndarray:
@@ -618,12 +776,11 @@ def _columns(vs: list[Any]) -> np.ndarray:
     return np.concatenate([v.reshape(v.shape[0], -1) for v in vs], axis=1)
 
 
-def _norm_bound(op: ArrayOperator) -> float:
-    """The 1-norm of the operator (exact for sparse matrices, else SciPy's estimate)."""
-    a = op.sparse()
-    if a is not None:
-        return float(abs(a).sum(axis=0).max()) if a.nnz else 0.0
-    return float(spla.onenormest(op.scipy()))
+def _one_norm(a: Any) -> float:
+    """The 1-norm (largest column sum of magnitudes) of a SciPy sparse matrix or an array."""
+    if isinstance(a, np.ndarray):
+        return float(np.abs(a).sum(axis=0).max()) if a.size else 0.0
+    return float(abs(a).sum(axis=0).max()) if a.nnz else 0.0
 
 
 def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int | None = None,
@@ -652,8 +809,9 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
     endpoint : bool or None, optional
         As in SciPy: the results ``exp(t A) B`` at ``num`` times ``t`` from ``start`` to
         ``stop`` (numbers), stacked along a new first axis.
-    traceA : None
-        Accepted for SciPy's signature (no trace shift is made).
+    traceA : number, optional
+        The trace of ``A`` (its value; no gradient flows through it), for the shift of a
+        matrix-free operator; that of a sparse one is computed.
 
     Returns
     -------
@@ -662,12 +820,16 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
 
     Notes
     -----
-    ``exp(A) B`` is computed in ``s = ceil(|A|_1 / 4)`` steps of a Taylor series truncated
-    when two consecutive terms fall below the unit roundoff (as in Al-Mohy and Higham's
-    algorithm). The gradient is that of this computation, by reversing it: about twice the
-    products with ``A`` (recomputing each step's terms) and as many with ``A^H`` as the
-    forward pass, plus one vector-Jacobian product of ``A(theta)`` per step; memory holds
-    ``s`` vectors and one step's terms.
+    Al-Mohy and Higham's algorithm, as SciPy's: the shift ``mu = tr(A) / n``, then ``s``
+    steps of a Taylor series of degree at most ``m``, ``(m, s)`` chosen from the 1-norm of
+    ``A`` (and, when it is large, estimates of ``|A^p|_1^(1/p)``) as the fewest products
+    whose truncation error is below the unit roundoff; each step stops early when two
+    terms in a row are negligible. The gradient is that of this computation, run backwards:
+    as many products with ``A^H`` as the forward pass with ``A``, and one vector-Jacobian
+    product of ``A(theta)`` on each step's terms (kept from the forward pass while they
+    take under 256 MiB, else recomputed). Second derivatives (``create_graph=True``) and
+    forward mode (``jvp``, ``hvp``) differentiate the same computation (recorded in yaad
+    operations, its step counts held fixed).
     """
     if start is not None or stop is not None:
         times = np.linspace(0.0 if start is None else start, 1.0 if stop is None else stop,
@@ -675,7 +837,8 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
                             endpoint=True if endpoint is None else endpoint)
         out, prev, t_prev = [], B, 0.0
         for t in times:
-            prev = expm_multiply((t - t_prev) * aslinearoperator(A), prev)
+            prev = expm_multiply((t - t_prev) * aslinearoperator(A), prev,
+                                 traceA=None if traceA is None else (t - t_prev) * traceA)
             t_prev = t
             out.append(prev)
         return stack(out)
@@ -685,8 +848,9 @@ def expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: int 
     if b.ndim not in (1, 2) or b.shape[0] != n:
         raise ValueError(f"sparse.linalg.expm_multiply: B must have shape ({n},) or ({n}, m), "
                          f"not {b.shape}")
-    problem = _Expm(op, b)
     inputs = [B if isinstance(B, Tensor) else make_tensor(b), *op.inputs]
+    store = bool(state.enabled or state.levels) and any(differentiable(t) for t in inputs)
+    problem = _Expm(op, b, traceA, store)
     return record(problem, inputs, _result_tensors(op, B))[0]
 
 
