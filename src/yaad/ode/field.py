@@ -118,6 +118,16 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list) -> tuple[d
     return progs, tensors
 
 
+def vmap_jacobians(g: Callable, Y: Any, T: Any, params: Sequence, need_t: bool) -> list:
+    """The Jacobians of ``g(y, t, *params)`` (flat) at the points ``(Y[k], T[k])``: for
+    ``y``, ``t`` if ``need_t``, and each of ``params``; one ``vmap`` of ``jacrev``."""
+    from ..func import jacrev, vmap
+
+    nums = (0,) + ((1,) if need_t else ()) + tuple(range(2, 2 + len(params)))
+    jac = vmap(jacrev(g, argnums=nums), in_dims=(0, 0) + (None,) * len(params))
+    return list(jac(Y, T, *params))
+
+
 class Field:
     """``func(y, t, *args)`` on flat arrays (see the module docstring).
 
@@ -247,20 +257,17 @@ class Field:
         ``(J_y (P, n, n), J_t (P, n) or None, J_p (P, n, parameters) or None)``, the
         parameters flattened in order. One vectorized reverse pass (``vmap`` of
         ``jacrev``) for all points, instead of ``n`` vector-Jacobian products each."""
-        from ..func import jacrev, vmap
-
         P, n = Y.shape
+        Yt, Tt = make_tensor(np.ascontiguousarray(Y)), make_tensor(np.asarray(ts, float))
+        # (eager: vmap of jacrev does not record in yaad.compile today)
         shape = self.shape
         params = [make_tensor(p) for p in self.params] if need_p else []
-        npar = len(params)
 
         def g(y: Any, t: Any, *ps: Any) -> Any:
             full = ps if need_p else [make_tensor(p) for p in self.params]
             return self.call(y.reshape(shape), t, full).reshape(-1)
 
-        nums = (0,) + ((1,) if need_t else ()) + tuple(range(2, 2 + npar))
-        jac = vmap(jacrev(g, argnums=nums), in_dims=(0, 0) + (None,) * npar)
-        blocks = jac(make_tensor(Y), make_tensor(np.asarray(ts, float)), *params)
+        blocks = vmap_jacobians(g, Yt, Tt, params, need_t)
         blocks = [np.asarray(data_of(b)) for b in blocks]
         Jy = blocks[0].reshape(P, n, n)
         Jt = blocks[1].reshape(P, n) if need_t else None

@@ -330,14 +330,23 @@ class Radau:
                 tbar -= float(thbar.sum()) / h
                 hbar -= float(thbar @ thetas) / h
         times = t + self.C * h
-        Js = [field.jac(y + Z[j], times[j]) for j in range(3)]
+        # the three stages' Jacobians in one vectorized call (and, for a small state, those
+        # of the time and the parameters: then no VJP of func is needed)
+        small = field.linear_points(y.dtype) >= 3
+        need_p = small and bool(field.params)
+        Js, Jt, Jp = field.jacobians(y + Z, times, need_t and small, need_p)
         # (dG/dZ)^T W = Zbar with G(Z) = Z - h (A x I) F(y + Z)
         M = np.eye(3 * n) - h * np.kron(self.A, np.ones((n, n))) * np.tile(
-            np.hstack(Js), (3, 1))
+            np.hstack(list(Js)), (3, 1))
         W = scipy.linalg.solve(M.T, Zbar.reshape(-1)).reshape(3, n)
         V = h * (self.A.T @ W)
         for j in range(3):
-            yb, tb, pbars = field.vjp(y + Z[j], times[j], V[j])
+            if small:
+                yb = V[j] @ Js[j]
+                tb = float(V[j] @ Jt[j]) if need_t else 0.0
+                pbars = field.split(V[j] @ Jp[j]) if need_p else []
+            else:
+                yb, tb, pbars = field.vjp(y + Z[j], times[j], V[j])
             ybar = ybar + yb
             Fj = field.value(y + Z[j], times[j])
             hbar += float(V[j] @ Fj) / h + self.C[j] * tb
