@@ -128,13 +128,12 @@ _pass_ids = itertools.count(1)
 
 
 def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list | None:
+    """The pass, by phases: order the nodes (dependency counts), seed the roots, run the
+    nodes as their counts reach zero, then the stops and the leaves."""
     # Each node keeps its bookkeeping for the pass in slots (visit: the pass id, count:
     # consumers still to deliver, acc: the gradient so far): no dict lookups keyed by
     # thousands of scattered nodes.
     pid = next(_pass_ids)
-
-    # 1. Dependency counts over the graph reachable from the roots; with targets
-    # (autograd.grad), over the part that leads to them.
     leaves: dict[Any, Any] = {}
     start = []
     for edge, g in roots:
@@ -144,7 +143,38 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         else:
             start.append(node)
     needed, stops = leading_to(start, targets) if targets else (None, None)
+    ready = _count_consumers(start, needed, pid)
     stopped: dict = {}  # edge into a stop -> its gradient
+    for edge, g in roots:
+        node = _node_of(edge)
+        if stops and node in stops:
+            stopped[edge] = _add(stopped.get(edge), g)
+        elif node is not None and node.visit == pid:
+            _accumulate(leaves, edge, g)
+    if len(ready) > 1:
+        ready = [n for n in ready if n.count == 0]
+    results = [None] * len(inputs) if inputs is not None else None
+    general = create_graph or check is not None  # every node through node_gradients
+    for _, g in roots:  # (Dask gradients: rules run where a value read is refused)
+        if type(g) is not ndarray and is_lazy(g):
+            general = True
+    _run_nodes(ready, leaves, pid, stops, stopped, targets, inputs, results, general,
+               create_graph, check, not retain_graph)
+    for node in stops or ():  # inputs of autograd.grad where the pass ends
+        if node.op.nout == 1:
+            g = stopped.get(node)
+        else:
+            g = [stopped.get((node, k)) for k in range(node.op.nout)]
+            g = g if [x for x in g if x is not None] else None
+        capture(node, node_hooks(node, g), targets[node], inputs, results)
+    g = None  # (its reference would count against the leaves' gradients)
+    _deliver_to_leaves(leaves, targets, results, create_graph)
+    return results
+
+
+def _count_consumers(start: list, needed: Any, pid: int) -> list:
+    """Phase 1: the dependency count of every node reachable from ``start`` (with
+    ``needed``, for autograd.grad, of those leading to its inputs); the start nodes."""
     stack = []
     for node in start:
         if node.visit != pid and (needed is None or node in needed):
@@ -177,30 +207,19 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
                 if top is not None:
                     stack.append(top)
                 top = q
+    return ready
 
-    # 2. Seed the roots, then run nodes as their counts reach zero: the rules of each
-    # node get its whole gradient, and what they return goes along the node's edges.
-    for edge, g in roots:
-        node = _node_of(edge)
-        if stops and node in stops:
-            stopped[edge] = _add(stopped.get(edge), g)
-        elif node is not None and node.visit == pid:
-            _accumulate(leaves, edge, g)
-    if len(ready) > 1:
-        ready = [n for n in ready if n.count == 0]
-    results = [None] * len(inputs) if inputs is not None else None
+
+def _run_nodes(ready, leaves, pid, stops, stopped, targets, inputs, results, general,
+               create_graph, check, release) -> None:
+    """Phase 2: run each node once its count is zero: its rules get its whole gradient,
+    and what they return goes along its edges (:func:`_deliver`)."""
     masked: set = set()  # nodes whose gradient a selection (where, indexing) zeroed in places
     now = clock[0]
-    leaves_get = leaves.get
     ready_pop = ready.pop
     ready_append = ready.append
     captured = {t for t in targets if type(t) is Node} if targets else None
-    general = create_graph or check is not None  # every node through node_gradients
-    for _, g in roots:  # (Dask gradients: rules run where a value read is refused)
-        if type(g) is not ndarray and is_lazy(g):
-            general = True
-    release = not retain_graph
-
+    top = None
     while top is not None or ready:
         if top is None:
             node = ready_pop()
@@ -250,78 +269,75 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             if done:
                 gi = rule  # (node_gradients' result for this input)
             else:
-                if table is not None:
-                    gi = rule(ans, *args).conjugate()
-                    # gi is often a fresh temporary (cos(x)): multiply into it when large
-                    if (type(gi) is ndarray and gi.size >= IN_PLACE_SIZE
-                            and _getrefcount(gi) <= _SOLE and fits_into(gi, g)):
-                        multiply(gi, g, out=gi)
-                    else:
-                        gi = g * gi
-                elif kw is None:
-                    gi = (rule(g, ans, *args) if into is None else
-                          _add_into(into, rule, p, leaves, pid, g, ans, args))
-                else:
-                    gi = rule(g, ans, *args, **kw)
-                if gi is not None and ref is not None:
-                    try:
-                        if gi.shape != ref.shape or (gi.dtype is not ref.dtype
-                                                     and gi.dtype != ref.dtype):
-                            gi = _fit(gi, ref, node, g)
-                    except AttributeError:
-                        gi = _fit(gi, ref, node, g)
-            # Deliver gi along the edge: to a node, one output of a node, or a leaf.
-            if type(p) is Node:
-                q = p
-                if q.visit != pid:
-                    _off_path(p, q, gi, pid, stops, stopped)
-                    continue
-                if gi is not None:
-                    prev = q.acc
-                    q.acc = gi if prev is None else prev + gi
-                    if mask:
-                        masked.add(q)
-                c = q.count - 1
-                q.count = c
-                if not c:
-                    if top is not None:
-                        ready_append(top)
-                    top = q
-            elif type(p) is tuple:
-                n = p[0]
-                if n.visit != pid:
-                    _off_path(p, n, gi, pid, stops, stopped)
-                    continue
-                if gi is not None:
-                    _accumulate(leaves, p, gi)
-                    if mask:
-                        masked.add(n)
-                n.count -= 1
-                if not n.count:
-                    if top is not None:
-                        ready_append(top)
-                    top = n
-            elif gi is not None:
-                prev = leaves_get(p)
-                leaves[p] = gi if prev is None else prev + gi
+                gi = _call_rule(rule, table, into, p, ref, g, ans, args, kw, node, leaves, pid)
+            q = _deliver(p, gi, pid, mask, masked, leaves, stops, stopped)
+            if q is not None:
+                if top is not None:
+                    ready_append(top)
+                top = q
         if release and op.frees and (op.frees is True or op.frees(node)):
             node.args = node.ans = node.kw = None
             if extra is not None:
                 extra.duals = None
 
-    # 3. Stops (inputs of autograd.grad where the pass ends): hooks, then capture.
-    for node in stops or ():
-        if node.op.nout == 1:
-            g = stopped.get(node)
-        else:
-            g = [stopped.get((node, k)) for k in range(node.op.nout)]
-            g = g if [x for x in g if x is not None] else None
-        capture(node, node_hooks(node, g), targets[node], inputs, results)
 
-    # 4. Leaves: hooks, then accumulate (or capture). Entries are popped (and the loop's
-    # variables dropped) so that own can tell from the reference count whether a gradient
-    # is held elsewhere.
-    g = gi = prev = rules = None
+def _call_rule(rule, table, into, p, ref, g, ans, args, kw, node, leaves, pid) -> Any:
+    """The gradient along one input edge ``p`` (input ``ref``) of ``node``, in the common
+    case: a row of the elementwise table or the op's rule, fitted to the input."""
+    if table is not None:
+        gi = rule(ans, *args).conjugate()
+        # gi is often a fresh temporary (cos(x)): multiply into it when large
+        if (type(gi) is ndarray and gi.size >= IN_PLACE_SIZE
+                and _getrefcount(gi) <= _SOLE and fits_into(gi, g)):
+            multiply(gi, g, out=gi)
+        else:
+            gi = g * gi
+    elif kw is None:
+        gi = (rule(g, ans, *args) if into is None else
+              _add_into(into, rule, p, leaves, pid, g, ans, args))
+    else:
+        gi = rule(g, ans, *args, **kw)
+    if gi is not None and ref is not None:
+        try:
+            if gi.shape != ref.shape or (gi.dtype is not ref.dtype and gi.dtype != ref.dtype):
+                gi = _fit(gi, ref, node, g)
+        except AttributeError:
+            gi = _fit(gi, ref, node, g)
+    return gi
+
+
+def _deliver(p, gi, pid, mask, masked, leaves, stops, stopped) -> Node | None:
+    """Deliver ``gi`` along the edge ``p``: to a node, one output of a node, or a leaf.
+    Returns the node whose last consumer this was (it is ready to run), else None."""
+    if type(p) is Node:
+        q = p
+    elif type(p) is tuple:
+        q = p[0]
+    else:
+        if gi is not None:
+            prev = leaves.get(p)
+            leaves[p] = gi if prev is None else prev + gi
+        return None
+    if q.visit != pid:
+        _off_path(p, q, gi, pid, stops, stopped)
+        return None
+    if gi is not None:
+        if q is p:
+            prev = q.acc
+            q.acc = gi if prev is None else prev + gi
+        else:
+            _accumulate(leaves, p, gi)
+        if mask:
+            masked.add(q)
+    c = q.count - 1
+    q.count = c
+    return None if c else q
+
+
+def _deliver_to_leaves(leaves: dict, targets: Any, results: Any, create_graph: bool) -> None:
+    """Phase 4: the leaves' hooks, then their ``.grad`` accumulated (or captured).
+    Entries are popped, so that ``own`` can tell from the reference count whether a
+    gradient is held elsewhere."""
     while leaves:
         leaf, g = leaves.popitem()
         if not leaf.requires_grad or (targets is not None and leaf not in targets):
@@ -347,7 +363,6 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
         # no copy if nothing else (a hook, gradient=) holds it: counted on this local
         sole = prev is None and _getrefcount(g) <= _SOLE
         leaf._grad = own(g, sole) if prev is None else accumulate_grad(prev, g, create_graph)
-    return results
 
 
 def _add_into(into: Any, rule: Any, p: Any, leaves: dict, pid: int, g: Any, ans: Any,
