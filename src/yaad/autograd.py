@@ -89,8 +89,8 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     return tuple(grads)
 
 
-def _per_example_roots(outputs: tuple, grad_outputs: tuple, inputs: tuple,
-                       levels: set) -> tuple[list, list]:
+def _per_example_roots(outputs: tuple[Any, ...], grad_outputs: tuple[Any, ...],
+                       inputs: tuple[Any, ...], levels: set[int]) -> tuple[list[Any], list[Any]]:
     """The outputs of a call of ``grad`` inside vmap, with their batch axes made ordinary
     axes, and the cotangents laid out alike (as ``yaad.func``'s pullback does): the pass
     then gives every example its own gradient. An output's implicit gradient is 1 for each

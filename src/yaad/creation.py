@@ -431,7 +431,8 @@ def _like_maker(np_fn: Callable[..., np.ndarray], name: str) -> Callable[..., Te
         if batched:
             # inside vmap: batched as ``a`` is, as in torch.func (an in-place write of one
             # example's values into it then works)
-            return like(out, a)
+            batched_out: Tensor = like(out, a)
+            return batched_out
         return out
 
     make.__name__ = name

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, cast
 
 from .errors import error
 from .grad_mode import state
 from .tensor import Tensor
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _SEQUENCES = (list, tuple)
 
@@ -48,10 +50,10 @@ def refuse_grad(name: str, why: str, **arguments: Any) -> None:
             raise error("no-derivative", name=name, arg=arg, why=why)
 
 
-def no_derivative(*args: str, why: str) -> Callable:
+def no_derivative(*args: str, why: str) -> Callable[[F], F]:
     """Decorate a public function whose arguments named ``args`` have no derivative: a
     tensor requiring grad passed there raises (:func:`refuse_grad`), naming it."""
-    def decorate(fn: Callable) -> Callable:
+    def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
         unknown = set(args) - set(signature.parameters)
         if unknown:
@@ -67,6 +69,6 @@ def no_derivative(*args: str, why: str) -> Callable:
             return fn(*a, **kw)
 
         wrapper.no_derivative = args  # type: ignore[attr-defined]
-        return wrapper
+        return cast(F, wrapper)
 
     return decorate

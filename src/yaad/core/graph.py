@@ -89,16 +89,16 @@ class Node:
             return self.more
         return (self.e0,) if self.e1 is UNARY else (self.e0, self.e1)
 
-    @property
-    def next_functions(self) -> tuple[tuple[Any, int], ...]:
-        """PyTorch's view of the edges (see :func:`yaad.core.edges.next_functions`)."""
-        return next_functions(self)
-
     @parents.setter
     def parents(self, edges: tuple[Any, ...]) -> None:
         n = len(edges)
         self.e0, self.e1, self.more = ((edges[0], UNARY, None) if n == 1 else (*edges, None)
                                        if n == 2 else (None, None, tuple(edges)))
+
+    @property
+    def next_functions(self) -> tuple[tuple[Any, int], ...]:
+        """PyTorch's view of the edges (see :func:`yaad.core.edges.next_functions`)."""
+        return next_functions(self)
 
 
 def record_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,

@@ -229,7 +229,7 @@ def require_symmetric(g: Any, values: Any, tol: Any, scale: float, name: str, wh
         return
     gd, vd = data_of(g), data_of(values)
     xp = namespace(gd)
-    free = True if exempt is None else ~exempt
+    free: Any = True if exempt is None else ~exempt
     if zero_kink:
         bad = (vd <= tol) & ~negligible(gd, scale) & free
         if _any(bad):
@@ -757,7 +757,10 @@ def _level_curvature(gw: Any, w: Any, v: Any, a: Any, flat: Any) -> Any:
     if y is None:  # gw does not depend on the eigenvalues: no curvature across a level
         return 0
     y = np.asarray(data_of(y))
-    level_sum = lambda x: (same * x[..., None, :]).sum(-1)  # noqa: E731 (over each level)
+
+    def level_sum(x: Any) -> Any:  # (over each level)
+        return (same * x[..., None, :]).sum(-1)
+
     uu = level_sum(u * u)
     alpha = np.where(uu > 0, level_sum(u * y) / np.where(uu > 0, uu, 1), 0.0)
     broken = flat & ~negligible(y - alpha * u, magnitude(y))[..., :, None]
