@@ -25,7 +25,8 @@ from typing import Any, Callable
 import numpy as np
 
 VOCAB = ("sin", "cos", "exp", "sqrt", "tanh", "sum", "mean", "trace", "einsum", "diagonal",
-         "vdot", "real", "log_softmax", "expm", "stack", "odeint")
+         "vdot", "real", "log_softmax", "expm", "stack", "odeint", "tensordot", "moveaxis",
+         "astype", "conj")
 
 
 class Unsupported(Exception):
@@ -272,7 +273,9 @@ def _torch():
     xp = namespace("torch", torch,
                    diagonal=lambda x, axis1, axis2: torch.diagonal(x, 0, axis1, axis2),
                    log_softmax=lambda z, axis: torch.log_softmax(z, axis),
-                   expm=torch.linalg.matrix_exp, odeint=odeint)
+                   expm=torch.linalg.matrix_exp, odeint=odeint,
+                   tensordot=lambda a, b, axes: torch.tensordot(a, b, dims=axes),
+                   astype=lambda x, dtype: x.to(torch.from_numpy(np.empty(0, dtype)).dtype))
     return torch, xp
 
 

@@ -422,6 +422,42 @@ def _w9_floor(p, c):
     return loss, (grad,)
 
 
+# ---- W13: W9's circuit written as a physicist writes it -----------------------------------
+#
+# The same circuit and loss as W9 (so W9's floor), spelled gate by gate: index the angle,
+# build the 2x2 gate with cos/sin/exp and stack, cast it to complex, tensordot it into
+# the state and move the new axis back; each CNOT a tensordot on two axes.
+
+def _w13_inputs(rng, tiny):
+    params, consts = _w9_inputs(rng, tiny)
+    n = consts["psi0"].ndim
+    consts["n"] = n
+    consts["pairs"] = [(q, (q + 1) % n) for q in range(n)]
+    return params, consts
+
+
+def _w13_loss(xp, p, c):
+    (theta,) = p
+    psi = c["psi0"]
+    n = c["n"]
+    for layer in range(c["layers"]):
+        for q in range(n):
+            half = theta[layer, q, 0] / 2
+            co, si = xp.cos(half), xp.sin(half)
+            ry = xp.astype(xp.stack([xp.stack([co, -si]), xp.stack([si, co])]), complex)
+            psi = xp.moveaxis(xp.tensordot(ry, psi, axes=([1], [q])), 0, q)
+            half = theta[layer, q, 1] / 2
+            e = xp.exp(-1j * half)
+            zero = 0 * e
+            rz = xp.stack([xp.stack([e, zero]), xp.stack([zero, xp.conj(e)])])
+            psi = xp.moveaxis(xp.tensordot(rz, psi, axes=([1], [q])), 0, q)
+        for a, b in c["pairs"]:
+            psi = xp.tensordot(c["CNOT"], psi, axes=([2, 3], [a, b]))
+            psi = xp.moveaxis(psi, (0, 1), (a, b))
+    flat = psi.reshape(-1)
+    return xp.real(xp.vdot(flat, c["H"] @ flat))
+
+
 # ---- W10: quantum optimal control (a two-qubit gate from 50 matrix exponentials) ---------
 
 def _w10_inputs(rng, tiny):
@@ -567,6 +603,8 @@ WORKLOADS: tuple[Workload, ...] = (
                _w12_inputs(n), _w12_loss, _w12_floor, rtol=5e-4,
                slow={"jax": "diffrax outside jax.jit traces its solver on every call"})
       for n in (10, 100, 1000)),
+    Workload("W13", "W9's circuit as tensordot/moveaxis/stack per gate", _w13_inputs,
+             _w13_loss, _w9_floor, complex=True),
 )
 
 

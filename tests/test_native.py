@@ -102,6 +102,18 @@ class Torch:
     log = staticmethod(torch.log)
     arctan = staticmethod(torch.arctan)
 
+    @staticmethod
+    def stack(xs, axis=0):
+        return torch.stack(list(xs), dim=axis)
+
+    @staticmethod
+    def concatenate(xs, axis=0):
+        return torch.cat(list(xs), dim=axis)
+
+    @staticmethod
+    def astype(x, dtype):
+        return x.to(torch.from_numpy(np.empty(0, dtype)).dtype)
+
 
 class Yaad:
     """The same functions from yaad."""
@@ -141,6 +153,9 @@ class Yaad:
     sqrt = staticmethod(Y.sqrt)
     log = staticmethod(Y.log)
     arctan = staticmethod(Y.arctan)
+    stack = staticmethod(Y.stack)
+    concatenate = staticmethod(Y.concatenate)
+    astype = staticmethod(Y.astype)
 
 
 # Constants of the programs (the same arrays for every library).
@@ -237,7 +252,26 @@ def products(xp, a, b, c, z):
             + xp.sum(xp.abs(zz)))
 
 
+def gates(xp, theta, x):
+    """Gates built from their angles by stack (of 0-d values, real into complex: astype,
+    a complex exp) and applied by tensordot and moveaxis; stack along the last axis and
+    concatenate along the middle one."""
+    psi = xp.const(np.eye(8, dtype=complex)[0].reshape(2, 2, 2))
+    for q in range(3):
+        co, si = xp.cos(theta[q] / 2), xp.sin(theta[q] / 2)
+        ry = xp.astype(xp.stack([xp.stack([co, -si]), xp.stack([si, co])]), complex)
+        e = xp.exp(-0.5j * theta[q])
+        rz = xp.stack([xp.stack([e, 0 * e]), xp.stack([0 * e, xp.conj(e)])])
+        psi = xp.moveaxis(xp.tensordot(rz @ ry, psi, ([1], [q])), 0, q)
+    psi = xp.moveaxis(xp.tensordot(xp.const(CNOT), psi, ([2, 3], [2, 0])), (0, 1), (2, 0))
+    s = xp.stack([x, x * x, xp.tanh(x)], axis=-1)          # (2, 3, 3)
+    c = xp.concatenate([s, xp.sin(s[:, :1])], axis=1)      # (2, 4, 3)
+    flat = psi.reshape(-1)
+    return xp.real(xp.vdot(flat, xp.const(H) @ flat)) + xp.sum(c * c)
+
+
 PROGRAMS = {
+    "gates": (gates, lambda: [RNG.uniform(-3, 3, 3), RNG.standard_normal((2, 3))]),
     "products": (products, lambda: [RNG.standard_normal((3, 4)), RNG.standard_normal((4, 5)),
                                     RNG.standard_normal((3, 5)),
                                     RNG.standard_normal((3, 3))
@@ -387,7 +421,7 @@ def test_without_numba_same_results(monkeypatch):
 
 
 @pytest.mark.parametrize("wid,tiny", [("W7", True), ("W7", False), ("W9", True),
-                                      ("W10", True)])
+                                      ("W10", True), ("W13", True)])
 def test_workloads_native_against_the_floor(force_native, wid, tiny):
     import sys
     from pathlib import Path
@@ -456,6 +490,29 @@ def test_expm_of_a_non_finite_matrix_runs_the_numpy_replay(force_native):
         _close(g[ok], gw[ok])
         if np.isfinite(want):
             _close(got, want)
+
+
+def test_complex_exp_at_infinities_and_overflow_runs_the_numpy_replay(force_native):
+    # NumPy's complex exponential has answers of its own at inf and NaN, and where exp
+    # overflows: the native program hands those calls to the NumPy replay.
+    def f(x):
+        z = Y.astype(x, complex)
+        w = z * (0.1 + 0.05j)
+        return Y.sum(Y.imag(Y.exp(z))) + Y.sum(Y.real(Y.exp(w) * Y.conj(Y.exp(-w * 0.5j))))
+
+    c = Y.compile(f)
+    draws = [RNG.standard_normal(3) for _ in range(2)] + [
+        np.array([0.5, np.inf, -1.0]), np.array([710.0, 0.1, 0.2]),
+        np.array([-np.inf, np.nan, 0.3]), RNG.standard_normal(3)]
+    with np.errstate(all="ignore"):
+        for a in draws:
+            got, (g,) = _yaad_call(c, [a])
+            want, (gw,) = _yaad_call(f, [a])
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+            np.testing.assert_allclose(g, gw, rtol=1e-12, atol=1e-12)
+    assert _uses_native(c)
+    assert c.stats["replayed"] == len(draws) - 2
 
 
 def test_merged_subexpression_with_default_settings_large_array():

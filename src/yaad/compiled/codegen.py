@@ -29,7 +29,7 @@ class Namespace:
 
     def __init__(self) -> None:
         self.env: dict[str, Any] = {"np": np, "_bcast": broadcast_copy,
-                                    "_scatter": scatter_at}
+                                    "_scatter": scatter_at, "_stack_into": stack_into}
         self._ids: dict[int, str] = {}
 
     def name(self, obj: Any, prefix: str = "c") -> str:
@@ -202,13 +202,156 @@ def _conj(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     return f"{a[0]}.conj()" if _is_array(it.args[0], shapes) else None
 
 
+# ---- shape logic done once: contractions, axis moves and joins for the recorded shapes ----
+#
+# NumPy's tensordot, moveaxis and stack are Python functions that normalise their axes,
+# work out permutations and shapes and check them on every call (about 20, 10 and 14 us
+# on small arrays, against 1-5 us for the C calls they end in). The shapes of a replay's
+# arrays are those recorded (the inputs' are the signature, and an op whose output shape
+# may depend on values has a shape guard), so the replay makes only the C calls.
+
+def _arg_shape(r: Any, shapes: Any) -> tuple | None:
+    """The recorded shape of an ndarray argument (a slot or a constant), else None."""
+    if type(r) is Slot:
+        return shapes(r.i) if shapes is not None and shapes(r.i, True) else None
+    return r.shape if type(r) is np.ndarray else None
+
+
+def _view_as(x: str, shape: tuple, perm: tuple, new_shape: tuple) -> str:
+    """Source for ``x.transpose(perm).reshape(new_shape)``, leaving out what does nothing."""
+    if perm != tuple(range(len(perm))):
+        x = f"{x}.transpose({perm!r})"
+        shape = tuple(shape[p] for p in perm)
+    if tuple(new_shape) != tuple(shape):
+        x = f"{x}.reshape({tuple(new_shape)!r})"
+    return x
+
+
+def _tensordot(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    # np.tensordot's own steps for the recorded shapes: transpose and reshape both operands
+    # to matrices, one np.dot, reshape the result (the same calls, so the same bits).
+    if set(kw) - {"axes"} or not 2 <= len(a) <= 3 or (len(a) == 3 and kw):
+        return None
+    axes = it.args[2] if len(a) == 3 else it.kw.get("axes", 2) if it.kw else 2
+    if type(axes) is Slot or type(axes) is SlotTuple:
+        return None
+    sa, sb = _arg_shape(it.args[0], shapes), _arg_shape(it.args[1], shapes)
+    if sa is None or sb is None:
+        return None
+    ia, ib = products._tensordot_axes(axes, len(sa), len(sb))
+    if len(ia) != len(ib) or len(set(ia)) != len(ia) or len(set(ib)) != len(ib) or any(
+            sa[i] != sb[j] for i, j in zip(ia, ib)):
+        return None
+    fa = [k for k in range(len(sa)) if k not in ia]
+    fb = [k for k in range(len(sb)) if k not in ib]
+    inner = math.prod(sa[k] for k in ia)
+    left = _view_as(a[0], sa, tuple(fa + ia), (math.prod(sa[k] for k in fa), inner))
+    right = _view_as(a[1], sb, tuple(ib + fb), (inner, math.prod(sb[k] for k in fb)))
+    out = tuple(sa[k] for k in fa) + tuple(sb[k] for k in fb)
+    return f"np.dot({left}, {right}).reshape({out!r})"
+
+
+def _moveaxis(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    if kw or len(a) != 3 or not _constant_rest(it):
+        return None
+    shape = _arg_shape(it.args[0], shapes)
+    if shape is None:
+        return None
+    n = len(shape)
+    try:
+        src = np.lib.array_utils.normalize_axis_tuple(it.args[1], n, "source")
+        dst = np.lib.array_utils.normalize_axis_tuple(it.args[2], n, "destination")
+    except (TypeError, ValueError, np.exceptions.AxisError):
+        return None
+    if len(src) != len(dst):
+        return None
+    order = [k for k in range(n) if k not in src]
+    for d, k in sorted(zip(dst, src)):
+        order.insert(d, k)
+    return f"{a[0]}.transpose({tuple(order)!r})"
+
+
+def stack_into(shape: tuple, dtype: Any, index: tuple, arrays: tuple) -> np.ndarray:
+    """``np.stack(arrays, axis)`` for a known result: each array written into its place
+    ``index + (k,)`` of a new array of ``shape`` and ``dtype``."""
+    out = np.empty(shape, dtype)
+    for k, x in enumerate(arrays):
+        out[index + (k,)] = x
+    return out
+
+
+def _join_parts(it: Entry, kw: dict) -> tuple | None:
+    """(axis, the output dtype) of a stack or concatenate entry whose keywords are
+    constants, or None."""
+    known = {"axis", "dtype", "casting"}
+    if set(kw) - known or not it.dtypes or not it.args:
+        return None
+    raw = it.kw or {}
+    if any(type(raw[k]) is Slot or type(raw[k]) is SlotTuple for k in raw):
+        return None
+    if raw.get("casting", "same_kind") != "same_kind":
+        return None
+    return raw.get("axis", 0), it.dtypes[0]
+
+
+def _stack(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    # A new array of the recorded shape and dtype (the result type of the inputs, or the
+    # dtype asked for under same-kind casting, which the recording passed), filled by
+    # assignment: the same values np.stack computes.
+    parts = _join_parts(it, kw)
+    if parts is None or shapes is None or type(parts[0]) is not int:
+        return None
+    for r in it.args:
+        if type(r) is SlotTuple or (type(r) is Slot and not (
+                shapes(r.i, True) or shapes(r.i, "generic"))):
+            return None
+    axis, dtype = parts
+    shape = shapes(it.outs[0])
+    axis = axis + len(shape) if axis < 0 else axis
+    if not 0 <= axis < len(shape) or shape[axis] != len(a):
+        return None
+    dt = ns_dtype(dtype)
+    items = "(" + "".join(x + ", " for x in a) + ")"
+    if axis == 0:
+        return f"np.array({items}, {dt})"
+    return f"_stack_into({shape!r}, {dt}, {(slice(None),) * axis!r}, {items})"
+
+
+def ns_dtype(dtype: Any) -> str:
+    """Source for a NumPy dtype (its name, read through ``np.dtype``)."""
+    return f"np.dtype({np.dtype(dtype).str!r})"
+
+
+def _concatenate(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    parts = _join_parts(it, kw)
+    if parts is None or shapes is None:
+        return None
+    axis, dtype = parts
+    for r in it.args:
+        if type(r) is SlotTuple or (type(r) is Slot and not shapes(r.i, True)):
+            return None
+    items = "(" + "".join(x + ", " for x in a) + ")"
+    extra = f", dtype={ns_dtype(dtype)}" if it.kw and it.kw.get("dtype") is not None else ""
+    return f"np.concatenate({items}, axis={axis!r}{extra})"
+
+
+def _astype(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    # (copy=True: astype always makes a new array, as the op's forward does)
+    r = it.args[0]
+    if kw or len(a) != 2 or not _constant_rest(it) or not (
+            _arg_shape(r, shapes) is not None or (type(r) is Slot and shapes(r.i, "generic"))):
+        return None
+    return f"{a[0]}.astype({a[1]})"
+
+
 _TEMPLATES = {
     "add": _binary("+"), "subtract": _binary("-"), "multiply": _binary("*"),
     "divide": _binary("/"), "matmul": _binary("@"), "negative": _negative,
     "swapaxes": _method("swapaxes", (2,)), "transpose": _method("transpose", (0, 1)),
     "reshape": _to_shape, "expand_dims": _to_shape, "squeeze": _to_shape,
     "sum": _sum, "getitem": _getitem, "conjugate": _conj, "broadcast_to": _broadcast,
-    "scatter_add": _scatter,
+    "scatter_add": _scatter, "tensordot": _tensordot, "moveaxis": _moveaxis,
+    "stack": _stack, "concatenate": _concatenate, "astype": _astype,
 }
 _BY_OP: dict[int, Any] = {}
 

@@ -160,7 +160,7 @@ _UNARY = {"negative": 0, "cos": 1, "sin": 2, "tan": 3, "exp": 4, "log": 5, "sqrt
 _BINARY = {"add": 0, "subtract": 1, "multiply": 2, "divide": 3}
 # opcodes (see native_kernels)
 (ADD, SUB, MUL, DIV, UNARY, NEG_Z, CONJ, REAL, IMAG, ABS_Z, TO_Z, GATHER, CONTRACT1,
- CONTRACT2, STRONG_ZERO, EXPM, SIGN_Z, GEMM) = range(18)
+ CONTRACT2, STRONG_ZERO, EXPM, SIGN_Z, GEMM, EXP_Z) = range(19)
 
 
 class _Val:
@@ -313,8 +313,10 @@ def _unary(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
         g.op(ABS_Z, out, a)
     elif a.kind == 1 and kind == 1 and it.op.name == "sign":
         g.op(SIGN_Z, out, a)
+    elif a.kind == 1 and kind == 1 and it.op.name == "exp":
+        g.op(EXP_Z, out, a)
     else:
-        raise _Reject  # (complex functions: NumPy's and numba's may differ at edges)
+        raise _Reject  # (other complex functions: NumPy's and numba's may differ at edges)
     return out
 
 
@@ -541,6 +543,49 @@ def _astype(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
     return out
 
 
+def _join(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
+    # stack and concatenate: one gather from the whole workspace (every input, of the
+    # output's kind, has its region there), so each element is copied exactly.
+    kw = _kw(it)
+    if set(kw) - {"axis", "dtype", "casting"} or kw.get("casting", "same_kind") != "same_kind":
+        raise _Reject
+    axis = kw.get("axis", 0)
+    if type(axis) is not int or not it.args:
+        raise _Reject
+    vals = []
+    for r in it.args:
+        v = g.val(r)
+        if v.kind != kind:
+            if v.kind > kind:
+                raise _Reject
+            z = g.new(1, v.shape)
+            g.op(TO_Z, z, v)
+            v = z
+        vals.append(v)
+    grid = np.arange(max(int(np.prod(shape)), 1)).reshape(shape)
+    if it.op.name == "stack":
+        axis = axis + len(shape) if axis < 0 else axis
+        if not 0 <= axis < len(shape) or shape[axis] != len(vals):
+            raise _Reject
+        places = list(np.moveaxis(grid, axis, 0))
+    else:
+        if not shape:
+            raise _Reject
+        axis = axis + len(shape) if axis < 0 else axis
+        if not 0 <= axis < len(shape) or any(len(v.shape) != len(shape) for v in vals):
+            raise _Reject
+        cuts = np.cumsum([v.shape[axis] for v in vals])[:-1]
+        places = np.split(grid, cuts, axis=axis)
+    src = np.empty(grid.size, np.int64)
+    for v, place in zip(vals, places):
+        if place.shape != v.shape:
+            raise _Reject
+        src[place.ravel()] = v.off + np.arange(v.n)
+    out = g.new(kind, shape)
+    g.op(GATHER, out, _Val(kind, 0, 0, ()), x=g.index(src))
+    return out
+
+
 def _scatter_add(g: _Gen, it: Entry, kind: int, shape: tuple) -> _Val:
     if it.kw or len(it.args) != 3:
         raise _Reject
@@ -596,7 +641,8 @@ _EMITTERS: dict[str, Callable] = {
     "tensordot": _tensordot, "diag_embed": _place,
     "conjugate": _conjugate, "real": _real_imag, "imag": _real_imag, "astype": _astype,
     "scatter_add": _scatter_add, "strong_zero": _strong_zero, "linalg.expm": _expm,
-    "linalg.block_upper": _block_upper, "power": _power,
+    "linalg.block_upper": _block_upper, "power": _power, "stack": _join,
+    "concatenate": _join,
 }
 
 

@@ -31,6 +31,7 @@ EXPM = 15  # m: the matrix size
 SIGN_Z = 16  # z / |z| (0 at 0)
 GEMM = 17  # out (m x n) = op(a) (m x K) @ op(b) (K x n), n = out's size / m; x: K;
 # sa, sb: 1 where the operand's region holds the transpose (K x m, n x K); BLAS's product
+EXP_Z = 18  # the complex exponential (a non-finite input or result: 1, the NumPy replay)
 
 (F_NEG, F_COS, F_SIN, F_TAN, F_EXP, F_LOG, F_SQRT, F_TANH, F_SINH, F_COSH, F_ABS, F_SQUARE,
  F_RECIP, F_EXPM1, F_LOG1P, F_ARCTAN, F_SIGN) = range(17)
@@ -242,6 +243,16 @@ def execute(code, idx, R, Z):
                 _gemm(R, o, n, R, a, sa, R, b, sb, x, m)
             else:
                 _gemm(Z, o, n, Z, a, sa, Z, b, sb, x, m)
+        elif op == EXP_Z:
+            # (NumPy's exponential has its own answers at infinities and overflow)
+            for k in range(n):
+                z = Z[a + k]
+                if not (np.isfinite(z.real) and np.isfinite(z.imag)):
+                    return 1
+                w = np.exp(z)
+                if not (np.isfinite(w.real) and np.isfinite(w.imag)):
+                    return 1
+                Z[o + k] = w
         elif op == SIGN_Z:
             for k in range(n):
                 Z[o + k] = _csign(Z[a + k])
