@@ -31,6 +31,7 @@ and methods keep in their own modules; a class's data attributes are watched
 from __future__ import annotations
 
 import functools
+import pickle
 import types
 import warnings
 from typing import Any, Callable
@@ -92,6 +93,17 @@ def _float_state(filters: list) -> Any:
     return None if err_key is None and errors is None else (err_key, errors)
 
 
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+
+
+def _rng_state(v: Any) -> bytes:
+    """The state of a NumPy random generator, as bytes (its dict holds arrays)."""
+    if isinstance(v, np.random.RandomState):
+        return pickle.dumps(v.get_state(legacy=False))
+    bits = v if isinstance(v, np.random.BitGenerator) else v.bit_generator
+    return pickle.dumps(bits.state)
+
+
 class TooMuchState(Exception):
     """The function reaches more objects than a check per call can afford."""
 
@@ -105,7 +117,8 @@ def _is_code(v: Any) -> bool:
 class _Walk:
     def __init__(self, module_globals: dict | None) -> None:
         self.ns = Namespace()
-        self.ns.env.update(st_same=same_bits, st_same_foreign=same_foreign, st_M=_MISSING)
+        self.ns.env.update(st_rng=_rng_state, st_same=same_bits, st_same_foreign=same_foreign,
+                           st_M=_MISSING)
         self.conds: list[str] = []  # each True when the state changed
         self.seen: set[int] = set()
         self.keep: list = []  # snapshots and the objects checked (their ids stay unique)
@@ -164,6 +177,11 @@ class _Walk:
             o = self.name(v, "o")
             meta = self.name((v._data.shape, v._data.dtype, v.requires_grad), "m")
             self.check(f"({o}._data.shape, {o}._data.dtype, {o}.requires_grad) != {meta}")
+        elif isinstance(v, _GENERATORS):
+            # A draw changes its state: the recording then runs eagerly, where comparing
+            # two recordings misses draws that came out the same (a small mask).
+            o = self.name(v, "o")
+            self.check(f"st_rng({o}) != {self.name(_rng_state(v), 's')}")
         elif is_foreign(v):
             self.foreign_array(v)
         elif isinstance(v, types.MethodType):

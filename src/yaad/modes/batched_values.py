@@ -208,7 +208,11 @@ def draw(sample: Callable[[tuple], Any], shape: tuple, what: str) -> Any:
     vmap, as each active level's ``randomness`` says: ``"error"`` refuses (a loop over the
     examples would draw different numbers for each, one batched call cannot know which);
     ``"same"`` draws once for every example; ``"different"`` draws a batch of them (a
-    tensor batched at that level). Outside vmap: ``sample(shape)``."""
+    tensor batched at that level). Outside vmap: ``sample(shape)``. A recording of
+    ``yaad.compile`` cannot replay a draw (two recordings may draw the same numbers, a
+    small mask often): the call runs eagerly."""
+    if state.tracer is not None:
+        state.tracer.escape(f"random numbers drawn by {what}")
     if not batch_sizes:
         return sample(shape)
     levels = active_levels()
