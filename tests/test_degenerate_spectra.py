@@ -504,3 +504,58 @@ def test_qr_at_full_column_rank_is_unchanged():
     (torch.sum(q ** 3) + torch.sum(r ** 2)).backward()
     g = grad(lambda t: (lambda q, r: yaad.sum(q ** 3) + yaad.sum(r ** 2))(*L.qr(t)), a)
     np.testing.assert_allclose(g, x.grad.numpy(), atol=1e-12)
+
+
+CUTS = {  # (solver, k, which, sigma), the k computed eigenvalues cut through a level
+    "eigsh SA, k=2 (1 of the triplet)": ("eigsh", 2, "SA", None),
+    "eigsh SA, k=6 (2 of the zero level)": ("eigsh", 6, "SA", None),
+    "eigsh LA, k=3 (3 of the quintet)": ("eigsh", 3, "LA", None),
+    "eigsh near -0.9, k=2": ("eigsh", 2, "LM", -0.9),
+    "eigs SR, k=3": ("eigs", 3, "SR", None),
+    "eigs LR, k=14 (dense check)": ("eigs", 14, "LR", None),
+}
+
+
+def _computed_sum(solver, k, which, sigma):
+    def f(b):
+        op = yaad.sparse.asarray(sps.csr_array(H)) + b * yaad.sparse.asarray(sps.csr_array(SZ))
+        solve = sl.eigsh if solver == "eigsh" else sl.eigs
+        w = solve(op, k=k, which=which, sigma=sigma, tol=1e-14, return_eigenvectors=False)
+        return yaad.sum(yaad.real(w))
+    return f
+
+
+@pytest.mark.parametrize("cut", CUTS)
+def test_k_cutting_through_a_degenerate_level_raises(cut):
+    # The sum of the k computed eigenvalues is symmetric in them, but not in the level
+    # that k cuts: its one-sided derivatives along the field differ (the oracle), and the
+    # gradient was a basis-dependent number (ARPACK's choice inside the level).
+    f = _computed_sum(*CUTS[cut])
+    right, left = one_sided(lambda b: float(f(yaad.tensor(b)).item()), 0.0, 1.0, eps=1e-5)
+    assert abs(right - left) > 0.5
+    b = yaad.tensor(0.0, requires_grad=True)
+    with pytest.raises(GaugeError, match="cuts through a degenerate level"):
+        f(b).backward()
+
+
+@pytest.mark.parametrize("k, which, level", [(4, "SA", -1.0), (11, "SA", 0.0),
+                                              (5, "LA", 1.0)])
+def test_k_holding_whole_levels_is_exact(k, which, level):
+    # The same sums with whole levels (and a member of a cut level with cotangent 0): the
+    # derivative exists, equal to central differences (a field along S^z: the derivative
+    # of each level's sum is the level's trace of S^z, 0 here; a random symmetric
+    # direction too).
+    rng = np.random.default_rng(4)
+    e = rng.standard_normal((16, 16))
+    e = e + e.T
+
+    def f(b):
+        a = yaad.tensor(H) + b * yaad.tensor(e)
+        w = sl.eigsh(a, k=k + 1, which=which, tol=1e-14, return_eigenvectors=False)
+        keep = np.arange(k) if which == "SA" else np.arange(1, k + 1)
+        return yaad.sum(w[keep])  # the (k+1)-th (cut level's member) not used
+
+    b = yaad.tensor(0.0, requires_grad=True)
+    f(b).backward()
+    fd = central(lambda t: float(f(yaad.tensor(t)).item()), 0.0, 1.0)
+    np.testing.assert_allclose(float(b.grad.item()), fd, atol=1e-6)

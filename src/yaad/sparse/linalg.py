@@ -27,6 +27,7 @@ not implemented (they raise); forward mode does not go through them.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -173,6 +174,9 @@ class _Eig:
         self.tol = tol
         self.maxiter = maxiter
         self.norm: float | None = None
+        # (set by eigsh/eigs: the eigenvalues of the same problem with more of them asked,
+        # to see whether a level goes on beyond the k computed)
+        self.wider: Callable[[], np.ndarray] | None = None
 
     def degeneracy_tol(self, w: np.ndarray) -> Any:
         """Eigenvalues closer than this are one level: as in ``linalg.eigh``, relative to the
@@ -182,9 +186,27 @@ class _Eig:
         return degeneracy_tol(np.append(w, self.norm), max(w.size, 10))
 
     def check_symmetric(self, w: np.ndarray, gw: np.ndarray) -> None:
-        """GaugeError unless the loss is a symmetric function of each degenerate level."""
+        """GaugeError unless the loss is a symmetric function of each degenerate level,
+        the whole level computed (k may cut through one: the members not computed have
+        cotangent 0, so a computed member's must be 0 too)."""
         require_symmetric(gw, w, self.degeneracy_tol(w), magnitude(gw), self.name,
                           "eigenvalues", "eigenvalue")
+        used = ~negligible(gw, magnitude(gw))
+        if self.wider is None or not np.any(used):
+            return
+        wider = self.wider()
+        self.wider = lambda: wider
+        tol = float(np.max(self.degeneracy_tol(w)))
+        for i in np.flatnonzero(used):
+            here = int(np.sum(np.abs(w - w[i]) <= tol))
+            if int(np.sum(np.abs(wider - w[i]) <= tol)) > here:
+                raise GaugeError(
+                    f"{self.name}: k = {w.size} cuts through a degenerate level: eigenvalue "
+                    f"{w[i]:.6g} has more members than the {here} computed, and the loss "
+                    f"depends on it (cotangent {gw[i]:.3g}). A function of part of a "
+                    f"degenerate level has no derivative (along a perturbation that splits "
+                    f"the level its one-sided derivatives differ). Ask for a k that holds "
+                    f"the whole level, or lift the degeneracy.")
 
 
 class _Eigsh(_Eig):
@@ -348,7 +370,22 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
     op.check_hermitian()
     _, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=True)
     w, v = _rayleigh_ritz(op, v)
-    return _eig_outputs(_Eigsh(op, w, v, adjoint_tol, adjoint_maxiter), return_eigenvectors)
+    problem = _Eigsh(op, w, v, adjoint_tol, adjoint_maxiter)
+    problem.wider = functools.partial(_wider, op, M, k, sigma, which, v0, maxiter, tol, True)
+    return _eig_outputs(problem, return_eigenvectors)
+
+
+def _wider(op: ArrayOperator, M: Any, k: int, sigma: Any, which: str, v0: Any,
+           maxiter: Any, tol: float, hermitian: bool) -> np.ndarray:
+    """The eigenvalues that ARPACK gives with one more asked (one more at each end for
+    ``"BE"``), or all of them (a dense solve) where ARPACK cannot give that many."""
+    more = k + (2 if which == "BE" else 1)
+    if more < op.shape[0] - (0 if hermitian else 1):
+        w: np.ndarray = _arpack(op, M, more, sigma, which, v0, None, maxiter, tol,
+                                hermitian)[0]
+        return w
+    dense = op.mv(np.eye(op.shape[0], dtype=op.dtype))
+    return np.linalg.eigvalsh(dense) if hermitian else np.linalg.eigvals(dense)
 
 
 def _eig_outputs(problem: _Eig, return_eigenvectors: bool) -> Any:
@@ -451,8 +488,7 @@ class _Eigs(_Eig):
         gv = np.zeros_like(v) if gv is None else np.asarray(gv, dtype=v.dtype)
         n, k = v.shape
         scale = magnitude(gw, gv)
-        require_symmetric(gw, w, self.degeneracy_tol(w), magnitude(gw), self.name,
-                          "eigenvalues", "eigenvalue")
+        self.check_symmetric(w, gw)
         require_negligible((v.conj() * gv).sum(axis=0).imag, True, scale,
                            PHASE_ERROR.format(name=self.name, what="eigenvectors"))
         ybar = np.zeros_like(v)
@@ -545,7 +581,9 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
     w, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=False)
     w = w.astype(np.result_type(w.dtype, np.complex64))
     v = v.astype(np.result_type(v.dtype, np.complex64))
-    return _eig_outputs(_Eigs(op, w, v, adjoint_tol, adjoint_maxiter), return_eigenvectors)
+    problem = _Eigs(op, w, v, adjoint_tol, adjoint_maxiter)
+    problem.wider = functools.partial(_wider, op, M, k, sigma, which, v0, maxiter, tol, False)
+    return _eig_outputs(problem, return_eigenvectors)
 
 
 # ---- expm_multiply --------------------------------------------------------------------------
