@@ -356,3 +356,29 @@ def test_model_optimizer_and_scheduler_resume_bit_for_bit(dtype, k_opt, k_sched,
     assert_same(opt2.state_dict(), opt.state_dict())
     assert sched2.get_last_lr() == sched.get_last_lr()
     assert model2.scale.requires_grad and model2.scale.shape == ()
+
+
+def test_a_tensor_saved_twice_loads_as_one_object_as_in_pytorch():
+    # Tied weights ({'embed': w, 'out': w}, a list holding one array twice) came back as
+    # separate copies: an update through one no longer reached the other. torch.load
+    # keeps the identity; so does yaad.load now (and the file holds the data once).
+    import torch
+
+    w = yaad.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    a = np.arange(3, dtype=np.float32)
+    tw = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    ta = torch.arange(3, dtype=torch.float32)
+    got, want = io.BytesIO(), io.BytesIO()
+    yaad.save({"embed": w, "out": w, "arrays": [a, (a, w)]}, got)
+    torch.save({"embed": tw, "out": tw, "arrays": [ta, (ta, tw)]}, want)
+    got.seek(0)
+    want.seek(0)
+    u, t = yaad.load(got), torch.load(want)
+    for d in (u, t):
+        assert d["embed"] is d["out"] is d["arrays"][1][1]
+        assert d["arrays"][0] is d["arrays"][1][0]
+        assert d["embed"].requires_grad
+    assert u["embed"].dtype == np.float64 and u["arrays"][0].dtype == np.float32
+    np.testing.assert_array_equal(u["embed"].data, t["embed"].detach().numpy())
+    with np.load(io.BytesIO(got.getvalue())) as archive:
+        assert len([k for k in archive.files if k != "__yaad__"]) == 2

@@ -6,7 +6,9 @@ and references to the arrays). Nothing is ever unpickled: arrays are read with
 ``allow_pickle=False`` and object arrays are refused when saving.
 
 A round trip keeps every array's shape (0-d and empty included), dtype, bytes and, for a
-tensor, ``requires_grad``; a NumPy scalar comes back as a NumPy scalar of its dtype. Another
+tensor, ``requires_grad``; a NumPy scalar comes back as a NumPy scalar of its dtype. A
+tensor or array held twice (tied weights) is stored once and loads as one object, as with
+``torch.load``; views of one array load as separate arrays. Another
 library's array (PyTorch, JAX, CuPy, Dask, ...) is refused, naming it: convert it first.
 """
 
@@ -38,8 +40,15 @@ def _foreign(obj: Any) -> bool:
     return is_foreign(obj) or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__")
 
 
-def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
-    """The JSON structure of ``obj``; arrays are appended to ``arrays``."""
+def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]) -> Any:
+    """The JSON structure of ``obj``; arrays are appended to ``arrays``. A tensor or array
+    met again (``seen``: its id to its entry) refers to the same entry, so that it loads
+    as one object (tied weights stay tied)."""
+    if isinstance(obj, (Tensor, np.ndarray)) and id(obj) in seen:
+        node = {"array": seen[id(obj)]}
+        if isinstance(obj, Tensor):
+            node["tensor"] = bool(obj.requires_grad)
+        return node
     if isinstance(obj, (Tensor, np.ndarray, np.generic)):
         data = obj.data if isinstance(obj, Tensor) else obj
         if is_foreign(data):
@@ -53,6 +62,8 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
         arrays.append(np.array(data, order="C", copy=not data.flags.c_contiguous)
                       if isinstance(data, np.ndarray) else np.asarray(data))
         node: dict[str, Any] = {"array": len(arrays) - 1}
+        if not isinstance(obj, np.generic):
+            seen[id(obj)] = len(arrays) - 1
         if isinstance(obj, Tensor):
             node["tensor"] = bool(obj.requires_grad)
         elif isinstance(obj, np.generic):
@@ -67,7 +78,7 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
     if isinstance(obj, (complex, np.complexfloating)):
         return {"complex": [obj.real, obj.imag]}
     if isinstance(obj, (list, tuple)):
-        items = [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]
+        items = [_encode(v, arrays, f"{where}[{i}]", seen) for i, v in enumerate(obj)]
         return {"list" if isinstance(obj, list) else "tuple": items}
     if isinstance(obj, dict):
         keys = []
@@ -76,7 +87,8 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str) -> Any:
                 raise TypeError(f"yaad.save: {where} has a key {k!r} of type "
                                 f"{type(k).__name__}; keys must be str or int")
             keys.append(k)
-        return {"dict": [[k, _encode(obj[k], arrays, f"{where}[{k!r}]")] for k in keys]}
+        return {"dict": [[k, _encode(obj[k], arrays, f"{where}[{k!r}]", seen)]
+                         for k in keys]}
     if _foreign(obj):
         kind = f"{type(obj).__module__.split('.')[0]}.{type(obj).__name__}"
         raise TypeError(f"yaad.save: {where} is another library's array ({kind}); yaad saves "
@@ -106,7 +118,7 @@ def save(obj: Any, f: str | os.PathLike[str] | BinaryIO) -> None:
         (PyTorch, JAX, CuPy, Dask: convert it first).
     """
     arrays: list[np.ndarray] = []
-    tree = _encode(obj, arrays, "the object")
+    tree = _encode(obj, arrays, "the object", {})
     header = json.dumps({"format": _FORMAT, "version": _VERSION, "tree": tree})
     entries = {f"a{i}": a for i, a in enumerate(arrays)}
     entries[_HEADER] = np.array(header)
@@ -126,7 +138,9 @@ def save(obj: Any, f: str | os.PathLike[str] | BinaryIO) -> None:
         raise
 
 
-def _decode(node: Any, arrays: Any, name: str) -> Any:
+def _decode(node: Any, arrays: Any, name: str, made: dict[tuple, Any]) -> Any:
+    """The object of the structure entry ``node``; ``made`` holds the tensors and arrays
+    loaded so far by entry, so that one saved twice loads as one object."""
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
     if isinstance(node, dict) and len(node) >= 1:
@@ -140,20 +154,22 @@ def _decode(node: Any, arrays: Any, name: str) -> Any:
                 if a.ndim:
                     raise ValueError(f"the scalar entry {key!r} has shape {a.shape}")
                 return a[()]
-            if "tensor" not in node:
-                return a
-            if not isinstance(node["tensor"], bool):
+            if "tensor" in node and not isinstance(node["tensor"], bool):
                 raise ValueError(f"the tensor flag {node['tensor']!r} is not a bool")
-            return Tensor(a, requires_grad=node["tensor"])
+            kind = (key, node.get("tensor"))
+            if kind not in made:
+                made[kind] = a if "tensor" not in node else Tensor(
+                    a, requires_grad=node["tensor"])
+            return made[kind]
         if "complex" in node:
             re, im = node["complex"]
             return complex(re, im)
         if "list" in node:
-            return [_decode(v, arrays, name) for v in node["list"]]
+            return [_decode(v, arrays, name, made) for v in node["list"]]
         if "tuple" in node:
-            return tuple(_decode(v, arrays, name) for v in node["tuple"])
+            return tuple(_decode(v, arrays, name, made) for v in node["tuple"])
         if "dict" in node:
-            return {k: _decode(v, arrays, name) for k, v in node["dict"]}
+            return {k: _decode(v, arrays, name, made) for k, v in node["dict"]}
     raise SerializationError(f"yaad.load: {name} has an unreadable structure entry "
                              f"{str(node)[:80]!r}; the file is corrupt")
 
@@ -210,7 +226,7 @@ def load(f: str | os.PathLike[str] | BinaryIO) -> Any:
         if header.get("version", 0) > _VERSION:
             raise ValueError(f"format version {header['version']} is newer than this yaad "
                              f"reads ({_VERSION})")
-        return _decode(header["tree"], arrays, name)
+        return _decode(header["tree"], arrays, name, {})
     except SerializationError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, IndexError,
