@@ -185,15 +185,46 @@ def test_eigsh_degenerate_level_exact_where_gauge_invariant(complex_):
             yaad.real((v * w @ yaad.conj(v).T)[0, 1]).backward()
 
 
-def test_eigsh_k_cutting_a_degenerate_level():
+@pytest.mark.parametrize("complex_", [False, True])
+def test_eigsh_k_cutting_a_degenerate_level(complex_):
+    def lowest(dense, sv, k):
+        return np.sum(np.linalg.eigvalsh(dense(sv))[:k])
+
+    for solver, kw, loss in ((sl.eigsh, dict(which="SA"), yaad.sum),
+                             (sl.eigs, dict(which="SR"), lambda w: yaad.real(yaad.sum(w)))):
+        s = yaad.tensor(1.0, requires_grad=True)
+        h, dense = level_operator(complex_, s)
+        # The oracle: the sum of the 2 lowest of the triple level has one-sided derivatives
+        # that differ along s (which splits the level); the sum of all 3 is smooth.
+        right, left = [(lowest(dense, 1 + e, 2) - lowest(dense, 1, 2)) / e
+                       for e in (1e-6, -1e-6)]
+        assert abs(right - left) > 0.1
+        w, v = solver(h, k=2, tol=1e-14, ncv=N, **kw)
+        with pytest.raises(GaugeError, match="cuts through a degenerate level"):
+            loss(w).backward()  # eigenvalues only: no derivative, not even of their sum
+        w, v = solver(h, k=2, tol=1e-14, ncv=N, **kw)
+        with pytest.raises(GaugeError, match="cuts through a degenerate|inside a degenerate"):
+            yaad.real((v @ yaad.conj(v).T)[0, 1]).backward()  # the span of 2 of the 3
+        for k in (3, 4):  # the whole level (and one more state): exact
+            w, _ = solver(h, k=k, tol=1e-14, ncv=N, **kw)
+            (g,) = yaad.autograd.grad(loss(w), s)
+            fd = (lowest(dense, 1 + 1e-6, k) - lowest(dense, 1 - 1e-6, k)) / 2e-6
+            np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+
+def test_eigsh_largest_magnitude_tied_with_its_mirror_image_raises():
+    # eigenvalues -3, 3, 1, 2, ...: k=1, "LM" picks one of +-3 by rounding; along a
+    # perturbation the largest-magnitude eigenvalue jumps from 3 to -3
+    d = np.concatenate([[-3.0, 3.0], np.linspace(0.1, 2, N - 2)])
+    q = np.linalg.qr(vec(False, (N, N)))[0]
+    a = sps.csr_array(q @ np.diag(d) @ q.T)
     s = yaad.tensor(1.0, requires_grad=True)
-    h, _ = level_operator(False, s)
-    w, v = sl.eigsh(h, k=2, which="SA", tol=1e-14, ncv=N)
-    yaad.sum(w).backward()  # eigenvalues only: exact (Hellmann-Feynman)
-    assert np.isfinite(s.grad)
-    w, v = sl.eigsh(h, k=2, which="SA", tol=1e-14, ncv=N)
-    with pytest.raises(GaugeError, match="cuts through a degenerate"):
-        (v @ v.T)[0, 1].backward()  # the span of 2 of the 3 degenerate vectors: arbitrary
+    w, _ = sl.eigsh(s * yaad.sparse.asarray(a), k=1, which="LM", tol=1e-14)
+    with pytest.raises(GaugeError, match="k cuts through"):
+        w[0].backward()
+    w, _ = sl.eigsh(s * yaad.sparse.asarray(a), k=2, which="LM", tol=1e-14)
+    yaad.sum(w ** 2).backward()  # both: exact
+    np.testing.assert_allclose(s.grad, 4 * 9.0, rtol=1e-10)
 
 
 def test_eigsh_phase_dependent_loss_raises():

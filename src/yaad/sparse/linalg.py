@@ -27,7 +27,6 @@ not implemented (they raise); forward mode does not go through them.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -167,16 +166,16 @@ class _Eig:
     """Eigenpairs ``(w, v)`` of an operator and the settings of their adjoint solves."""
 
     def __init__(self, op: ArrayOperator, w: np.ndarray, v: np.ndarray, tol: float,
-                 maxiter: int | None) -> None:
+                 maxiter: int | None, which: str = "LM", sigma: Any = None) -> None:
         self.name = op.name
         self.op = op
         self.xs = [w, v]
         self.tol = tol
         self.maxiter = maxiter
+        self.which = which
+        self.sigma = sigma
         self.norm: float | None = None
-        # (set by eigsh/eigs: the eigenvalues of the same problem with more of them asked,
-        # to see whether a level goes on beyond the k computed)
-        self.wider: Callable[[], np.ndarray] | None = None
+        self.edges_checked = False
 
     def degeneracy_tol(self, w: np.ndarray) -> Any:
         """Eigenvalues closer than this are one level: as in ``linalg.eigh``, relative to the
@@ -186,27 +185,88 @@ class _Eig:
         return degeneracy_tol(np.append(w, self.norm), max(w.size, 10))
 
     def check_symmetric(self, w: np.ndarray, gw: np.ndarray) -> None:
-        """GaugeError unless the loss is a symmetric function of each degenerate level,
-        the whole level computed (k may cut through one: the members not computed have
-        cotangent 0, so a computed member's must be 0 too)."""
+        """GaugeError unless the loss is a symmetric function of each degenerate level."""
         require_symmetric(gw, w, self.degeneracy_tol(w), magnitude(gw), self.name,
                           "eigenvalues", "eigenvalue")
-        used = ~negligible(gw, magnitude(gw))
-        if self.wider is None or not np.any(used):
+
+    def edges(self, w: np.ndarray) -> list[Any]:
+        """The eigenvalues where the ``which`` ordering cuts the spectrum: the last computed
+        one's (both ends' for ``"BE"``), and for a Hermitian ``"LM"``/``"SM"`` its mirror
+        image, which ties with it in ``|t|`` (``t = w``, or ``1 / (w - sigma)`` in
+        shift-invert mode, as ARPACK orders them)."""
+        with np.errstate(divide="ignore"):
+            t = w if self.sigma is None else 1 / (w - self.sigma)
+        hermitian = isinstance(self, _Eigsh)
+        if self.which == "BE":
+            ts = np.sort(t.real)
+            low = w.size // 2
+            cut = [ts[low - 1], ts[low]] if low else [ts[low]]
+        else:
+            key = {"LM": np.abs(t), "SM": -np.abs(t), "LA": t.real, "LR": t.real,
+                   "SA": -t.real, "SR": -t.real, "LI": t.imag, "SI": -t.imag}[self.which]
+            e = t[np.argmin(key)]
+            cut = [e, -e] if hermitian and self.which in ("LM", "SM") and e != 0 else [e]
+        if self.sigma is not None:
+            cut = [self.sigma + 1 / c for c in cut if c != 0 and np.isfinite(c)]
+        return cut
+
+    def check_edges(self, w: np.ndarray, v: np.ndarray, gw: Any, gv: Any) -> None:
+        """GaugeError if ``k`` cuts through a degenerate level and the loss depends on its
+        computed part: the states of the level that were not computed decide how it
+        splits, so neither its eigenvalues (not even their sum) nor its vectors have a
+        derivative. One solve of ``P (A - w_e) P x = r`` in the complement of the computed
+        eigenvectors (``r`` random there) per edge ``w_e``: a state of the level outside
+        them makes it singular (no convergence, or ``|x|`` beyond ``|r| / tol``)."""
+        if self.edges_checked:
             return
-        wider = self.wider()
-        self.wider = lambda: wider
-        tol = float(np.max(self.degeneracy_tol(w)))
-        for i in np.flatnonzero(used):
-            here = int(np.sum(np.abs(w - w[i]) <= tol))
-            if int(np.sum(np.abs(wider - w[i]) <= tol)) > here:
-                raise GaugeError(
-                    f"{self.name}: k = {w.size} cuts through a degenerate level: eigenvalue "
-                    f"{w[i]:.6g} has more members than the {here} computed, and the loss "
-                    f"depends on it (cotangent {gw[i]:.3g}). A function of part of a "
-                    f"degenerate level has no derivative (along a perturbation that splits "
-                    f"the level its one-sided derivatives differ). Ask for a k that holds "
-                    f"the whole level, or lift the degeneracy.")
+        tol = float(np.ravel(self.degeneracy_tol(w))[0])
+        cuts = self.edges(w)
+        near = np.zeros(w.size, bool)
+        for c in cuts:
+            near |= np.abs(w - c) <= tol
+        touched = (gw is not None and np.any(np.asarray(data_of(gw))[near])) or (
+            gv is not None and np.any(np.asarray(data_of(gv))[:, near]))
+        if not touched:
+            return
+        for c in cuts:
+            self._complement_check(v, c, tol)
+        self.edges_checked = True
+
+    def _complement_check(self, v: np.ndarray, c: Any, tol: float) -> None:
+        n = v.shape[0]
+        q = v if isinstance(self, _Eigsh) else np.linalg.qr(v)[0]
+        qh = q.conj().T
+        dt = np.result_type(v.dtype, self.op.dtype, np.asarray(c).dtype)
+        rng = np.random.default_rng(0)
+        r = rng.standard_normal(n).astype(dt)
+        if dt.kind == "c":
+            r = r + 1j * rng.standard_normal(n)
+
+        def project(x: np.ndarray) -> np.ndarray:
+            out: np.ndarray = x - q @ (qh @ x)
+            return out
+
+        def apply(x: np.ndarray) -> np.ndarray:
+            return project(self.op.mv(project(x)))
+
+        r = project(r)
+        nr = float(np.linalg.norm(r))
+        maxiter = self.maxiter or 20 * n
+        if isinstance(self, _Eigsh):
+            x, _ = hermitian_minres(apply, r, float(np.real(c)), 1e-8, maxiter)
+        else:
+            a = spla.LinearOperator((n, n), matvec=lambda x: apply(x) - c * x, dtype=dt)
+            x, _ = spla.gmres(a, r, rtol=1e-8, atol=0.0, restart=min(n, 50), maxiter=maxiter)
+        reached = np.linalg.norm(apply(x) - c * x - r) / nr
+        if not (reached <= 1e-6 and np.linalg.norm(x) * tol * np.sqrt(n) <= nr):
+            raise GaugeError(
+                f"{self.name}: k cuts through a degenerate level; ask for k that includes the "
+                f"whole level. The loss depends on the computed eigenpairs at {c:.6g}, and "
+                f"A has more eigenvectors there (a solve with A - {c:.6g} outside the computed "
+                f"eigenvectors is singular: relative residual {reached:.3g}); which of them "
+                f"are computed is decided by rounding, and a perturbation that splits the "
+                f"level moves the computed ones apart (no derivative, not even of their sum). "
+                f"If the level is not degenerate but split by little, raise adjoint_maxiter.")
 
 
 class _Eigsh(_Eig):
@@ -218,6 +278,7 @@ class _Eigsh(_Eig):
         w, v = self.xs
         gw, gv = grads
         gw = np.asarray(data_of(gw))
+        self.check_edges(w, v, gw, gv)
         if gv is None or not np.any(gv):
             self.check_symmetric(w, gw)
         ybar = v * gw.astype(v.dtype)  # Hellmann-Feynman: dw_i = v_i^H dA v_i
@@ -243,6 +304,7 @@ class _Eigsh(_Eig):
                 f"are (Hellmann-Feynman: d^2 E / d theta^2 through the eigenvectors)")
         if not np.any(data_of(gw)):
             return tuple(np.zeros(np.shape(a), data_of(a).dtype) for a in inputs)
+        self.check_edges(*self.xs, gw, None)
         self.check_symmetric(self.xs[0], np.asarray(data_of(gw)))
         return tuple(self.op.vjp_recorded(v, v * gw, inputs))
 
@@ -370,22 +432,8 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: float | None = None, which: 
     op.check_hermitian()
     _, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=True)
     w, v = _rayleigh_ritz(op, v)
-    problem = _Eigsh(op, w, v, adjoint_tol, adjoint_maxiter)
-    problem.wider = functools.partial(_wider, op, M, k, sigma, which, v0, maxiter, tol, True)
-    return _eig_outputs(problem, return_eigenvectors)
-
-
-def _wider(op: ArrayOperator, M: Any, k: int, sigma: Any, which: str, v0: Any,
-           maxiter: Any, tol: float, hermitian: bool) -> np.ndarray:
-    """The eigenvalues that ARPACK gives with one more asked (one more at each end for
-    ``"BE"``), or all of them (a dense solve) where ARPACK cannot give that many."""
-    more = k + (2 if which == "BE" else 1)
-    if more < op.shape[0] - (0 if hermitian else 1):
-        w: np.ndarray = _arpack(op, M, more, sigma, which, v0, None, maxiter, tol,
-                                hermitian)[0]
-        return w
-    dense = op.mv(np.eye(op.shape[0], dtype=op.dtype))
-    return np.linalg.eigvalsh(dense) if hermitian else np.linalg.eigvals(dense)
+    return _eig_outputs(_Eigsh(op, w, v, adjoint_tol, adjoint_maxiter, which, sigma),
+                        return_eigenvectors)
 
 
 def _eig_outputs(problem: _Eig, return_eigenvectors: bool) -> Any:
@@ -488,23 +536,32 @@ class _Eigs(_Eig):
         gv = np.zeros_like(v) if gv is None else np.asarray(gv, dtype=v.dtype)
         n, k = v.shape
         scale = magnitude(gw, gv)
-        self.check_symmetric(w, gw)
+        self.check_edges(w, v, gw, gv)
+        require_symmetric(gw, w, self.degeneracy_tol(w), magnitude(gw), self.name,
+                          "eigenvalues", "eigenvalue")
         require_negligible((v.conj() * gv).sum(axis=0).imag, True, scale,
                            PHASE_ERROR.format(name=self.name, what="eigenvectors"))
         ybar = np.zeros_like(v)
+        level = degenerate_pairs(w, self.degeneracy_tol(w)[..., 0], nonzero=False)
         for i in range(k):
             if not (gw[i] or np.any(gv[:, i])):
                 continue
-            vi, li = v[:, i], w[i]
+            # A degenerate level is bordered by all its computed vectors (one of them leaves
+            # the system singular, and GMRES's minimum-norm answer was a wrong gradient where
+            # ARPACK's vectors of the level are not orthogonal): z is then the dual basis.
+            members = [i, *np.flatnonzero(level[i])]
+            if len(members) > 1 and np.any(gv[:, members]):
+                raise GaugeError(DEGENERATE_ERROR.format(name=self.name, what="eigenvalues"))
+            vb, li, m = v[:, members], w[i], len(members)
 
-            def bordered(x: np.ndarray, vi: Any = vi, li: Any = li) -> np.ndarray:
-                z, mu = x[:n], x[n]
-                return np.concatenate([self.op.rmv(z) - np.conj(li) * z + vi * mu,
-                                       [-np.vdot(vi, z)]])
+            def bordered(x: np.ndarray, vb: Any = vb, li: Any = li, m: int = m) -> np.ndarray:
+                z, mu = x[:n], x[n:]
+                return np.concatenate([self.op.rmv(z) - np.conj(li) * z + vb @ mu,
+                                       -(vb.conj().T @ z)])
 
-            rhs = np.concatenate([gv[:, i], [gw[i]]])
-            a = spla.LinearOperator((n + 1, n + 1), matvec=bordered, dtype=v.dtype)
-            x, _ = spla.gmres(a, rhs, rtol=self.tol, atol=0.0, restart=min(n + 1, 50),
+            rhs = np.concatenate([gv[:, i], [gw[i]], np.zeros(m - 1, v.dtype)])
+            a = spla.LinearOperator((n + m, n + m), matvec=bordered, dtype=v.dtype)
+            x, _ = spla.gmres(a, rhs, rtol=self.tol, atol=0.0, restart=min(n + k, 50),
                               maxiter=self.maxiter)
             reached = np.linalg.norm(bordered(x) - rhs) / np.linalg.norm(rhs)
             if not reached <= 100 * self.tol:
@@ -581,9 +638,8 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
     w, v = _arpack(op, M, k, sigma, which, v0, ncv, maxiter, tol, hermitian=False)
     w = w.astype(np.result_type(w.dtype, np.complex64))
     v = v.astype(np.result_type(v.dtype, np.complex64))
-    problem = _Eigs(op, w, v, adjoint_tol, adjoint_maxiter)
-    problem.wider = functools.partial(_wider, op, M, k, sigma, which, v0, maxiter, tol, False)
-    return _eig_outputs(problem, return_eigenvectors)
+    return _eig_outputs(_Eigs(op, w, v, adjoint_tol, adjoint_maxiter, which, sigma),
+                        return_eigenvectors)
 
 
 # ---- expm_multiply --------------------------------------------------------------------------
