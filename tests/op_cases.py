@@ -315,7 +315,8 @@ ELEMENTWISE: dict[str, Row] = {
     "minimum": r(np.minimum, ANY, ANY, complex="raises", ok=_apart),
     "copysign": r(np.copysign, NONZERO, NONZERO, complex="raises"),
     # x1 moved by one ulp towards x2: slope 1 in x1, 0 in x2 (PyTorch: not implemented)
-    "nextafter": r(np.nextafter, ANY, ANY, complex="raises"),
+    "nextafter": r(np.nextafter, ANY, ANY, complex="raises",
+                   no_jax="jax.numpy.nextafter has no differentiation rule"),
     "fmax": r(np.fmax, ANY, ANY, complex="raises", ok=_apart),
     "fmin": r(np.fmin, ANY, ANY, complex="raises", ok=_apart),
     # piecewise constant (zero gradient) and piecewise linear

@@ -147,7 +147,12 @@ def _check(name, nf, yf, arrays):
     out = got[GRADIENT_OUTPUT.get(name, 0)]
     if inexact and isinstance(out, yaad.Tensor) and out.requires_grad and out.dtype.kind in "fc":
         loss = yaad.sum(yaad.real(out)) if out.dtype.kind == "c" else yaad.sum(out)
-        loss.backward()
+        try:
+            loss.backward()
+        except yaad.linalg.GaugeError:
+            # a drawn matrix with a degenerate or zero singular value (small integers):
+            # no derivative exists there (tests/test_degenerate_spectra.py checks when)
+            return
         for t in tensors:
             assert t.grad is not None and (t.grad.shape, t.grad.dtype) == (t.shape, t.dtype)
 

@@ -52,7 +52,8 @@ def test_dim_is_refused_with_numpys_name(name):
         getattr(yaad, name)(x, dim=0)
     message = str(info.value)
     f = getattr(yaad, name)
-    name = f.op.name if isinstance(getattr(f, "op", None), yaad.Op) else name  # (amax: max)
+    # (the function's own name: amax is max, concat is concatenate)
+    name = f.op.name if isinstance(getattr(f, "op", None), yaad.Op) else f.__name__
     assert message.startswith(f"{name}: unexpected keyword argument 'dim': yaad takes "
                               "NumPy's axis= where PyTorch has dim="), message
     assert "_" + name not in message  # (never the private function behind it)

@@ -664,6 +664,7 @@ ZERO_DERIVATIVE = {
     **{f"{n}-1-complex": "piecewise constant" for n in ("rint", "round")},
     "angle-0-real": "the angle of a real number is piecewise constant",
     "imag-0-real": "the imaginary part of a real number is 0",
+    "heaviside-0-real": "a step in x1: its slope is 0 away from x1 == 0",
 }
 
 

@@ -26,6 +26,7 @@ from ..ops import (
     nn,
     products,
     reductions,
+    sets,
     shape,
     special_pairs,
 )
@@ -96,7 +97,7 @@ _functions: dict = {}  # NumPy name -> yaad function, as the package exports the
 def _numpy_names() -> dict:
     """The yaad functions by name, as ``yaad`` exports them (see ``yaad/__init__.py``)."""
     if not _functions:
-        for module in (creation, elementwise, shape, reductions, products, nn, composed):
+        for module in (creation, elementwise, shape, reductions, products, nn, composed, sets):
             _functions.update((name, getattr(module, name)) for name in module.__all__)
         _functions.update(
             abs=elementwise.abs, pow=elementwise.pow, round=elementwise.round,

@@ -747,29 +747,32 @@ def _level_curvature(gw: Any, w: Any, v: Any, a: Any, flat: Any) -> Any:
     it is not (the loss's symmetry breaks at second order) gets :func:`split_guard`: a
     GaugeError in the second pass if its direction splits the level.
     """
-    wd = np.asarray(data_of(w))
-    same = flat | np.eye(flat.shape[-1], dtype=bool)
-    pos = np.broadcast_to(np.arange(wd.shape[-1], dtype=wd.dtype), wd.shape)
-    u = np.where(flat.any(-1), pos - (same * pos[..., None, :]).sum(-1) / same.sum(-1), 0.0)
+    wd = data_of(w)
+    xp = namespace(wd)  # (the arrays' own library: nothing converted to NumPy)
+    n = wd.shape[-1]
+    same = xp.astype(flat | xp.eye(n, dtype=xp.bool), wd.dtype)
+
+    def level_sum(x: Any) -> Any:  # (over each level)
+        return xp.sum(same * x[..., None, :], axis=-1)
+
+    pos = xp.broadcast_to(xp.arange(n, dtype=wd.dtype), wd.shape)
+    zero = xp.zeros_like(pos)
+    u = xp.where(xp.any(flat, axis=-1), pos - level_sum(pos) / xp.sum(same, axis=-1), zero)
     (y,) = engine.run_backward((gw,), (u,), True, False, (w,), capture=True,
                                allow_unused=True)
     _CURVATURE[id(wd)] = wd
     if y is None:  # gw does not depend on the eigenvalues: no curvature across a level
         return 0
-    y = np.asarray(data_of(y))
-
-    def level_sum(x: Any) -> Any:  # (over each level)
-        return (same * x[..., None, :]).sum(-1)
-
+    y = data_of(y)
     uu = level_sum(u * u)
-    alpha = np.where(uu > 0, level_sum(u * y) / np.where(uu > 0, uu, 1), 0.0)
+    alpha = xp.where(uu > 0, level_sum(u * y) / xp.where(uu > 0, uu, zero + 1), zero)
     broken = flat & ~negligible(y - alpha * u, magnitude(y))[..., :, None]
-    broken = broken | broken.swapaxes(-1, -2)
+    broken = broken | xp.matrix_transpose(broken)
     out = 0
-    if broken.any():
+    if _any(broken):
         out = split_guard(a, data_of(v), broken)
-    coef = np.where(flat & ~broken, alpha[..., :, None], 0.0)
-    if np.any(coef):
+    coef = xp.where(flat & ~broken, alpha[..., :, None], xp.zeros_like(same))
+    if _any(coef != 0):
         out = out + level_curvature(a, data_of(v), coef)
     return out
 
