@@ -21,8 +21,9 @@ vectors the adjoint method gives, by running the operator once more on them. Deg
 eigenvalues behave as in ``yaad.linalg.eigh``: the gradient is exact where the loss does
 not depend on the basis of the degenerate subspace or on eigenvector phases, and
 :class:`yaad.linalg.GaugeError` is raised where it does. Solvers that stop above their
-tolerance raise :class:`ConvergenceError`. Second derivatives through these solvers are
-not implemented (they raise); forward mode does not go through them.
+tolerance raise :class:`ConvergenceError`. Second derivatives and forward mode go through
+``eigsh`` (its rules are yaad operations: the projected solves are differentiable MINRES
+solves), ``expm_multiply`` and the linear solvers; through ``eigs`` they raise.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from ..linalg.spectral import (
     require_negligible,
     require_symmetric,
 )
+from ..ops.elementwise import conj, real
 from ..ops.shape import stack
 from .array_operator import ArrayOperator
 from .tensor import WRAPPED, SparseTensor, _FunctionPart, asarray, is_operator
@@ -234,7 +236,13 @@ class _Eig:
 
     def _complement_check(self, v: np.ndarray, c: Any, tol: float) -> None:
         n = v.shape[0]
-        q = v if isinstance(self, _Eigsh) else np.linalg.qr(v)[0]
+        q = v
+        if not isinstance(self, _Eigsh):
+            # ARPACK's vectors of a degenerate level of a general operator can be linearly
+            # dependent: the span they reach, not a QR of them (whose extra columns would
+            # hide the states not computed)
+            u, sv, _ = np.linalg.svd(v, full_matrices=False)
+            q = u[:, sv > 1e-8 * sv[0]]
         qh = q.conj().T
         dt = np.result_type(v.dtype, self.op.dtype, np.asarray(c).dtype)
         rng = np.random.default_rng(0)
@@ -252,12 +260,20 @@ class _Eig:
         r = project(r)
         nr = float(np.linalg.norm(r))
         maxiter = self.maxiter or 20 * n
-        if isinstance(self, _Eigsh):
-            x, _ = hermitian_minres(apply, r, float(np.real(c)), 1e-8, maxiter)
-        else:
-            a = spla.LinearOperator((n, n), matvec=lambda x: apply(x) - c * x, dtype=dt)
-            x, _ = spla.gmres(a, r, rtol=1e-8, atol=0.0, restart=min(n, 50), maxiter=maxiter)
-        reached = np.linalg.norm(apply(x) - c * x - r) / nr
+        x, reached = None, np.inf
+        # SciPy's MINRES stops at |r_j| <= rtol (|A| |x| + |b|): where |x| is large (a gap
+        # that is small but not degenerate) restart from x; at a degenerate level restarts do
+        # not help (the system has no solution) and the residual stays near |r| / sqrt(n)
+        for _ in range(3):
+            if isinstance(self, _Eigsh):
+                x, _ = hermitian_minres(apply, r, float(np.real(c)), 1e-10, maxiter, x0=x)
+            else:
+                a = spla.LinearOperator((n, n), matvec=lambda x: apply(x) - c * x, dtype=dt)
+                x, _ = spla.gmres(a, r, x0=x, rtol=1e-10, atol=0.0, restart=min(n, 50),
+                                  maxiter=maxiter)
+            last, reached = reached, np.linalg.norm(apply(x) - c * x - r) / nr
+            if reached <= 1e-6 or reached > 0.5 * last:
+                break
         if not (reached <= 1e-6 and np.linalg.norm(x) * tol * np.sqrt(n) <= nr):
             raise GaugeError(
                 f"{self.name}: k cuts through a degenerate level; ask for k that includes the "
@@ -289,26 +305,89 @@ class _Eigsh(_Eig):
 
     def _recorded(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
                   grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The gradient as yaad operations (``create_graph=True``): Hellmann-Feynman,
-        ``Re <v gw, A(theta) v>`` differentiated for ``theta`` with the eigenvectors ``v``
-        the node's outputs, so that a second backward pass reaches them (and through them,
-        the first-order eigenvector gradient: a MINRES solve with ``A - w_i``)."""
-        if forward_mode_on():
-            first_order_only(self.name)
-        _, v = xs
+        """The gradient as yaad operations (``create_graph=True``, or forward mode over the
+        backward pass: ``hvp``): Hellmann-Feynman, ``Re <v gw, A(theta) v>`` differentiated
+        for ``theta`` with the eigenvectors ``v`` the node's outputs, so that a second pass
+        reaches them; a loss of the eigenvectors adds the rotation inside the computed
+        ones and the projected solves of :meth:`_complement_solve`, differentiable."""
+        w, v = xs
         gw, gv = grads
-        if gv is not None and np.any(data_of(gv)):
-            raise NotImplementedError(
-                f"{self.name}: second derivatives (create_graph=True) of a loss of the "
-                f"eigenvectors are not implemented; those of a loss of the eigenvalues "
-                f"are (Hellmann-Feynman: d^2 E / d theta^2 through the eigenvectors)")
-        if not np.any(data_of(gw)):
+        gwa = np.zeros(self.xs[0].shape) if gw is None else np.asarray(data_of(gw))
+        gva = None if gv is None else np.asarray(data_of(gv))
+        vector = gva is not None and bool(np.any(gva))
+        if not (vector or np.any(gwa)):
             return tuple(np.zeros(np.shape(a), data_of(a).dtype) for a in inputs)
-        self.check_edges(*self.xs, gw, None)
-        self.check_symmetric(self.xs[0], np.asarray(data_of(gw)))
-        return tuple(self.op.vjp_recorded(v, v * gw, inputs))
+        self.check_edges(*self.xs, gwa, gva)
+        if not vector:
+            self.check_symmetric(self.xs[0], gwa)
+            return tuple(self.op.vjp_recorded(v, v * gw, inputs))
+        self._vector_checks(self.xs[0], self.xs[1], gwa, gva)
+        with enable_grad():
+            vh = conj(v).T
+            j = vh @ gv
+            skew = (j - conj(j).T) * 0.5
+            f = inverse_gaps(w[None, :] - w[:, None], self.degeneracy_tol(self.xs[0]), None)
+            ybar = v @ (f * skew) - self._complement_solve(inputs, w, v, gv - v @ j)
+            if gw is not None:
+                ybar = ybar + v * gw
+            return tuple(self.op.vjp_recorded(v, ybar, inputs))
 
-    def _vector_part(self, w: Any, v: Any, gw: Any, gv: Any) -> np.ndarray:
+    def jvp(self, inputs: tuple[Any, ...], xs: tuple[Any, ...], ts: tuple[Any, ...]) -> Any:
+        """The tangents ``(dw, dv)``: ``dw_i = Re v_i^H dA v_i``, ``dv = V (F * V^H dA V)``
+        inside the computed eigenvectors (``F_ji = 1 / (w_i - w_j)``, ``v_i^H dv_i = 0``)
+        and ``-x_i`` outside, ``P (A - w_i) P x_i = P dA v_i`` (:meth:`_complement_solve`).
+        Written in yaad operations, so that it composes with reverse mode."""
+        w, v = xs
+        wa, va = self.xs
+        op = self.op
+        dav = tangent_map(lambda d: [op.closure.call(lambda: op.s @ v, d)], list(inputs),
+                          list(ts))[0]
+        m = conj(v).T @ dav
+        ma = np.asarray(data_of(m))
+        tol = self.degeneracy_tol(wa)
+        self.check_edges(wa, va, np.ones(wa.shape), None)
+        require_negligible(ma, degenerate_pairs(wa, tol, nonzero=False), magnitude(ma),
+                           DEGENERATE_ERROR.format(name=self.name, what="eigenvalues") +
+                           " (forward mode: the tangent couples the vectors of a degenerate "
+                           "level, so the eigenvalues' tangents depend on the basis too)")
+        dw = real((conj(v) * dav).sum(axis=0))
+        f = inverse_gaps(w[None, :] - w[:, None], tol, None)
+        dv = v @ (f * m) - self._complement_solve(inputs, w, v, dav - v @ m)
+        return dw, dv
+
+    def _complement_solve(self, inputs: tuple[Any, ...], w: Any, v: Any, rhs: Any) -> Any:
+        """The columns ``x_i`` of ``P (A - w_i) P x_i = rhs_i`` (``rhs`` and ``x`` in the
+        complement ``P`` of the computed eigenvectors ``v``) as yaad operations: MINRES
+        (``sparse.linalg.minres``, differentiable to any order and in forward mode) with
+        ``B_i = P (A - w_i) P + c V V^H``, which has the same solution and no null space
+        (the computed directions get the eigenvalue ``c``, the operator's norm), so that the
+        adjoint and tangent solves of its derivatives are well posed too."""
+        op = self.op
+        n, k = self.xs[1].shape
+        c = float(self.norm or operator_norm(op))
+        dt = np.result_type(self.xs[1].dtype, op.dtype)
+        cols = []
+        for i in range(k):
+            ri = rhs[:, i]
+            if not np.any(data_of(ri)):
+                cols.append(ri * 0)
+                continue
+
+            def matvec(x: Any, wi: Any = w[i]) -> Any:
+                px = x - v @ (conj(v).T @ x)
+                ax = op.closure.call(lambda: op.s @ px, list(inputs))
+                return ax - v @ (conj(v).T @ ax) - wi * px + c * (x - px)
+
+            b = LinearOperator((n, n), matvec, dtype=dt)
+            x, _ = minres(b, ri, rtol=self.tol, maxiter=self.maxiter or 20 * n)
+            cols.append(x)
+        return stack(cols, axis=1)
+
+    def _vector_checks(self, w: np.ndarray, v: np.ndarray, gw: np.ndarray,
+                       gv: np.ndarray) -> tuple[Any, ...]:
+        """GaugeError where a loss of the eigenvectors has no derivative (phases, bases of
+        degenerate levels); returns ``V^H gV``, its skew part, the inverse gaps and the
+        scale."""
         vh = v.conj().T
         j = vh @ gv
         scale = magnitude(gw, gv)
@@ -316,7 +395,6 @@ class _Eigsh(_Eig):
             require_negligible(j.diagonal().imag, True, scale,
                                PHASE_ERROR.format(name=self.name, what="eigenvectors"))
         skew = (j - j.conj().T) * 0.5
-        k = w.size
         tol = self.degeneracy_tol(w)
         f = inverse_gaps(w[None, :] - w[:, None], tol, None, skew, scale,
                          DEGENERATE_ERROR.format(name=self.name, what="eigenvalues"))
@@ -327,6 +405,12 @@ class _Eigsh(_Eig):
         except GaugeError as e:
             raise GaugeError(e.args[0].replace("linalg.eigh", self.name)) from None
         self.check_symmetric(w, gw)
+        return j, skew, f, scale
+
+    def _vector_part(self, w: Any, v: Any, gw: Any, gv: Any) -> np.ndarray:
+        vh = v.conj().T
+        j, skew, f, scale = self._vector_checks(w, v, gw, gv)
+        k = w.size
         ybar = v @ (f * skew)
         # The part of gV outside the computed eigenvectors: (A - w_i) xi = P gv_i in the
         # complement, by MINRES; it enters with a minus sign.
