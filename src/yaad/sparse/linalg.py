@@ -246,7 +246,7 @@ class _Eig:
         qh = q.conj().T
         dt = np.result_type(v.dtype, self.op.dtype, np.asarray(c).dtype)
         rng = np.random.default_rng(0)
-        r = rng.standard_normal(n).astype(dt)
+        r = np.asarray(rng.standard_normal(n), dtype=dt)
         if dt.kind == "c":
             r = r + 1j * rng.standard_normal(n)
 
@@ -260,7 +260,8 @@ class _Eig:
         r = project(r)
         nr = float(np.linalg.norm(r))
         maxiter = self.maxiter or 20 * n
-        x, reached = None, np.inf
+        x: Any = None
+        reached = np.inf
         # SciPy's MINRES stops at |r_j| <= rtol (|A| |x| + |b|): where |x| is large (a gap
         # that is small but not degenerate) restart from x; at a degenerate level restarts do
         # not help (the system has no solution) and the residual stays near |r| / sqrt(n)
@@ -317,8 +318,8 @@ class _Eigsh(_Eig):
         vector = gva is not None and bool(np.any(gva))
         if not (vector or np.any(gwa)):
             return tuple(np.zeros(np.shape(a), data_of(a).dtype) for a in inputs)
-        self.check_edges(*self.xs, gwa, gva)
-        if not vector:
+        self.check_edges(self.xs[0], self.xs[1], gwa, gva)
+        if gva is None or not vector:
             self.check_symmetric(self.xs[0], gwa)
             return tuple(self.op.vjp_recorded(v, v * gw, inputs))
         self._vector_checks(self.xs[0], self.xs[1], gwa, gva)
