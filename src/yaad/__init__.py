@@ -72,3 +72,14 @@ from .bindings import tensor_methods as _methods
 __version__ = "0.1.0"
 
 _methods.install(__import__(__name__))
+
+# The public names (what ``dir(yaad)`` lists and the reference page shows): everything bound
+# above but the internal modules (tests/test_public_names.py checks that no other leaks) and,
+# as in yaad.array_api, ``newaxis`` (None: an attribute the reference page cannot render).
+_INTERNAL = {"annotations", "bindings", "compiled", "core", "creation", "function", "implicit",
+             "modes", "ode", "ops", "newaxis"}
+__all__ = sorted(n for n in globals() if not n.startswith("_") and n not in _INTERNAL)
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

@@ -18,6 +18,11 @@ from .modes.batched_values import batch_axes
 __all__ = ["grad", "backward", "Function", "FunctionCtx", "once_differentiable",
            "detect_anomaly"]
 
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 engine.run_backward = run_backward  # (for rules below the engine: see core.grad_mode)
 
 

@@ -6,3 +6,7 @@ it is given (NumPy, CuPy, Dask, any array-API library), and these functions tell
 
 from .core.backend import *  # noqa: F403
 from .core.backend import __all__  # noqa: F401
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

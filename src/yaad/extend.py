@@ -42,3 +42,7 @@ from .function import Function, FunctionCtx, once_differentiable
 
 __all__ = ["op", "Op", "registry", "Function", "FunctionCtx", "once_differentiable",
            "mark_modified", "refuse_grad", "no_derivative"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

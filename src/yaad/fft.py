@@ -36,6 +36,11 @@ __all__ = [
     "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
 ]
 
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 _Norm = Literal["backward", "ortho", "forward"] | None
 
 # The normalisation of the adjoint transform: backward (1 on the way forward, 1/n back)

@@ -52,6 +52,10 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian"
            "linearize"]
 
 
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 # ---- a minimal pytree: nested tuples, lists and dicts --------------------------------
 
 

@@ -53,6 +53,11 @@ from .ops.shape import concatenate
 
 __all__ = ["odeint", "solve_ivp"]
 
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 ADJOINTS = ("discrete", "backsolve")
 
 

@@ -37,6 +37,10 @@ from .linalg import svd
 __all__ = ["TNOptimizerHandler", "register"]
 
 
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 # ---- what autoray calls ------------------------------------------------------------------
 
 def _reduced_svd(x: Any, full_matrices: bool = False, **kwargs: Any) -> Any:

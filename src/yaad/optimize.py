@@ -222,3 +222,7 @@ def _leaf_values(x: Any) -> list[Any]:
 
 
 __all__ = ["minimize"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

@@ -237,3 +237,7 @@ def load(f: str | os.PathLike[str] | BinaryIO) -> Any:
 
 
 __all__ = ["save", "load", "SerializationError"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

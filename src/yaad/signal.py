@@ -13,5 +13,10 @@ from .ops.convolution import signal_correlate as correlate
 
 __all__ = ["convolve", "correlate", "fftconvolve"]
 
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 for _f, _name in ((convolve, "convolve"), (correlate, "correlate")):
     _f.__name__ = _f.__qualname__ = _name

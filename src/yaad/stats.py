@@ -58,6 +58,11 @@ from .ops.shape import concatenate, diagonal, expand_dims, matrix_transpose, squ
 __all__ = ["norm", "t", "gamma", "beta", "chi2", "expon", "laplace", "cauchy", "uniform",
            "lognorm", "poisson", "binom", "dirichlet", "multivariate_normal"]
 
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG2 = math.log(2.0)
 _INF = math.inf

@@ -37,6 +37,11 @@ from .core.tensor import Tensor
 __all__ = ["gradcheck", "gradgradcheck", "check_grads", "numerical_gradient",
            "GradcheckError"]
 
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 STEP = 1e-5  # central differences
 RICHARDSON_STEP = 1e-4  # fourth-order differences
 # Default (atol, rtol): outputs in double precision, and outputs in single precision

@@ -361,3 +361,6 @@ __all__ = [
     "fft", "linalg",
 ]
 
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

@@ -33,3 +33,7 @@ from .systems import *
 
 __all__ = ["LinAlgError", *products.__all__, *systems.__all__, *rank.__all__,
            *spectral.__all__, *norms.__all__, *matrix_functions.__all__]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

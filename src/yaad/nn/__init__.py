@@ -46,3 +46,7 @@ __all__ = ["Module", "Parameter", "Linear", "Embedding", "LayerNorm", "Dropout",
            "BCEWithLogitsLoss", "mse_loss", "l1_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "functional", "init",
            "functional_call", "stack_module_state"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

@@ -320,3 +320,7 @@ __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "softplus", "softmax",
            "log_softmax", "dropout", "layer_norm", "embedding", "mse_loss", "l1_loss",
            "nll_loss", "cross_entropy", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

@@ -164,3 +164,7 @@ def kaiming_normal_(tensor: Any, a: float = 0.0, mode: str = "fan_in",
 __all__ = ["manual_seed", "default_generator", "uniform_", "normal_", "constant_", "zeros_",
            "ones_", "calculate_gain", "fan_in_and_fan_out", "xavier_uniform_",
            "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

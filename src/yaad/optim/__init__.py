@@ -17,3 +17,7 @@ from .optimizer import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LRScheduler",
            "StepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "lr_scheduler"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

@@ -14,3 +14,7 @@ from . import linalg
 from .tensor import SparseTensor, asarray, coo_array, csr_array, is_operator
 
 __all__ = ["SparseTensor", "asarray", "csr_array", "coo_array", "is_operator", "linalg"]
+
+
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)

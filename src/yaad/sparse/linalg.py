@@ -74,6 +74,10 @@ __all__ = ["LinearOperator", "aslinearoperator", "eigsh", "eigs", "expm_multiply
            "minres", "gmres", "spsolve", "ConvergenceError", "GaugeError"]
 
 
+def __dir__() -> list[str]:  # what dir() and completion list: the public names only
+    return list(__all__)
+
+
 def LinearOperator(shape: tuple[int, ...], matvec: Callable[..., Any],  # noqa: N802
                    rmatvec: Callable[..., Any] | None = None,
                    dtype: Any = None) -> SparseTensor:
