@@ -8,6 +8,8 @@ NumPy replay of the same recording (``fused=False``), with eager yaad and with P
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -527,3 +529,87 @@ def test_merged_subexpression_with_default_settings_large_array():
         a = RNG.standard_normal(200_000)
         _same_as_eager(c, f, a)
     assert _end(c).fused_call
+
+
+# ---- where NumPy's error state or a warnings filter makes a floating-point error raise ----
+
+class _RuntimeWarningsRaise(warnings.catch_warnings):
+    def __enter__(self):
+        super().__enter__()
+        warnings.simplefilter("error", RuntimeWarning)
+
+
+RAISING = {  # (the state a caller, or a test run before, may leave in force)
+    "errstate divide": (lambda: np.errstate(divide="raise"), FloatingPointError),
+    "errstate all": (lambda: np.errstate(all="raise"), FloatingPointError),
+    "error filter": (_RuntimeWarningsRaise, RuntimeWarning),
+}
+
+
+def _sqrt_program(x, y):
+    return Y.sum(Y.sin(Y.sqrt(x) * y) + Y.log(x) * 0.5)
+
+
+def _sqrt_oracle(x, y):
+    """NumPy's value and gradients of ``_sqrt_program`` (raising where NumPy raises)."""
+    r = np.sqrt(x)
+    c = np.cos(r * y)
+    return np.sum(np.sin(r * y) + np.log(x) * 0.5), c * y / (2 * r) + 0.5 / x, c * r
+
+
+def _outcome(fn, x, y, state=None, backward_state=None):
+    xs = [Y.tensor(v.copy(), requires_grad=True) for v in (x, y)]
+    try:
+        with state() if state else warnings.catch_warnings():
+            out = fn(*xs)
+        with backward_state() if backward_state else warnings.catch_warnings():
+            out.backward()
+        return float(out.data), xs[0].grad, xs[1].grad
+    except (FloatingPointError, RuntimeWarning) as e:
+        return ("raise", type(e))
+
+
+@pytest.mark.parametrize("backend", [fused, native])
+@pytest.mark.parametrize("name", list(RAISING))
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::yaad.CompileWarning")
+def test_kernels_raise_where_numpy_raises(monkeypatch, backend, name):
+    # numba's kernels never raise or warn: a fused or native program recorded in the
+    # default state gave log(0) = -inf and the gradient inf where NumPy raises (a
+    # backward under np.errstate(divide="raise")), and one recorded under such a state
+    # gave them in the forward. The NumPy replay now runs wherever an error raises.
+    monkeypatch.setattr(backend, "FORCE", [True])
+    state, error = RAISING[name]
+    ok = [(RNG.uniform(0.5, 2.0, 5), RNG.standard_normal(5)) for _ in range(4)]
+    zero = (np.array([0.0, 1.0, 2.0, 0.5, 3.0]), RNG.standard_normal(5))
+    c = Y.compile(_sqrt_program)
+    for x, y in ok[:3]:  # recorded, verified, replayed in the default state
+        got = _outcome(c, x, y)
+        for g, w in zip(got, _sqrt_oracle(x, y)):
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=0)
+    end = _end(c)
+    assert end.fused_call and end.fused_bwd is not None
+    if backend is native:
+        assert _uses_native(c)
+    # The backward under the raising state: the gradient divides by sqrt(0).
+    assert _outcome(c, *zero, backward_state=state) == ("raise", error)
+    assert _outcome(_sqrt_program, *zero, backward_state=state) == ("raise", error)
+    with pytest.raises(error), state():
+        _sqrt_oracle(*zero)
+    # ... and in the default state, NumPy's infinities, as eager mode gives them.
+    got, want = _outcome(c, *zero), _outcome(_sqrt_program, *zero)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[0] == want[0] == -np.inf and not np.isfinite(got[1][0])
+    # The whole call under the raising state: recorded and replayed there, log(0) raises.
+    for x, y in ok:
+        got = _outcome(c, x, y, state=state, backward_state=state)
+        for g, w in zip(got, _sqrt_oracle(x, y)):
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=0)
+    assert _outcome(c, *zero, state=state) == ("raise", error)
+    assert _outcome(_sqrt_program, *zero, state=state) == ("raise", error)
+    # The default state's kernels are still used.
+    x, y = ok[3]
+    before = c.stats["replayed"]
+    got = _outcome(c, x, y)
+    for g, w in zip(got, _sqrt_oracle(x, y)):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=0)
+    assert c.stats["replayed"] == before + 1

@@ -15,8 +15,8 @@ from .compiled import fused as fused_backend
 from .compiled.program import MISS, End, Tree
 from .compiled.reverse import record_backward
 from .compiled.rewrite import rewrite
-from .compiled.state import TooMuchState, float_state, watch
-from .compiled.tape import Recorder, outcome_key, plain_outputs
+from .compiled.state import TooMuchState, watch
+from .compiled.tape import Recorder, float_state, outcome_key, plain_outputs
 from .core.backend import is_foreign
 from .core.grad_mode import state
 from .core.tensor import Tensor
@@ -343,7 +343,9 @@ class Compiled:
             result = plain_outputs(out)
             if tree.foreign is None:  # (the rewrites spell NumPy)
                 rewrite(rec)
-            end = End(rec, spec, f"compiled {self._name}", state.enabled, self.fused)
+            # (where an error raises, the numba kernels would run their NumPy replay)
+            end = End(rec, spec, f"compiled {self._name}", state.enabled,
+                      self.fused and key[1] is None)
             status = tree.insert(rec.items, end)
             tree.records += 1
             if status == "conflict":

@@ -457,7 +457,7 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
             args = [ref_src(r, ns) for r in it.args]
             kwsrc = {k: ref_src(v, ns) for k, v in it.kw.items()} if it.kw else {}
             if foreign:
-                lines.append(indent + _foreign_line(it, args, kwsrc, ns))
+                lines += _in_float_context(it, _foreign_line(it, args, kwsrc, ns), indent, ns)
                 continue
             if (it.outs[0] in recycle and isinstance(spec.forward, np.ufunc) and not kwsrc
                     and it.err is None and spec.nout == 1):
@@ -483,20 +483,14 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
                 tmpl = _template(spec) if shapes is not None and it.err is None else None
                 src = tmpl(it, args, kwsrc, shapes) if tmpl is not None else None
             if src is not None:
-                lines.append(f"{indent}v{it.outs[0]} = {src}")
+                lines += _in_float_context(it, f"v{it.outs[0]} = {src}", indent, ns)
                 continue
             fn = ns.name(spec.forward, "f")
             args += [f"{k}={v}" for k, v in kwsrc.items()]
             lhs = ", ".join(f"v{o}" for o in it.outs)
             if spec.nout != 1:
                 lhs += ","
-            line = f"{lhs} = {fn}({', '.join(args)})"
-            if it.err is not None:
-                err = ns.name(functools.partial(float_context, it.err), "e")
-                lines.append(f"{indent}with {err}():")
-                lines.append(f"{indent}    {line}")
-            else:
-                lines.append(indent + line)
+            lines += _in_float_context(it, f"{lhs} = {fn}({', '.join(args)})", indent, ns)
         elif t is Load:
             x = ns.name(it.tensor, "x")
             lines.append(f"{indent}v{it.slot} = {x}._data")
@@ -505,6 +499,36 @@ def body_lines(items: list, ns: Namespace, indent: str = "    ",
         elif t is Const:
             lines.append(f"{indent}v{it.slot} = {ns.name(it.value)}")
     return lines
+
+
+def _in_float_context(it: Entry, line: str, indent: str, ns: Namespace) -> list[str]:
+    """The statement ``line`` of entry ``it``, under the floating-point state it was
+    recorded in when the function set one (``it.err``): every spelling of an op, NumPy's
+    or another library's, runs where eager mode ran it (a ``FloatingPointError`` under
+    ``np.errstate(divide="raise")`` decides an ``except`` branch)."""
+    if it.err is None:
+        return [indent + line]
+    err = ns.name(functools.partial(float_context, it.err), "e")
+    return [f"{indent}with {err}():", f"{indent}    {line}"]
+
+
+def numpy_program(items: list, params: list, results: list, value: list) -> Callable:
+    """The NumPy replay of ``items`` (guards and loads left out: a load's slot is among
+    ``params``): ``replay(*values of params)`` -> ``results`` (None entries where
+    ``results`` has None), as a fused or native kernel of the same items returns them; a
+    slot it reads but neither makes nor takes is the recorded constant in ``value``."""
+    ns = Namespace()
+    items = [it for it in items if type(it) is not Guard and type(it) is not Load]
+    made = set(params)
+    lines = []
+    for it in items:
+        for s in sorted(item_uses(it) - made):
+            lines.append(f"    v{s} = {ns.name(value[s])}")  # (a constant of the backward)
+            made.add(s)
+        made.update(item_defs(it))
+    lines += body_lines(items, ns, shapes=SlotInfo(value))
+    lines.append(f"    return ({''.join('None, ' if r is None else f'v{r}, ' for r in results)})")
+    return build("replay", ", ".join(f"v{s}" for s in params), lines, ns)
 
 
 def _foreign_line(it: Entry, args: list, kwsrc: dict, ns: Namespace) -> str:

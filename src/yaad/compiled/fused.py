@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .tape import Alias, Const, Entry, Load, Slot, SlotTuple
+from .tape import Alias, Const, Entry, Load, Slot, SlotTuple, float_state
 
 _numba: list = []  # the module, once imported (importing it takes a while: on first use)
 
@@ -577,4 +577,23 @@ def _fuse(items: list, params: list, results: list, value: list,
         if np.shape(v) != ref.shape or not np.allclose(v, ref, rtol=tol, atol=tol * scale,
                                                        equal_nan=True):
             raise _Reject
-    return run
+    return _numpy_where_errors_raise(run, items, params, results, value)
+
+
+def _numpy_where_errors_raise(run: Callable, items: list, params: list, results: list,
+                              value: list) -> Callable:
+    """``run``, or the NumPy replay of ``items`` where NumPy's error state or the warnings
+    filters make a floating-point error raise (numba's loops never raise or warn)."""
+    from .codegen import numpy_program
+
+    loads = [it for it in items if type(it) is Load]
+    replay = numpy_program(items, list(params) + [it.slot for it in loads], results, value)
+
+    def checked(*args: Any) -> tuple:
+        if float_state() is None:
+            return run(*args)
+        got = replay(*args, *[it.tensor._data for it in loads])
+        return tuple(x.copy() if isinstance(x, np.ndarray) else x for x in got)
+
+    checked.__source__ = run.__source__  # type: ignore[attr-defined]
+    return checked

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .tape import Alias, Const, Entry, Guard, Load, Slot
+from .tape import Alias, Const, Entry, Guard, Load, Slot, float_state
 
 FORCE = [False]  # tests: keep a generated function even if it is not faster
 MIN_ENTRIES = 24  # shorter programs: the NumPy replay is about as fast
@@ -716,8 +716,11 @@ def _build(items: list, params: list, results: list, value: list,
             outs.append((v, np.shape(value[r]), isinstance(value[r], np.ndarray),
                          value[r].dtype))
     from . import native_kernels
+    from .codegen import numpy_program
 
     run = _Program(native_kernels.execute, gen, inputs, outs, results)
+    loads = [it.slot for it in items if type(it) is Load]
+    run.fallback = replay = numpy_program(items, params + loads, results, value)
     check = run.run([value[s] for s in params] + [value[it.slot] for it in items
                                                   if type(it) is Load])
     for r, v in zip(results, check):
@@ -728,13 +731,16 @@ def _build(items: list, params: list, results: list, value: list,
         if (np.shape(v) != ref.shape or np.asarray(v).dtype != ref.dtype
                 or not np.allclose(v, ref, rtol=1e-9, atol=1e-9 * scale, equal_nan=True)):
             raise _Reject
-    loads = [it.slot for it in items if type(it) is Load]
-    run.fallback = replay = _replay(items, params + loads, results, value)
     args = [value[s] for s in params]
     if not FORCE[0] and not _faster(lambda: run(*args),
                                     lambda: replay(*args, *[value[s] for s in loads])):
         return None
     return run
+
+
+def _own(results: tuple) -> tuple:
+    """The NumPy replay's results as arrays of their own (a native program's are)."""
+    return tuple(x.copy() if isinstance(x, np.ndarray) else x for x in results)
 
 
 def _unset(*args: Any) -> tuple:
@@ -767,6 +773,8 @@ class _Program:
     def run(self, arrays: list) -> tuple:
         """The results for the values of the inputs (the parameters, then the tensors
         read from outside)."""
+        if float_state() is not None:  # an error raises: numba's kernels do not
+            return _own(self.fallback(*arrays))
         free = self.free
         R, Z = free.pop() if free else (self.R0.copy(), self.Z0.copy())
         try:
@@ -774,8 +782,7 @@ class _Program:
                 w = Z if v.kind else R
                 w[v.off:v.off + v.n] = np.ravel(a)
             if self.execute(self.code, self.idx, R, Z):
-                return tuple(x.copy() if isinstance(x, np.ndarray) else x
-                             for x in self.fallback(*arrays))
+                return _own(self.fallback(*arrays))
             got = []
             for v, shape, is_array, dt in self.outs:
                 w = Z if v.kind else R
@@ -785,25 +792,6 @@ class _Program:
             free.append((R, Z))
         it = iter(got)
         return tuple(None if r is None else next(it) for r in self.results)
-
-
-def _replay(items: list, params: list, results: list, value: list) -> Callable:
-    """The NumPy replay of ``items``: ``replay(*values of params)`` -> ``results`` (None
-    entries where ``results`` has None), as the native program returns them."""
-    from .codegen import Namespace, SlotInfo, body_lines, build, item_defs, item_uses
-
-    ns = Namespace()
-    items = [it for it in items if type(it) is not Guard and type(it) is not Load]
-    made = set(params)
-    lines = []
-    for it in items:
-        for s in sorted(item_uses(it) - made):
-            lines.append(f"    v{s} = {ns.name(value[s])}")  # (see _Gen.val)
-            made.add(s)
-        made.update(item_defs(it))
-    lines += body_lines(items, ns, shapes=SlotInfo(value))
-    lines.append(f"    return ({''.join('None, ' if r is None else f'v{r}, ' for r in results)})")
-    return build("replay", ", ".join(f"v{s}" for s in params), lines, ns)
 
 
 def _faster(run: Callable, replay: Callable) -> bool:

@@ -34,7 +34,7 @@ from . import codegen, fused, native
 from .codegen import Namespace, item_defs, item_uses, shape_of
 from .reverse import reachable, reverse
 from .rewrite import simplify
-from .tape import Alias, Const, Entry, Guard, Load, Recorder, outcome_key, same_item
+from .tape import Alias, Const, Entry, Guard, Load, Recorder, float_state, outcome_key, same_item
 
 _new = object.__new__
 
@@ -420,7 +420,10 @@ class End:
         lines = []
         if ready is not None:
             one = ns.name(self.one, "one")
-            lines += [f"    if {seeds} is {one}:",
+            # (computed in the call's floating-point state: where an error now raises,
+            # the kernel runs again, as its NumPy replay)
+            ns.env["_float_state"] = float_state
+            lines += [f"    if {seeds} is {one} and _float_state() is None:",
                       f"        g = slots[{ready}]",
                       "        if g is not None:",
                       f"            slots[{ready}] = None",

@@ -259,6 +259,41 @@ def outcome_key(v: Any) -> Any:
     return (t, v)
 
 
+try:  # (NumPy's error state lives in a context variable, one object per state set)
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
+except ImportError:  # pragma: no cover
+    _EXTOBJ = None
+_LAST: list = [object(), None, -1, None, None]  # error state, filters, length, first, key
+_QUIET = ("ignore", "warn", "print", "log")
+
+
+def float_state() -> Any:
+    """What of NumPy's error state and of the warnings filters can decide which path a
+    function takes (an error that raises, or calls a function; a warnings filter that
+    makes some warnings errors): part of a compiled function's signature. None in the
+    common case, where a floating-point error at most warns."""
+    filters = warnings.filters
+    first = filters[0] if filters else None
+    if _EXTOBJ is None:
+        return _float_state(filters)
+    ext = _EXTOBJ.get()
+    last = _LAST
+    # (the warnings functions change the list's length or its first entry, or replace it;
+    # the objects compared are held here, so that their identities stay theirs)
+    if ext is last[0] and filters is last[1] and len(filters) == last[2] and first is last[3]:
+        return last[4]
+    key = _float_state(filters)
+    last[:] = [ext, filters, len(filters), first, key]
+    return key
+
+
+def _float_state(filters: list) -> Any:
+    err = np.geterr()
+    err_key = None if all(v in _QUIET for v in err.values()) else tuple(sorted(err.items()))
+    errors = tuple(filters) if any(f[0] == "error" for f in filters) else None
+    return None if err_key is None and errors is None else (err_key, errors)
+
+
 @contextlib.contextmanager
 def float_context(err: dict) -> Any:
     """NumPy's error state ``err`` (see :class:`Entry`) and, under its key ``filters``, the
