@@ -45,10 +45,10 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
     met again (``seen``: its id to its entry) refers to the same entry, so that it loads
     as one object (tied weights stay tied)."""
     if isinstance(obj, (Tensor, np.ndarray)) and id(obj) in seen:
-        node = {"array": seen[id(obj)]}
+        ref: dict[str, Any] = {"array": seen[id(obj)]}
         if isinstance(obj, Tensor):
-            node["tensor"] = bool(obj.requires_grad)
-        return node
+            ref["tensor"] = bool(obj.requires_grad)
+        return ref
     if isinstance(obj, (Tensor, np.ndarray, np.generic)):
         data = obj.data if isinstance(obj, Tensor) else obj
         if is_foreign(data):
@@ -138,7 +138,7 @@ def save(obj: Any, f: str | os.PathLike[str] | BinaryIO) -> None:
         raise
 
 
-def _decode(node: Any, arrays: Any, name: str, made: dict[tuple, Any]) -> Any:
+def _decode(node: Any, arrays: Any, name: str, made: dict[tuple[Any, ...], Any]) -> Any:
     """The object of the structure entry ``node``; ``made`` holds the tensors and arrays
     loaded so far by entry, so that one saved twice loads as one object."""
     if node is None or isinstance(node, (bool, int, float, str)):

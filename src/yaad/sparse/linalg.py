@@ -781,7 +781,7 @@ def _power_norm(mv: Callable[..., Any], rmv: Callable[..., Any], n: int, dtype: 
         if it and est <= best:
             break
         best = est
-        where = None if rows is None else rows[int(np.argmax(sums))]
+        where: Any = None if rows is None else rows[int(np.argmax(sums))]
         h = np.abs(power(_sign(y), rmv)).max(axis=1)
         if where is not None and h.max() <= h[where]:
             break  # no unit vector promises more than the best one
@@ -921,7 +921,7 @@ class _Expm:
             if params and count:
                 # A met T_(k-1) with the cotangent weighted_k (mu is held fixed)
                 part = self.op.vjp(_columns(self._step_terms(j)), _columns(pairs[::-1]),
-                                   params)
+                                   tuple(params))
                 total = part if total is None else [a + b for a, b in zip(total, part)]
         return (ybar, *(total if total is not None else [np.zeros(np.shape(p), p.dtype)
                                                          for p in params]))
