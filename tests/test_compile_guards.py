@@ -827,3 +827,73 @@ def test_a_transforms_zero_d_tensor_result_is_a_value_of_the_recording(how):
         assert got.shape == () and got.dtype == np.float64
         assert float(got.data) == 4 * 0.3 * (1.0 + v)  # d/dh sum(h^2 x) = 2 h sum(x)
     assert c.stats == {"replayed": 3, "recorded": 2, "eager": 0}
+
+
+# ---- a backward pass inside vmap (jacrev, vmap of jacrev) --------------------------------
+# The recorded backward called the rules on the values as the recording holds them, with
+# vmap's batch axes, where eager mode hands them one example's: reshape's rule
+# (reshape(g, a.shape)) crashed with "cannot reshape array of size 16 into shape (2,2,2)"
+# on vmap(jacrev(field)) of a Lotka-Volterra field flattened by .reshape(-1), and on
+# jacrev(field) alone. Such a backward runs eagerly, with a CompileWarning.
+
+_LV = np.array([1.5, 1.0, 3.0, 1.0])
+
+
+def _lv_field(y, t, p):
+    return Y.stack([p[0] * y[0] - p[1] * y[0] * y[1],
+                    p[3] * y[0] * y[1] - p[2] * y[1]]).reshape(-1) * (1.0 + 0.0 * t)
+
+
+def _lv_jacobian(y):
+    """The analytic Jacobian d field / d y at the states ``y`` (..., 2)."""
+    a, b, c, d = _LV
+    u, v = y[..., 0], y[..., 1]
+    return np.stack([np.stack([a - b * v, -b * u], -1), np.stack([d * v, d * u - c], -1)], -2)
+
+
+def _lv_blocks(ys, ts, p):
+    jac = Y.func.vmap(Y.func.jacrev(_lv_field, argnums=(0, 2)), in_dims=(0, 0, None))
+    jy, jp = jac(ys, ts, p)
+    return Y.sum(jy * jy) + Y.sum(jp), jy
+
+
+def _lv_single(y, p):
+    return Y.func.jacrev(_lv_field)(y, 0.0, p)
+
+
+@pytest.mark.parametrize("case", ["vmap of jacrev", "jacrev"])
+def test_a_backward_inside_vmap_runs_eagerly_with_the_eager_values(case):
+    rng = np.random.default_rng(7)
+    p = Y.tensor(_LV)
+    fn = _lv_blocks if case == "vmap of jacrev" else _lv_single
+    c = Y.compile(fn)
+    sizes = [3, 3, 5, 1246] if case == "vmap of jacrev" else [None] * 4
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in sizes:  # new values each call, and new batch sizes
+            y = rng.uniform(0.5, 2.0, (n, 2) if n else 2)
+            if n:
+                ts = Y.tensor(rng.uniform(0.0, 1.0, n))
+                xs = [Y.tensor(y.copy(), requires_grad=True) for _ in range(2)]
+                (loss, jy), (want, wjy) = c(xs[0], ts, p), fn(xs[1], ts, p)
+                np.testing.assert_array_equal(jy.data, wjy.data)
+                assert jy.shape == (n, 2, 2) and jy.dtype == np.float64
+                np.testing.assert_allclose(jy.data, _lv_jacobian(y), rtol=1e-14, atol=1e-14)
+                np.testing.assert_array_equal(loss.data, want.data)
+                loss.backward()
+                want.backward()
+                # d/dy of sum(J * J) + sum(J_p), J_p = [[u, -uv, 0, 0], [0, 0, -v, uv]]
+                # (sum u - v): the analytic oracle
+                a, b, cc, d = _LV
+                u, v = y[:, 0], y[:, 1]
+                g = np.stack([2 * b * b * u + 2 * d * (d * u - cc) + 1.0,
+                              2 * b * (b * v - a) + 2 * d * d * v - 1.0], -1)
+                np.testing.assert_allclose(xs[0].grad, g, rtol=1e-13)
+                np.testing.assert_allclose(xs[0].grad, xs[1].grad, rtol=0, atol=0)
+            else:
+                got = c(Y.tensor(y), p)
+                assert got.shape == (2, 2) and got.dtype == np.float64
+                np.testing.assert_allclose(got.data, _lv_jacobian(y), rtol=1e-14, atol=1e-14)
+    warned = [w for w in caught if issubclass(w.category, CompileWarning)]
+    assert warned and "backward pass inside vmap" in str(warned[0].message)
+    assert c.stats["replayed"] == 0

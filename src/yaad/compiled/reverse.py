@@ -319,6 +319,13 @@ def record_backward(rec: Recorder, outputs: Any, grad_outputs: Any, create_graph
     else:
         wrt = sorted(s for s in needed if rec.diff[s] and rec.src[s][0] != "op")
     leaves = [s for s in wrt if rec.src[s][0] != "op"]
+    if state.batching is not None:
+        # (the recorded rules would see the values with vmap's batch axes, where eager mode
+        # gives them one example's: a reshape to a.shape crashed, other rules could be off)
+        return rec.backward_eagerly("a backward pass inside vmap (jacrev, hessian, vmap "
+                                    "of grad or vjp)",
+                                    outputs, grad_outputs, create_graph, inputs, capture,
+                                    allow_unused)
     if (_has_hooks(rec, needed)
             or any(rec.src[s][0] == "ext" and rec.edge[s] is not rec.tensor[s] for s in leaves)
             or (inputs is None and create_graph)):
