@@ -147,7 +147,8 @@ PROBES = {
         {"x0": "raises", "args": "raises"}),
     "integrate.odeint": (
         lambda t: yaad.integrate.odeint(lambda y, s, k: -k * y, t("y0", [1.0]),
-                                        t("t", [0.0, 0.5]), t("k", 0.7), rtol=1e-6),
+                                        t("t", [0.0, 0.5]), t("k", 0.7), rtol=1e-6,
+                                        compiled=False),  # (the arguments, not compile)
         {"y0": "grad", "k": "grad", "t": "grad"}),
     "integrate.solve_ivp": (
         lambda t: yaad.integrate.solve_ivp(lambda s, y, k: -k * y, t("t_span", [0.0, 0.5]),

@@ -205,7 +205,9 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 
         The most steps before :class:`ConvergenceError`.
     compiled : bool
         Run ``func`` and its vector-Jacobian product as compiled programs
-        (``yaad.compile``; not when ``func`` captures tensors that require grad).
+        (``yaad.compile``; not when ``func`` captures tensors that require grad), from the
+        second solve with the same ``func`` on (a function made anew for every solve runs
+        eagerly: recording its programs each time would cost more than they save).
 
     Returns
     -------

@@ -34,6 +34,22 @@ LINEAR_BYTES = 32 << 20
 
 # func -> {swapped: its compiled programs} (the programs hold func weakly)
 _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# the functions solved with once: their programs are compiled from their second solve
+_SEEN: weakref.WeakSet = weakref.WeakSet()
+
+
+def _seen_before(func: Callable) -> bool:
+    """Whether ``func`` was solved with before (marking it now). A function made anew for
+    each solve (a lambda written in a loop) would have its programs recorded every time:
+    about 50x the eager solve of a small system; so the first solve runs eagerly."""
+    base = func.fun if isinstance(func, Swapped) else func
+    try:
+        if base in _SEEN:
+            return True
+        _SEEN.add(base)
+    except TypeError:  # (not weakly referenceable: never compiled, see Field)
+        return True
+    return False
 
 
 def _with_slots(args: Sequence, slots: Sequence, values: Sequence) -> list:
@@ -162,7 +178,7 @@ class Field:
         # the arrays of the differentiable inputs after y0 (and t): slots, then captured
         self.params = [data_of(args[k]) for k in slots] + [
             data_of(c) for c in closure.captured]
-        self.compiled = compiled and not closure.found
+        self.compiled = compiled and not closure.found and _seen_before(func)
         self.real = all(np.asarray(p).dtype.kind in "fiub" for p in self.params)
         if self.compiled:
             # arrays as tensors: a compiled program replays what it does with tensors
