@@ -1,4 +1,4 @@
-"""Adversarial checks of gradients (session 7): inputs that flip data-dependent decisions
+"""Gradients at the edges of data-dependent decisions: inputs that flip them
 (ties, zeros of both signs, infinities, NaN, degenerate spectra), in float32 and complex64
 too, against PyTorch, JAX, NumPy and finite differences. Each test names what it guards.
 """
