@@ -9,4 +9,4 @@ cdef class Node:
     cdef object __weakref__
 
 cpdef Node record_node(op, args, kw, ans, e0, e1=*, more=*)
-cpdef Node new_node(op, args, kw, ans, parents)
+cpdef Node new_node(op, args, kw, ans, tuple parents)

@@ -122,9 +122,12 @@ def record_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: 
 def new_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,
              parents: tuple[Any, ...]) -> Node:
     """:func:`record_node` with the edges as one sequence (any number of inputs)."""
-    node = record_node(op, args, kw, ans, None)
-    node.parents = parents  # (the setter lays the edges out in slots)
-    return node
+    n = len(parents)
+    if n == 1:
+        return record_node(op, args, kw, ans, parents[0])
+    if n == 2:
+        return record_node(op, args, kw, ans, parents[0], parents[1])
+    return record_node(op, args, kw, ans, None, None, tuple(parents))
 
 
 class NodeExtra:

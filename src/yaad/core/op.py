@@ -31,7 +31,7 @@ from .backend import BackendError, any_foreign, is_foreign, is_inexact
 from .backend import call as call_foreign
 from .errors import error, with_op_name
 from .grad_mode import state
-from .graph import Node, ShapeDtype, new_node, record_node
+from .graph import Node, ShapeDtype, new_node
 from .tensor import Tensor, make_tensor
 from .views import note_view, note_views
 
@@ -191,123 +191,19 @@ def _fast_arity(spec: Op) -> int:
 
 
 def _make_function(spec: Op) -> Callable:
-    forward = spec.forward
     fast = _fast_arity(spec)
-    save_args = spec.save_args
-    save_ans = spec.save_ans
-    elementwise = spec.elementwise
-    # An op that saves no input may return a view of one (reshape, getitem, real); only
-    # those look at the output's memory. (Binary elementwise ops never return views.)
-    views = not save_args
-    views2 = views and not elementwise
-    prunable = spec.reads is not None
 
-    # The one- and two-input paths below are the general ``apply`` specialised by hand:
-    # they run for nearly every operation, where each attribute access shows in the
-    # per-op overhead (see benchmarks W3 and W8). tests/test_node_paths.py checks, for
-    # every op, that they build the node and the gradients ``apply`` does.
+    # Calls of one or two positional arguments take the general ``apply`` specialised by
+    # hand (_call1, _call2): they run for nearly every operation, where each attribute
+    # access shows in the per-op overhead (see benchmarks W3 and W8).
+    # tests/test_node_paths.py checks, for every op, that they build the node and the
+    # gradients ``apply`` does.
     def call(*args, **kw):
         if kw or len(args) != fast:
-            for a in args:
-                if isinstance(a, Tensor):
-                    return apply(spec, args, kw)
-            if kw:
-                for v in kw.values():
-                    if isinstance(v, Tensor):
-                        return apply(spec, args, kw)
-            return _call_plain(spec, args, kw)
-        st = state
+            return _call_any(spec, args, kw)
         if fast == 2:
-            x, y = args
-            xt = isinstance(x, Tensor)
-            yt = isinstance(y, Tensor)
-            if not (xt or yt):
-                if type(x) not in _NATIVE or type(y) not in _NATIVE:
-                    return _call_plain(spec, args, {})
-                return forward(x, y)
-            if st.modes_on:
-                return run_modes(spec, args, {})
-            xd = x._data if xt else x
-            yd = y._data if yt else y
-            if type(xd) not in _NATIVE or type(yd) not in _NATIVE:
-                if not (xt and yt):  # (numbers and NumPy arrays are fine)
-                    _refuse_object_operand(spec, y if xt else x)
-                return apply(spec, args, {})  # lists, objects, other libraries' arrays
-            try:
-                ans = forward(xd, yd)
-            except Exception as e:
-                raise with_op_name(e, spec.name) from e
-            out = _new(Tensor)
-            out._data = ans
-            if st.enabled:
-                px = (x._node or x) if xt and x.requires_grad else None
-                py = (y._node or y) if yt and y.requires_grad else None
-                if (px is not None or py is not None) and (
-                        elementwise or ans.dtype.kind in "fc"):
-                    if save_args:
-                        if not prunable or (px is not None and py is not None):
-                            saved = (xd, yd)
-                        else:  # keep what the one rule that runs reads (x * c: c)
-                            r0, r1 = spec.reads[0] if py is None else spec.reads[1]
-                            if not r0 and hasattr(xd, "dtype"):  # _meta, inlined
-                                xd = (None if elementwise and xd.shape == ans.shape
-                                      and xd.dtype is ans.dtype else ShapeDtype(xd.shape, xd.dtype))
-                            if not r1 and hasattr(yd, "dtype"):
-                                yd = (None if elementwise and yd.shape == ans.shape
-                                      and yd.dtype is ans.dtype else ShapeDtype(yd.shape, yd.dtype))
-                            saved = (xd, yd)
-                    elif elementwise:
-                        # None: the input has the output's shape and dtype.
-                        saved = (
-                            None if px is None or (xd.shape == ans.shape and xd.dtype is ans.dtype)
-                            else ShapeDtype(xd.shape, xd.dtype),
-                            None if py is None or (yd.shape == ans.shape and yd.dtype is ans.dtype)
-                            else ShapeDtype(yd.shape, yd.dtype))
-                    else:
-                        saved = (ShapeDtype(xd.shape, xd.dtype) if hasattr(xd, "dtype") else xd,
-                                 ShapeDtype(yd.shape, yd.dtype) if hasattr(yd, "dtype") else yd)
-                    node = record_node(spec, saved, None, ans if save_ans else None, px, py)
-                    out._node = node
-                    out.requires_grad = True
-                    if views2 and ans.base is not None:
-                        note_view(spec, args, _NO_KW, out, None, True)
-                    return out
-            out._node = None
-            out.requires_grad = False
-            if views2 and ans.base is not None:
-                note_view(spec, args, _NO_KW, out, None, st.enabled)
-            return out
-        x = args[0]
-        if not isinstance(x, Tensor):
-            return forward(x) if type(x) in _NATIVE else _call_plain(spec, args, {})
-        if st.modes_on:
-            return run_modes(spec, args, {})
-        xd = x._data
-        if type(xd) not in _NATIVE:
-            return apply(spec, args, {})
-        try:
-            ans = forward(xd)
-        except Exception as e:
-            raise with_op_name(e, spec.name) from e
-        out = _new(Tensor)
-        out._data = ans
-        rec = st.enabled
-        if rec and x.requires_grad and (elementwise or ans.dtype.kind in "fc"):
-            if save_args:
-                saved = (xd,)
-            elif elementwise and xd.shape == ans.shape and xd.dtype is ans.dtype:
-                saved = (None,)
-            else:
-                saved = (ShapeDtype(xd.shape, xd.dtype),)
-            node = record_node(spec, saved, None, ans if save_ans else None, x._node or x)
-            out._node = node
-            out.requires_grad = True
-        else:
-            out._node = None
-            out.requires_grad = False
-        if views and type(ans) is ndarray and ans.base is not None:
-            note_view(spec, args, _NO_KW, out, None, rec)
-        return out
+            return _call2(spec, args)
+        return _call1(spec, args)
 
     def _set(attr, rules):
         nonlocal fast
@@ -318,8 +214,8 @@ def _make_function(spec: Op) -> Callable:
 
     call.__name__ = spec.name
     call.__qualname__ = spec.name
-    call.__doc__ = forward.__doc__
-    call.__wrapped__ = forward
+    call.__doc__ = spec.forward.__doc__
+    call.__wrapped__ = spec.forward
     call.op = spec
     spec.fn = call
     call.defvjp = lambda *rules: _set("vjps", rules)
@@ -327,6 +223,85 @@ def _make_function(spec: Op) -> Callable:
     call.defbatch = lambda rule: setattr(spec, "batch", rule) or rule
     registry[spec.name] = spec
     return call
+
+
+def _call_any(spec: Op, args: tuple, kw: dict) -> Any:
+    """A call with keyword arguments, or not of the op's fast arity."""
+    for a in args:
+        if isinstance(a, Tensor):
+            return apply(spec, args, kw)
+    if kw:
+        for v in kw.values():
+            if isinstance(v, Tensor):
+                return apply(spec, args, kw)
+    return _call_plain(spec, args, kw)
+
+
+def _call2(spec: Op, args: tuple) -> Any:
+    """``apply`` for two positional arguments, each a tensor, a number or a NumPy array."""
+    x, y = args
+    xt = isinstance(x, Tensor)
+    yt = isinstance(y, Tensor)
+    if not (xt or yt):
+        if type(x) not in _NATIVE or type(y) not in _NATIVE:
+            return _call_plain(spec, args, {})
+        return spec.forward(x, y)
+    st = state
+    if st.modes_on:
+        return run_modes(spec, args, {})
+    xd = x._data if xt else x
+    yd = y._data if yt else y
+    if type(xd) not in _NATIVE or type(yd) not in _NATIVE:
+        if not (xt and yt):  # (numbers and NumPy arrays are fine)
+            _refuse_object_operand(spec, y if xt else x)
+        return apply(spec, args, {})  # lists, objects, other libraries' arrays
+    try:
+        ans = spec.forward(xd, yd)
+    except Exception as e:
+        raise with_op_name(e, spec.name) from e
+    node = None
+    rec = st.enabled
+    if rec:
+        px = (x._node or x) if xt and x.requires_grad else None
+        py = (y._node or y) if yt and y.requires_grad else None
+        if (px is not None or py is not None) and (spec.elementwise or ans.dtype.kind in "fc"):
+            node = _record(spec, (xd, yd), None, ans, (px, py))
+    # An op that saves no input may return a view of one (reshape, real); only those look
+    # at the output's memory. (Binary elementwise ops never return views.)
+    return _output(spec, args, ans, node, rec, not spec.save_args and not spec.elementwise)
+
+
+def _call1(spec: Op, args: tuple) -> Any:
+    """``apply`` for one positional argument, a tensor, a number or a NumPy array."""
+    x = args[0]
+    if not isinstance(x, Tensor):
+        return spec.forward(x) if type(x) in _NATIVE else _call_plain(spec, args, {})
+    st = state
+    if st.modes_on:
+        return run_modes(spec, args, {})
+    xd = x._data
+    if type(xd) not in _NATIVE:
+        return apply(spec, args, {})
+    try:
+        ans = spec.forward(xd)
+    except Exception as e:
+        raise with_op_name(e, spec.name) from e
+    node = None
+    rec = st.enabled
+    if rec and x.requires_grad and (spec.elementwise or ans.dtype.kind in "fc"):
+        node = _record(spec, (xd,), None, ans, (x._node or x,))
+    return _output(spec, args, ans, node, rec, not spec.save_args and type(ans) is ndarray)
+
+
+def _output(spec: Op, args: tuple, ans: Any, node: Node | None, rec: bool, views: bool) -> Any:
+    """The tensor of a fast path's result ``ans``, noted as a view where it may be one."""
+    out = _new(Tensor)
+    out._data = ans
+    out._node = node
+    out.requires_grad = node is not None
+    if views and ans.base is not None:
+        note_view(spec, args, _NO_KW, out, None, rec)
+    return out
 
 
 _SEQUENCES = (list, tuple)
@@ -361,14 +336,6 @@ def register_plain_call(fn: Callable) -> None:
     """Set the call of an op on arguments none of which is a tensor."""
     global _call_plain
     _call_plain = fn
-
-
-def _meta(a: Any, ans: Any, elementwise: bool) -> Any:
-    """What a non-saving op keeps of an input: None when an elementwise op's output has
-    the input's shape and dtype (nothing to reduce or cast), else a :class:`ShapeDtype`."""
-    if elementwise and a.shape == ans.shape and a.dtype is ans.dtype:
-        return None
-    return ShapeDtype(a.shape, a.dtype)
 
 
 def _kw_arrays(spec: Op, kw: dict) -> dict:
@@ -437,52 +404,61 @@ def _tuple_arrays(a: tuple) -> tuple:
     return a
 
 
-def _record(spec: Op, arrays: tuple, kw: dict, ans: Any, parents: tuple) -> Node:
-    """The node of a call of ``spec``: what its rules read of the inputs (``save_args``,
-    ``reads``) and of the output (``save_ans``)."""
-    if spec.save_args:
-        if spec.reads is not None and any(p is None for p in parents):
-            args = _kept_read(spec, arrays, parents, ans)
+def _record(spec: Op, arrays: tuple, kw: dict | None, ans: Any, parents: tuple) -> Node:
+    """The node of a call of ``spec``: what it saves, decided here for every path of the
+    op call (with :func:`_kept`, argument by argument).
+
+    ``arrays`` are the call's arguments (tensors as their data), ``parents`` the edges of
+    the inputs that require grad (None for the others). The node keeps what the rules
+    of those inputs read: the arguments (``save_args``; with ``reads``, only those that
+    the rules which run read), and the output (``save_ans``).
+    """
+    if not spec.save_args or (spec.reads is not None and _some_none(parents)):
+        n = len(arrays)  # (one tuple, no list, for the usual one or two arguments)
+        if n == 2:
+            arrays = (_kept(spec, arrays, 0, parents, ans), _kept(spec, arrays, 1, parents, ans))
+        elif n == 1:
+            arrays = (_kept(spec, arrays, 0, parents, ans),)
         else:
-            args = arrays
-    else:
-        # Keep only shapes and dtypes of the differentiable inputs; other arguments
-        # (axes, indices) stay as they are.
-        ew = spec.elementwise
-        vjps = spec.vjps
-        variadic = spec.variadic
-        kept = []
-        for i, a in enumerate(arrays):
-            if variadic or (i < len(vjps) and vjps[i] is not None):
-                if ew and parents[i] is None:
-                    a = None  # (no rule of an elementwise op needs it)
-                elif hasattr(a, "dtype"):
-                    a = _meta(a, ans, ew)
-            kept.append(a)
-        args = tuple(kept)
+            arrays = tuple([_kept(spec, arrays, j, parents, ans) for j in range(n)])
     if spec.save_ans:
         saved = ans
     elif spec.nout == 1:
         saved = None
     else:
         saved = tuple(ShapeDtype(np.shape(a), a.dtype) for a in ans)
-    return new_node(spec, args, kw or None, saved, parents)
+    return new_node(spec, arrays, kw or None, saved, parents)
 
 
-def _kept_read(spec: Op, arrays: tuple, parents: tuple, ans: Any) -> tuple:
-    """The arguments that the rules of the inputs requiring grad read (see ``Op.reads``);
-    the others keep only their shape and dtype."""
-    reads = spec.reads
-    ew = spec.elementwise
-    kept = []
-    for j, a in enumerate(arrays):
-        if any(p is not None and reads[i][j] for i, p in enumerate(parents)):
-            kept.append(a)
-        elif hasattr(a, "dtype"):
-            kept.append(_meta(a, ans, ew))
-        else:
-            kept.append(a)
-    return tuple(kept)
+def _some_none(parents: tuple) -> bool:
+    """Whether an input does not require grad (the loop: no generator on the hot path)."""
+    for p in parents:
+        if p is None:
+            return True
+    return False
+
+
+def _kept(spec: Op, arrays: tuple, j: int, parents: tuple, ans: Any) -> Any:
+    """What a node that does not keep all its arguments keeps of argument ``j``: its value
+    where a rule that runs reads it (``reads``), an argument that is not an input (an
+    axis, an index) as it is, else the input's shape and dtype (a :class:`ShapeDtype`,
+    for the engine's broadcast reduction and cast) or None where no rule needs even that
+    (an elementwise op's input that needs no gradient, or has the output's shape and
+    dtype)."""
+    a = arrays[j]
+    if spec.save_args:
+        for i in range(len(parents)):
+            if parents[i] is not None and spec.reads[i][j]:
+                return a
+    elif not (spec.variadic or (j < len(spec.vjps) and spec.vjps[j] is not None)):
+        return a
+    elif spec.elementwise and parents[j] is None:
+        return None
+    if type(a) is not ndarray and not hasattr(a, "dtype"):
+        return a
+    if spec.elementwise and a.shape == ans.shape and a.dtype is ans.dtype:
+        return None
+    return ShapeDtype(a.shape, a.dtype)
 
 
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:
