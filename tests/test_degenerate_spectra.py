@@ -213,28 +213,62 @@ def test_singular_values_repeated_and_at_zero(c):
     np.testing.assert_allclose(grad(lambda x: L.matrix_norm(x, ord=-2), a), 0, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "real SVD at a zero singular value: u_i and v_i have independent signs there, so a "
-    "loss of u_i v_i^T jumps as the analytic singular value crosses 0 (LAPACK keeps "
-    "s >= 0 by flipping one vector); the complex case is caught by the separate phase "
-    "checks, the real one is a discrete symmetry no cotangent test sees (a loss of "
-    "u_i u_i^T and v_i v_i^T alone is continuous), and the rule returns the one-sided "
-    "derivative"))
-def test_the_sign_of_a_real_singular_pair_at_zero_is_refused():
+@pytest.mark.parametrize("c", [False, True])
+def test_the_sign_of_a_singular_pair_at_zero_is_refused(c):
+    # At s_i = 0 nothing ties u_i to v_i: the analytic singular value changes sign along a
+    # perturbation and LAPACK keeps s >= 0 by flipping one vector, so u_i v_i^H jumps (the
+    # oracle: one-sided differences of order 1/eps). A loss of u_i u_i^H and v_i v_i^H
+    # alone is continuous, but the same cotangents can come from either kind (a discrete
+    # symmetry): both raise, and the null spaces are exact through eigh(a a^H), eigh(a^H a).
     rng = np.random.default_rng(6)
-    a = _with_singular_values([3.0, 2.0, 1.0, 0.0], False, seed=7, shape=(4, 4))
-    e, c = rng.standard_normal((2, 4, 4))
+    a = _with_singular_values([3.0, 2.0, 1.0, 0.0], c, seed=7, shape=(4, 4))
+    e = rng.standard_normal((4, 4)) + (1j * rng.standard_normal((4, 4)) if c else 0)
+    m = rng.standard_normal((4, 4)) + (1j * rng.standard_normal((4, 4)) if c else 0)
+    cc = m + m.conj().T  # a Hermitian weight: the loss below is real
+    if c:  # a complex loss invariant under each phase alone, up to the joint one:
+        a = a * np.exp(0.3j)
 
-    def pair(x):
-        u, _, vh = L.svd(x)
-        return yaad.sum(yaad.outer(u[:, 3], vh[3]) * c)
+    def pair(x, lib=yaad):
+        u, _, vh = L.svd(x) if lib is yaad else np.linalg.svd(x)
+        return lib.real(lib.sum(lib.conj(lib.outer(u[:, 3], vh[3])) * m))
 
-    # the oracle: u_3 v_3^T flips sign on one side (a jump of order 1 over eps)
-    right, left = one_sided(lambda t: float(pair(yaad.tensor(a + t * e)).item()), 0.0, 1.0)
-    assert abs(right - left) > 1e3
+    def polar(x, lib=yaad):
+        u, _, vh = L.svd(x) if lib is yaad else np.linalg.svd(x)
+        return lib.real(lib.sum((u @ vh) * lib.conj(m)))
+
+    for loss in (pair, polar):
+        right, left = one_sided(lambda t: loss(a + t * e, np), 0.0, 1.0)  # noqa: B023
+        assert abs(right - left) > 1e3, loss.__name__
+        t = yaad.tensor(a, requires_grad=True)
+        with pytest.raises(GaugeError, match="uses both singular vectors u_i and v_i"):
+            loss(t).backward()
+
+    def null_spaces(x, lib=yaad):  # continuous, and smooth: but the same kind of cotangents
+        u, _, vh = L.svd(x) if lib is yaad else np.linalg.svd(x)
+        pu = lib.outer(u[:, 3], lib.conj(u[:, 3]))
+        pv = lib.outer(lib.conj(vh[3]), vh[3])
+        return lib.real(lib.sum(pu * cc) + lib.sum(pv * lib.conj(cc)) ** 2)
+
+    right, left = one_sided(lambda t: null_spaces(a + t * e, np), 0.0, 1.0)
+    np.testing.assert_allclose(right, left, rtol=1e-4)
     t = yaad.tensor(a, requires_grad=True)
-    with pytest.raises(GaugeError):
-        pair(t).backward()
+    with pytest.raises(GaugeError, match=r"eigh\(a @ a\^H\)"):
+        null_spaces(t).backward()
+
+    def by_eigh(x):  # the remedy named in the message: exact
+        pu = (lambda v: yaad.outer(v[:, 0], yaad.conj(v[:, 0])))(
+            L.eigh(x @ yaad.conj(x).T).eigenvectors)
+        pv = (lambda v: yaad.outer(v[:, 0], yaad.conj(v[:, 0])))(
+            L.eigh(yaad.conj(x).T @ x).eigenvectors)
+        return yaad.real(yaad.sum(pu * cc) + yaad.sum(pv * np.conj(cc)) ** 2)
+
+    g = grad(by_eigh, a)
+    fd = central(lambda x: null_spaces(x, np), a, e)
+    np.testing.assert_allclose(np.real(np.sum(np.conj(g) * e)), fd, rtol=1e-6)
+    # |U diag(S) Vh|^2 at the same matrix sends nothing to the pair: exact
+    g = grad(lambda x: (lambda b: yaad.sum(yaad.real(b * yaad.conj(b))))(
+        (lambda u, s, vh: (u * s) @ vh)(*L.svd(x))), a)
+    np.testing.assert_allclose(g, 2 * a, atol=1e-10)
 
 
 def test_eig_of_a_non_normal_matrix_with_a_degenerate_level():
@@ -409,13 +443,13 @@ def _program(seed):
     # a gap of 0.1 or more (a near-degenerate level, whose derivatives exist)
     split = rng.choice([0.0, 1e-15, 0.1], size=n) * members
     values = values + split * rng.choice([-1, 1])
-    op = str(rng.choice(["eigvalsh", "eigh", "svdvals"]))
-    if op == "svdvals":
+    op = str(rng.choice(["eigvalsh", "eigh", "svdvals", "svd pair"]))
+    if op.startswith("svd"):
         values = np.abs(values)
     x = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if c else 0)
     q = np.linalg.qr(x)[0]
     a = (q * values) @ q.conj().T
-    if op == "svdvals":
+    if op.startswith("svd"):
         a = a @ np.linalg.qr(rng.standard_normal((n, n)))[0]
     return rng, a, op, c
 
@@ -430,10 +464,37 @@ def _levels(w, tol):
     return groups
 
 
+def _fuzz_singular_pair(rng, a, c):
+    """A loss through one singular pair, ``Re(u_i^H C v_i)``: smooth where ``s_i`` is simple
+    and not 0 (against central differences), GaugeError where it is 0 (the pair's relative
+    sign jumps) or repeated (the basis inside the level)."""
+    n = a.shape[0]
+    s = np.linalg.svd(a, compute_uv=False)
+    tol = 100 * n * np.finfo(float).eps * np.max(s)
+    zero = np.flatnonzero(s <= tol)
+    i = int(rng.choice(zero) if len(zero) and rng.integers(2) else rng.integers(n))
+    m = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if c else 0)
+
+    def loss(x, lib=yaad):
+        u, _, vh = L.svd(x) if lib is yaad else np.linalg.svd(x)
+        return lib.real(lib.sum(lib.conj(lib.outer(u[:, i], vh[i])) * m))
+
+    if s[i] > tol and np.sum(np.abs(s - s[i]) <= tol) == 1:
+        e = rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if c else 0)
+        g = grad(loss, a)
+        np.testing.assert_allclose(np.real(np.sum(np.conj(g) * e)),
+                                   central(lambda x: loss(x, np), a, e), rtol=1e-5, atol=1e-6)
+    else:
+        with pytest.raises(GaugeError):
+            grad(loss, a)
+
+
 @pytest.mark.parametrize("seed", range(FUZZ))
 def test_fuzz_degenerate_spectra(seed):
     rng, a, op, c = _program(zlib.crc32(b"degenerate") + seed)
     n = a.shape[0]
+    if op == "svd pair":
+        return _fuzz_singular_pair(rng, a, c)
     if op == "svdvals":
         values = lambda x: L.svdvals(x)  # noqa: E731
         plain = lambda x: np.linalg.svd(x, compute_uv=False)[::-1]  # noqa: E731

@@ -942,6 +942,7 @@ def _svd_core_vjp(a: Any, u: Any, s: Any, v: Any, gu: Any, gs: Any, gv: Any, eps
     tol = degeneracy_tol(s, max(m, n))
     require_symmetric(gs, s, tol, magnitude(gs), name, "singular values", "singular value",
                       zero_kink=True, exempt=_columns_touched(scale, gu, gv))
+    _require_unpaired_at_zero(s, tol, gu, gv, scale)
     idx, rest = (slice(None), None) if eps is not None else active_columns(gu, gs, gv)
     ut, st, vt = _cols(u, idx), _cols(s, idx), _cols(v, idx)
     gut = None if gu is None else _cols(gu, idx)
@@ -1009,6 +1010,48 @@ def _columns_touched(scale: float, *gs: Any) -> Any:
             h = namespace(d).any(~negligible(d, scale), axis=-2)
             hit = h if hit is None else hit | h
     return hit
+
+
+_PAIR_AT_ZERO = (
+    "linalg.svd: the loss uses both singular vectors u_i and v_i of a singular value equal to "
+    "0 ({detail}). At s_i = 0 nothing ties u_i to v_i: the analytic singular value changes "
+    "sign there and the solver keeps s >= 0 by flipping one of the two, so u_i v_i^H (and "
+    "U @ Vh, a polar factor, u_i^H C v_i) jumps as s_i crosses 0 and has no derivative. The "
+    "gradients reaching svd cannot tell such a loss from one that depends on u_i and v_i "
+    "only through u_i u_i^H and v_i v_i^H (the null spaces), whose derivative exists. For "
+    "the null spaces use yaad.linalg.eigh(a @ a^H) (left) and eigh(a^H @ a) (right), "
+    "whose derivatives there are exact; a loss through U diag(S) Vh or a bond "
+    "(U S^p, S^(1-p) Vh) sends nothing to these columns and is exact as it is.")
+
+
+def _require_unpaired_at_zero(s: Any, tol: Any, gu: Any, gv: Any, scale: float) -> None:
+    """Raise :class:`GaugeError` where a singular value is 0 (``<= tol``) and the
+    cotangents of both its vectors are not negligible.
+
+    The signs (phases) of ``u_i`` and ``v_i`` are independent at ``s_i = 0``: along a
+    perturbation the analytic singular value crosses 0 and the solver flips one vector,
+    so a loss of ``u_i v_i^H`` jumps; a loss of ``u_i u_i^H`` and ``v_i v_i^H`` alone does
+    not. This discrete symmetry leaves no trace in first-order data (any pair of
+    cotangents comes from a loss of either kind), so the pair is refused.
+    """
+    if gu is None or gv is None:
+        return
+    sd = data_of(s)
+    xp = namespace(sd)
+    zero = sd <= tol
+    if not _any(zero):
+        return
+    hit_u = xp.any(~negligible(data_of(gu), scale), axis=-2)
+    hit_v = xp.any(~negligible(data_of(gv), scale), axis=-2)
+    bad = zero & hit_u & hit_v
+    if _any(bad):
+        try:
+            first = tuple(int(i) for i in np.argwhere(np.asarray(bad))[0])
+            where = f" of matrix {first[:-1]} of the batch" if first[:-1] else ""
+            detail = f"column {first[-1]}{where}, s = {float(np.asarray(sd)[first]):.3g}"
+        except Exception:  # noqa: BLE001  (an array library NumPy cannot read: no detail)
+            detail = "see the singular values"
+        raise GaugeError(_PAIR_AT_ZERO.format(detail=detail))
 
 
 def _svd_degenerate_term(s: Any, tol: Any, j: Any, kk: Any, gs: Any, scale: Any) -> Any:
@@ -1432,7 +1475,8 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
         ``U @ diag(S) @ Vh`` and the bonds ``(U S^p, S^(1-p) Vh)`` of a tensor network);
         repeated values among the discarded ones of a truncation leave second derivatives
         exact too. A loss depending on a basis or on the phases of complex singular
-        vectors raises GaugeError (see ``docs/linalg.md``).
+        vectors raises GaugeError, and so does one through both ``u_i`` and ``v_i`` of a
+        singular value at 0, whose relative sign jumps there (see ``docs/linalg.md``).
     """
     _check_eps("svd", eps)
     if not compute_uv:
