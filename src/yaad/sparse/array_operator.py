@@ -32,6 +32,9 @@ class ArrayOperator:
         self.closure = Closure(lambda v: self.s @ v, name)
         self.closure.discover(np.zeros(self.shape[1], self.dtype))
         self.inputs = self.closure.captured
+        # Whether the user gave the operator as a yaad tensor: the results are then tensors
+        # (set by the solvers; a SciPy operator in, arrays out).
+        self.given_tensor = False
         self._adjoint_graph: tuple[Any, Any] | None = None
 
     def square(self) -> int:

@@ -133,11 +133,18 @@ def _operator(a: Any, name: str) -> ArrayOperator:
     if callable(a) and not isinstance(a, Tensor) and not is_operator(a):
         raise TypeError(f"{name}: a Python function needs its shape: pass "
                         f"yaad.sparse.linalg.LinearOperator((n, n), f)")
-    return ArrayOperator(aslinearoperator(a), name)
+    op = ArrayOperator(aslinearoperator(a), name)
+    op.given_tensor = isinstance(a, Tensor)
+    return op
 
 
 def _result_tensors(op: ArrayOperator, *others: Any) -> bool:
-    return bool(op.inputs) or any(isinstance(o, Tensor) for o in others)
+    """Whether a solver's results are tensors: when the operator was given as a yaad
+    tensor (a SparseTensor, a LinearOperator of a function, a dense tensor, whether or
+    not it requires grad) or depends on one that requires grad, or another argument is a
+    tensor; arrays only when everything that went in was SciPy's or NumPy's."""
+    return (op.given_tensor or bool(op.inputs)
+            or any(isinstance(o, Tensor) for o in others))
 
 
 def hermitian_minres(apply: Callable[..., Any], b: np.ndarray, shift: float, rtol: float,
