@@ -1,9 +1,11 @@
 """yaad.save / yaad.load: round trips, no pickling, and clear errors on bad files."""
 
+import collections
 import io
 import os
 import pickle
 import zipfile
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -234,7 +236,7 @@ def assert_same(back, obj, where="the object"):
     if isinstance(obj, (yaad.Tensor, np.ndarray, np.generic)):
         assert_same_leaf(back, obj, where)
     elif isinstance(obj, dict):
-        assert type(back) is dict and list(back) == list(obj), where
+        assert type(back) is type(obj) and list(back) == list(obj), where
         for k in obj:
             assert_same(back[k], obj[k], f"{where}[{k!r}]")
     elif isinstance(obj, (list, tuple)):
@@ -382,3 +384,141 @@ def test_a_tensor_saved_twice_loads_as_one_object_as_in_pytorch():
     np.testing.assert_array_equal(u["embed"].data, t["embed"].detach().numpy())
     with np.load(io.BytesIO(got.getvalue())) as archive:
         assert len([k for k in archive.files if k != "__yaad__"]) == 2
+
+
+# ---- types: Parameter, OrderedDict, namedtuple, as torch.save/torch.load keep them --------
+
+Pair = collections.namedtuple("Pair", ["first", "second"])
+
+
+class Point(NamedTuple):
+    x: object
+    y: object
+
+
+def _spec(draw, depth):
+    """A random structure, as a spec both libraries can build: leaves are tensors (plain or
+    Parameter, requiring grad or not), containers dict, OrderedDict, list, tuple and two
+    namedtuple classes (collections' and typing's)."""
+    kinds = ["tensor", "parameter"] + (
+        ["dict", "odict", "list", "tuple", "pair", "point"] if depth < 3 else [])
+    kind = draw(st.sampled_from(kinds))
+    if kind in ("tensor", "parameter"):
+        shape = tuple(draw(st.lists(st.integers(0, 3), max_size=2)))
+        dtype = draw(st.sampled_from(["float32", "float64"]))
+        values = np.arange(int(np.prod(shape, dtype=int)), dtype=dtype).reshape(shape)
+        return (kind, values, draw(st.booleans()))
+    if kind in ("pair", "point"):
+        return (kind, [_spec(draw, depth + 1) for _ in range(2)])
+    n = draw(st.integers(0, 3))
+    children = [_spec(draw, depth + 1) for _ in range(n)]
+    if kind in ("dict", "odict"):
+        keys = draw(st.permutations([f"k{i}" for i in range(n)]))
+        return (kind, list(zip(keys, children)))
+    return (kind, children)
+
+
+def _build(spec, lib):
+    """The object of ``spec`` in yaad (``lib == "yaad"``) or PyTorch."""
+    import torch
+
+    kind, *rest = spec
+    if kind in ("tensor", "parameter"):
+        values, rg = rest
+        if lib == "yaad":
+            return (yaad.nn.Parameter if kind == "parameter" else yaad.tensor)(
+                values.copy(), requires_grad=rg)
+        t = torch.tensor(values.copy())
+        return torch.nn.Parameter(t, requires_grad=rg) if kind == "parameter" else \
+            t.requires_grad_(rg)
+    (children,) = rest
+    if kind in ("dict", "odict"):
+        made = [(k, _build(c, lib)) for k, c in children]
+        return collections.OrderedDict(made) if kind == "odict" else dict(made)
+    made = [_build(c, lib) for c in children]
+    return {"list": list, "tuple": tuple, "pair": lambda m: Pair(*m),
+            "point": lambda m: Point(*m)}[kind](made)
+
+
+def _shape_of(x):
+    """The types, keys, requires_grad flags and values of a loaded object, the same for
+    yaad's and PyTorch's (``torch.nn.Parameter`` and ``yaad.nn.Parameter`` both read
+    "Parameter", tensors "Tensor")."""
+    import torch
+
+    if isinstance(x, (yaad.Tensor, torch.Tensor)):
+        kind = "Parameter" if isinstance(x, (yaad.nn.Parameter, torch.nn.Parameter)) else "Tensor"
+        values = x.detach().numpy() if isinstance(x, torch.Tensor) else x.data
+        return (kind, bool(x.requires_grad), str(values.dtype), values.shape, values.tolist())
+    if isinstance(x, dict):
+        return (type(x).__name__, [(k, _shape_of(v)) for k, v in x.items()])
+    return (type(x).__name__, [_shape_of(v) for v in x])
+
+
+@st.composite
+def typed_trees(draw):
+    return _spec(draw, 0)
+
+
+@given(typed_trees())
+@fuzz_settings(60, 1000)
+def test_round_trip_keeps_parameter_ordereddict_and_namedtuple_types_as_torch(spec):
+    import torch
+
+    note(repr(spec))
+    ours = _build(spec, "yaad")
+    buf = io.BytesIO()
+    torch.save(_build(spec, "torch"), buf)
+    buf.seek(0)
+    with torch.serialization.safe_globals([Pair, Point]):
+        theirs = torch.load(buf, weights_only=True)
+    back = round_trip(ours)
+    assert _shape_of(back) == _shape_of(theirs) == _shape_of(ours)
+    assert_same(back, ours)
+
+
+def test_namedtuple_types_and_their_limits():
+    # A namedtuple class is found by module and qualified name among the modules already
+    # imported; yaad.load imports nothing and calls no constructor (tuple.__new__).
+    back = round_trip({"eig": yaad.linalg.EighResult(yaad.ones(2), 3), "p": Pair(1, (2, 3))})
+    assert type(back["eig"]) is yaad.linalg.EighResult and back["eig"].eigenvectors == 3
+    assert type(back["p"]) is Pair and back["p"].second == (2, 3)
+    assert type(back["p"].second) is tuple
+
+    local = collections.namedtuple("Local", ["a"])  # not found by its name: refused at save
+    with pytest.raises(TypeError, match="define the class at module level"):
+        round_trip(local(1))
+
+
+@pytest.mark.parametrize("entry", [
+    # an existing callable named as a namedtuple class: refused, never called
+    {"module": "os", "name": "system", "fields": [], "items": []},
+    {"module": "builtins", "name": "print", "fields": [], "items": []},
+    # a module that is not imported: not imported by load
+    {"module": "antigravity", "name": "Pair", "fields": ["a"], "items": [1]},
+    # the class exists but its fields changed since the file was written
+    {"module": __name__, "name": "Pair", "fields": ["first", "third"], "items": [1, 2]},
+    {"module": __name__, "name": "Pair.__init__", "fields": [], "items": []},
+])
+def test_a_tampered_namedtuple_entry_runs_nothing(tmp_path, entry, monkeypatch):
+    import json
+    import sys
+
+    called = []
+    monkeypatch.setattr(os, "system", lambda *a: called.append(a))
+    path = tmp_path / "namedtuple.npz"
+    _with_header(path, json.dumps({"format": "yaad-npz", "version": 1,
+                                   "tree": {"namedtuple": entry}}))
+    loaded_before = set(sys.modules)
+    with pytest.raises(SerializationError, match="no such class is loaded") as info:
+        yaad.load(path)
+    assert str(path) in str(info.value) and not called
+    assert set(sys.modules) == loaded_before
+
+
+def test_parameter_flag_in_a_tampered_header(tmp_path):
+    path = tmp_path / "parameter.npz"
+    _with_header(path, '{"format": "yaad-npz", "version": 1, '
+                       '"tree": {"array": 0, "parameter": true}}', [np.arange(3.0)])
+    with pytest.raises(SerializationError, match="header"):
+        yaad.load(path)

@@ -10,12 +10,24 @@ tensor, ``requires_grad``; a NumPy scalar comes back as a NumPy scalar of its dt
 tensor or array held twice (tied weights) is stored once and loads as one object, as with
 ``torch.load``; views of one array load as separate arrays. Another
 library's array (PyTorch, JAX, CuPy, Dask, ...) is refused, naming it: convert it first.
+
+Types, as ``torch.save``/``torch.load`` keep them: an :class:`~yaad.nn.Parameter` loads
+as a Parameter, an ``OrderedDict`` as an ``OrderedDict``, a namedtuple as an instance of
+its class. The class is found by its module and qualified name among the modules already
+imported (``load`` imports nothing and calls no constructor: the instance is made as
+``tuple.__new__`` makes it), and must still have the saved fields; otherwise ``load``
+raises :class:`SerializationError` saying which module to import. ``save`` refuses a
+namedtuple whose class cannot be found by its name (made inside a function: define it at
+module level, or save ``tuple(x)``). Any other subclass of ``dict``,
+``list`` or ``tuple`` is saved as its base type.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import sys
 import tempfile
 import zipfile
 import zlib
@@ -25,6 +37,7 @@ import numpy as np
 
 from .core.backend import backend_name, is_foreign
 from .core.tensor import Tensor
+from .nn.module import Parameter
 
 _HEADER = "__yaad__"
 _FORMAT = "yaad-npz"
@@ -48,6 +61,8 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
         ref: dict[str, Any] = {"array": seen[id(obj)]}
         if isinstance(obj, Tensor):
             ref["tensor"] = bool(obj.requires_grad)
+            if isinstance(obj, Parameter):
+                ref["parameter"] = True
         return ref
     if isinstance(obj, (Tensor, np.ndarray, np.generic)):
         data = obj.data if isinstance(obj, Tensor) else obj
@@ -66,6 +81,8 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
             seen[id(obj)] = len(arrays) - 1
         if isinstance(obj, Tensor):
             node["tensor"] = bool(obj.requires_grad)
+            if isinstance(obj, Parameter):
+                node["parameter"] = True
         elif isinstance(obj, np.generic):
             node["scalar"] = True
         return node
@@ -79,6 +96,18 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
         return {"complex": [obj.real, obj.imag]}
     if isinstance(obj, (list, tuple)):
         items = [_encode(v, arrays, f"{where}[{i}]", seen) for i, v in enumerate(obj)]
+        fields = getattr(type(obj), "_fields", None)
+        if isinstance(obj, tuple) and isinstance(fields, tuple) and all(
+                isinstance(f, str) for f in fields) and len(fields) == len(obj):
+            cls = type(obj)
+            if _find(cls.__module__, cls.__qualname__) is not cls:
+                raise TypeError(
+                    f"yaad.save: {where} is a namedtuple of class {cls.__qualname__}, which "
+                    f"cannot be found by its name in module {cls.__module__} (made inside a "
+                    f"function, or renamed), so yaad.load could not rebuild it: define the "
+                    f"class at module level, or save tuple(x) or x._asdict()")
+            return {"namedtuple": {"module": cls.__module__, "name": cls.__qualname__,
+                                   "fields": list(fields), "items": items}}
         return {"list" if isinstance(obj, list) else "tuple": items}
     if isinstance(obj, dict):
         keys = []
@@ -87,8 +116,8 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
                 raise TypeError(f"yaad.save: {where} has a key {k!r} of type "
                                 f"{type(k).__name__}; keys must be str or int")
             keys.append(k)
-        return {"dict": [[k, _encode(obj[k], arrays, f"{where}[{k!r}]", seen)]
-                         for k in keys]}
+        kind = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
+        return {kind: [[k, _encode(obj[k], arrays, f"{where}[{k!r}]", seen)] for k in keys]}
     if _foreign(obj):
         kind = f"{type(obj).__module__.split('.')[0]}.{type(obj).__name__}"
         raise TypeError(f"yaad.save: {where} is another library's array ({kind}); yaad saves "
@@ -156,9 +185,12 @@ def _decode(node: Any, arrays: Any, name: str, made: dict[tuple[Any, ...], Any])
                 return a[()]
             if "tensor" in node and not isinstance(node["tensor"], bool):
                 raise ValueError(f"the tensor flag {node['tensor']!r} is not a bool")
-            kind = (key, node.get("tensor"))
+            parameter = node.get("parameter", False)
+            if not isinstance(parameter, bool) or (parameter and "tensor" not in node):
+                raise ValueError(f"the parameter flag {parameter!r} is not a tensor's bool")
+            kind = (key, node.get("tensor"), parameter)
             if kind not in made:
-                made[kind] = a if "tensor" not in node else Tensor(
+                made[kind] = a if "tensor" not in node else (Parameter if parameter else Tensor)(
                     a, requires_grad=node["tensor"])
             return made[kind]
         if "complex" in node:
@@ -170,8 +202,44 @@ def _decode(node: Any, arrays: Any, name: str, made: dict[tuple[Any, ...], Any])
             return tuple(_decode(v, arrays, name, made) for v in node["tuple"])
         if "dict" in node:
             return {k: _decode(v, arrays, name, made) for k, v in node["dict"]}
+        if "odict" in node:
+            return collections.OrderedDict(
+                (k, _decode(v, arrays, name, made)) for k, v in node["odict"])
+        if "namedtuple" in node:
+            entry = node["namedtuple"]
+            cls = _namedtuple_class(entry["module"], entry["name"], entry["fields"], name)
+            items = [_decode(v, arrays, name, made) for v in entry["items"]]
+            if len(items) != len(cls._fields):
+                raise ValueError(f"namedtuple {entry['name']!r} has {len(items)} items for "
+                                 f"{len(cls._fields)} fields")
+            return tuple.__new__(cls, items)  # (as namedtuple's _make: no constructor runs)
     raise SerializationError(f"yaad.load: {name} has an unreadable structure entry "
                              f"{str(node)[:80]!r}; the file is corrupt")
+
+
+def _namedtuple_class(module: Any, qualname: Any, fields: Any, name: str) -> Any:
+    """The namedtuple class ``module.qualname`` with ``fields``, among the modules already
+    imported (nothing is imported: a file cannot make ``load`` run a module's code)."""
+    if not (isinstance(module, str) and isinstance(qualname, str) and isinstance(fields, list)
+            and all(isinstance(f, str) for f in fields)):
+        raise ValueError("a namedtuple entry without a module, name and field names")
+    cls = _find(module, qualname)
+    if not (isinstance(cls, type) and issubclass(cls, tuple)
+            and getattr(cls, "_fields", None) == tuple(fields)):
+        raise SerializationError(
+            f"yaad.load: {name} holds a namedtuple {module}.{qualname} with fields "
+            f"{tuple(fields)}, and no such class is loaded: import {module} (with that "
+            f"class and fields) before yaad.load. load imports nothing itself, so that a "
+            f"file cannot run code.")
+    return cls
+
+
+def _find(module: str, qualname: str) -> Any:
+    """``module.qualname`` if ``module`` is imported (None otherwise: nothing is imported)."""
+    obj: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None) if obj is not None and part != "<locals>" else None
+    return obj
 
 
 def load(f: str | os.PathLike[str] | BinaryIO) -> Any:
@@ -185,8 +253,9 @@ def load(f: str | os.PathLike[str] | BinaryIO) -> Any:
     Returns
     -------
     The saved object: arrays come back as NumPy arrays, tensors as tensors (with their
-    ``requires_grad``), NumPy scalars as NumPy scalars, containers and numbers as they
-    were; shapes, dtypes and bytes unchanged.
+    ``requires_grad``; a Parameter as a Parameter), NumPy scalars as NumPy scalars,
+    containers (``OrderedDict`` and namedtuples included: see the module's notes) and
+    numbers as they were; shapes, dtypes and bytes unchanged.
 
     Raises
     ------
@@ -194,7 +263,8 @@ def load(f: str | os.PathLike[str] | BinaryIO) -> Any:
         If the path does not exist.
     SerializationError
         (a ``ValueError``) If the file is corrupt, truncated, or not written by
-        :func:`save`; the message names the file.
+        :func:`save`, or holds a namedtuple whose class is not loaded; the message names
+        the file.
     """
     name = repr(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else repr(
         getattr(f, "name", f))
