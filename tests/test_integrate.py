@@ -475,3 +475,95 @@ def test_compiled_programs_give_eager_mode_gradients(path, monkeypatch):
     monkeypatch.setattr(yaad.ode.field, "LINEAR_MAX_STATE", 0)
     for got, w in zip(grads(True), want):
         np.testing.assert_allclose(got, w, rtol=1e-11, atol=1e-12)
+
+
+# ---- the numba loops over native programs (yaad/ode/native.py) ---------------------------
+
+def linear(y, t, w):
+    return w @ y
+
+
+def count_native_loops(monkeypatch):
+    """Calls of the numba loops, counted in the dict returned."""
+    from yaad.ode import native
+
+    calls = {"dopri5_steps": 0, "execute_rows": 0}
+
+    def counter(name):
+        run = getattr(native, name)
+
+        def counted(*args):
+            calls[name] += 1
+            return run(*args)
+        return counted
+
+    for name in calls:
+        monkeypatch.setattr(native, name, counter(name))
+    return calls
+
+
+def test_native_loops_take_the_numpy_paths_steps_and_match_the_matrix_exponential(
+        monkeypatch):
+    # From a func's second solve on, its step and vector-Jacobian product are native
+    # programs: the forward steps run in one numba loop (dopri5_steps) and the adjoint's
+    # Jacobians in another (execute_rows). The same steps as the NumPy path (bit for bit:
+    # the error estimate's sum is BLAS's in both), gradients to rounding, both against
+    # the matrix exponential; across the loop's chunks (64, 128, ... steps) and with
+    # checkpoints (two a level, the steps recomputed)
+    from yaad.ode import solver
+
+    calls = count_native_loops(monkeypatch)
+    steps = {}
+    run = solver.Trajectory.run
+
+    def kept(self, y0):
+        out = run(self, y0)
+        steps["ts"] = self.ts
+        return out
+
+    monkeypatch.setattr(solver.Trajectory, "run", kept)
+    ts = np.linspace(0.0, 6.0, 7)
+
+    def solve(checkpoints=None):
+        w = yaad.tensor(W0, requires_grad=True)
+        y0 = yaad.tensor(Y0, requires_grad=True)
+        ys = integrate.odeint(linear, y0, ts, w, rtol=1e-12, atol=1e-13,
+                              checkpoints=checkpoints)
+        yaad.sum(ys ** 2 * np.arange(1.0, 8.0)[:, None]).backward()
+        return np.asarray(ys.detach()), steps["ts"], w.grad, y0.grad
+
+    exact = func.grad(lambda w, y0: yaad.sum(yaad.stack(
+        [yaad.linalg.expm(t * w) @ y0 for t in ts]) ** 2 * np.arange(1.0, 8.0)[:, None]),
+        argnums=(0, 1))(W0, Y0)
+    for _ in range(3):  # eager (the first solve), recorded, verified
+        solve()
+    for checkpoints in (None, 2):
+        calls.update(dopri5_steps=0, execute_rows=0)
+        ys, grid, gw, gy = solve(checkpoints)
+        assert calls["dopri5_steps"] >= 3 and calls["execute_rows"] >= 1  # 3 chunks at least
+        assert len(grid) > 64 + 128
+        np.testing.assert_allclose(gw, exact[0], rtol=1e-8)
+        np.testing.assert_allclose(gy, exact[1], rtol=1e-8)
+        with monkeypatch.context() as m:  # the NumPy path
+            m.setattr(yaad.ode.field.Field, "native", lambda self, name, arrays: None)
+            calls.update(dopri5_steps=0, execute_rows=0)
+            ys_np, grid_np, gw_np, gy_np = solve(checkpoints)
+            assert calls == {"dopri5_steps": 0, "execute_rows": 0}
+        assert np.array_equal(grid, grid_np)
+        np.testing.assert_allclose(ys, ys_np, rtol=1e-15, atol=1e-15)
+        np.testing.assert_allclose(gw, gw_np, rtol=1e-12)
+        np.testing.assert_allclose(gy, gy_np, rtol=1e-12)
+
+
+def test_native_loop_raises_as_the_numpy_path(monkeypatch):
+    # max_steps and a solution that blows up, from the numba loop
+    def blowup(y, t):
+        return y * y
+
+    calls = count_native_loops(monkeypatch)
+    for _ in range(3):  # eager (the first solve), recorded, verified and replayed
+        with pytest.raises(ConvergenceError, match=r"forward.*step size became too small"):
+            integrate.odeint(blowup, np.ones(1), [0.0, 2.0])  # blows up at t = 1
+        with pytest.raises(ConvergenceError, match="max_steps=5 steps were taken"):
+            integrate.odeint(linear, Y0, [0.0, 1.0], W0, max_steps=5, rtol=1e-12)
+    assert calls["dopri5_steps"] >= 4  # (both functions: 2 solves each at least)

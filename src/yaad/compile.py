@@ -144,6 +144,11 @@ def _foreign_array(leaves: list[Any]) -> Any:
 class Compiled:
     """A function compiled by :func:`compile`; call it like the function.
 
+    Made by :func:`compile`, with its parameters; ``Compiled(fn, fused="native")`` also
+    makes a one-path program of small arrays one native program, however short and
+    whether or not it beats NumPy, for callers that run it in numba loops of their own
+    (:meth:`native`; ``yaad.integrate``'s solver).
+
     Attributes
     ----------
     stats : dict
@@ -153,13 +158,16 @@ class Compiled:
     __yaad_code__ = True  # (the state check does not watch a compiled function's caches)
 
     def __init__(self, fn: Callable[..., Any], verify: bool = True, max_recordings: int = 32,
-                 warn: bool = True, fused: bool | None = None) -> None:
+                 warn: bool = True, fused: bool | str | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"yaad.compile: expected a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.verify = verify
-        self.fused = fused_backend.available() if fused is None else bool(fused)
+        # (fused="native": a one-path program of small arrays is always a native program,
+        # however short and whether or not it is faster, see native)
+        self.native_only = fused == "native"
+        self.fused = fused_backend.available() if fused in (None, "native") else bool(fused)
         self.max_recordings = max_recordings
         self.warn = warn
         self._trees: dict[Any, Any] = {}
@@ -344,8 +352,9 @@ class Compiled:
             if tree.foreign is None:  # (the rewrites spell NumPy)
                 rewrite(rec)
             # (where an error raises, the numba kernels would run their NumPy replay)
+            fuse = self.fused and key[1] is None
             end = End(rec, spec, f"compiled {self._name}", state.enabled,
-                      self.fused and key[1] is None)
+                      "native" if fuse and self.native_only else fuse)
             status = tree.insert(rec.items, end)
             tree.records += 1
             if status == "conflict":
@@ -365,6 +374,24 @@ class Compiled:
                 warnings.warn(f"yaad.compile({self._name}): {why}; it runs eagerly for "
                               f"these inputs", CompileWarning, stacklevel=3)
         return result
+
+    def native(self, *args: Tensor) -> tuple[Any, list[int], list[int]] | None:
+        """For tensor arguments: ``(program, params, outputs)`` where the replay for their
+        signature is one native program (see ``Tree.native``; the function compiled with
+        ``fused="native"`` and called with such arguments before), else None."""
+        if state.modes_on or len({id(a) for a in args}) != len(args):
+            return None
+        parts: list[Any] = [state.enabled, float_state()]
+        for a in args:
+            if not _valued(a):
+                return None
+            d = a._data
+            parts.append((d.shape, d.dtype, a.requires_grad, a._node is None, d.__class__))
+        tree = self._trees.get(tuple(parts))
+        if tree is None or (tree.state is not None and not tree.state.ok()):
+            return None
+        found: tuple[Any, list[int], list[int]] | None = tree.native()
+        return found
 
     def explain(self) -> list[str]:
         """Why the function runs eagerly for some inputs (one line per signature)."""

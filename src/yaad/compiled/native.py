@@ -655,20 +655,20 @@ def available() -> bool:
     return fused.available()
 
 
-def worthwhile(items: list, value: list) -> bool:
-    """Whether a native program may pay: many operations on small arrays (each NumPy call
-    costing more than its arithmetic)."""
+def worthwhile(items: list, value: list, short: bool = False) -> bool:
+    """Whether a native program may pay: many operations (any number with ``short``) on
+    small arrays (each NumPy call costing more than its arithmetic)."""
     if FORCE[0]:
         return True
     n = sum(1 for it in items if type(it) is Entry)
     big = max((np.size(v) for v in value if isinstance(v, np.ndarray)), default=0)
-    return n >= MIN_ENTRIES and big <= MAX_SIZE
+    return (short or n >= MIN_ENTRIES) and big <= MAX_SIZE
 
 
 def build(items: list, params: list, results: list, value: list,
-          consts: int) -> Callable | None:
+          consts: int, force: bool = False) -> Callable | None:
     """A native function for ``items`` (None: not covered, numba missing, or not faster
-    than the NumPy replay).
+    than the NumPy replay unless ``force``).
 
     ``params``: the slots the program reads from outside, in the order the returned
     function takes them; ``results``: the slots it returns (None entries allowed);
@@ -679,13 +679,13 @@ def build(items: list, params: list, results: list, value: list,
     if not available():
         return None
     try:
-        return _build(items, params, results, value, consts)
+        return _build(items, params, results, value, consts, force)
     except Exception:  # not covered, or numba failed: stay NumPy
         return None
 
 
 def _build(items: list, params: list, results: list, value: list,
-           consts: int) -> Callable | None:
+           consts: int, force: bool = False) -> Callable | None:
     from .codegen import item_defs
 
     gen = _Gen(value, consts)
@@ -732,7 +732,7 @@ def _build(items: list, params: list, results: list, value: list,
                 or not np.allclose(v, ref, rtol=1e-9, atol=1e-9 * scale, equal_nan=True)):
             raise _Reject
     args = [value[s] for s in params]
-    if not FORCE[0] and not _faster(lambda: run(*args),
+    if not (force or FORCE[0]) and not _faster(lambda: run(*args),
                                     lambda: replay(*args, *[value[s] for s in loads])):
         return None
     return run
@@ -778,9 +778,7 @@ class _Program:
         free = self.free
         R, Z = free.pop() if free else (self.R0.copy(), self.Z0.copy())
         try:
-            for (v, _), a in zip(self.inputs, arrays):
-                w = Z if v.kind else R
-                w[v.off:v.off + v.n] = np.ravel(a)
+            self._write(R, Z, arrays)
             if self.execute(self.code, self.idx, R, Z):
                 return _own(self.fallback(*arrays))
             got = []
@@ -792,6 +790,22 @@ class _Program:
             free.append((R, Z))
         it = iter(got)
         return tuple(None if r is None else next(it) for r in self.results)
+
+    def _write(self, R: np.ndarray, Z: np.ndarray, arrays: list) -> None:
+        for (v, _), a in zip(self.inputs, arrays):
+            w = Z if v.kind else R
+            w[v.off:v.off + v.n] = np.ravel(a)
+
+    def workspace(self, arrays: list) -> tuple[np.ndarray, np.ndarray]:
+        """Workspaces ``(R, Z)`` of their own holding the inputs (``arrays``: the
+        parameters' values; the tensors read from outside are read now), for a caller
+        that runs ``native_kernels.execute(program.code, program.idx, R, Z)`` itself,
+        writing the inputs that change into their regions (``program.inputs[k][0]``:
+        ``kind``, ``off``, ``n``) and reading the results from theirs
+        (``program.outs[k][0]``)."""
+        R, Z = self.R0.copy(), self.Z0.copy()
+        self._write(R, Z, [*arrays, *[t._data for _, t in self.inputs[len(arrays):]]])
+        return R, Z
 
 
 def _faster(run: Callable, replay: Callable) -> bool:

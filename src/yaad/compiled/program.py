@@ -124,10 +124,11 @@ class End:
     seed's constants or the fused and native backends."""
 
     def __init__(self, rec: Recorder, spec: Any, name: str, grad_enabled: bool,
-                 fuse: bool = False) -> None:
+                 fuse: bool | str = False) -> None:
         self.spec = spec
         self.foreign = rec.foreign
-        fuse = fuse and self.foreign is None
+        self.native_only = fuse == "native"  # (see kernel)
+        fuse = bool(fuse) and self.foreign is None
         # What the fused backend needs, until it has been tried (see try_fuse).
         self.to_fuse = (rec.value, len([s for s in rec.src if s[0] == "in"])) if fuse \
             else None
@@ -515,12 +516,19 @@ class _Saved:
         self.epoch = epoch
 
 
-def kernel(items: list, params: list, results: list, value: list, consts: int) -> Any:
+def kernel(items: list, params: list, results: list, value: list, consts: int,
+           native_only: bool = False) -> Any:
     """One compiled function for a program: the fused backend's (elementwise), else the
     native backend's (small linear algebra, kept only if faster than NumPy), else None.
     Both take ``params`` and return ``results`` (see ``fused.fuse``); a slot from
     ``consts`` on that the program reads but does not make is a constant made while
-    deriving the backward (a seed of ones, an identity), any other one rejects it."""
+    deriving the backward (a seed of ones, an identity), any other one rejects it.
+    ``native_only``: the native backend's, however short the program and whether or not
+    it is faster (for callers that run it in loops of their own, see ``Tree.native``)."""
+    if native_only:
+        if native.worthwhile(items, value, short=True):
+            return native.build(items, params, results, value, consts, force=True)
+        return None
     if fused.worthwhile(items, value):
         run = fused.fuse(items, params, results, value, consts)
         if run is not None:
@@ -957,12 +965,36 @@ class Tree:
             # that the backward reads)
             fwd = _unguarded(end.items, "shape")
             program = _live_items(fwd + end.bkept, set(outs) | set(grads))
-            run = kernel(program, uses, outs + grads, value, end.nslots)
+            run = kernel(program, uses, outs + grads, value, end.nslots, end.native_only)
             if run is not None:
                 end._set_backward(self.nslots)
                 return run, outs, grads, uses
-        run = kernel(items, uses, outs, value, len(value))
+        run = kernel(items, uses, outs, value, len(value), end.native_only)
         return None if run is None else (run, outs, [], uses)
+
+    def native(self) -> tuple | None:
+        """``(program, params, outputs)`` where this signature's replay is one native
+        program without guards (a one-path function, recorded without gradients, its
+        outputs tensors it made): ``program`` (``native._Program``), the arguments
+        its parameters are (``params[j]``: an argument's position), and where each output
+        of the function (one, or a tuple's items) is among the program's results. None
+        otherwise. For a caller that runs the program in a numba loop of its own."""
+        root = self.root
+        if root is None or root.guard is not None or self.call is None:
+            return None
+        end = root.end
+        if not end.fused_call or end.effects or end.nout or self.foreign is not None:
+            return None
+        run, outs, grads, uses = end.fused_call
+        if not isinstance(run, native._Program) or grads:
+            return None
+        spec = end.spec
+        leaves = [spec] if spec[0] == "T" else spec[-1] if spec[0] == "tuple" else [None]
+        if any(leaf is None or leaf[0] != "T" or leaf[1] not in outs for leaf in leaves):
+            return None
+        if any(s >= len(self.tensors) for s in uses):
+            return None
+        return run, list(uses), [outs.index(leaf[1]) for leaf in leaves]
 
     def _driver(self, ns: Namespace) -> Any:
         """``call(inputs)``: put the inputs in the slot list, run the segments along the

@@ -70,7 +70,8 @@ class Swapped:
         return self.fun(t, y, *args)
 
 
-def _programs(func: Callable, shape: tuple, slots: tuple, args: list) -> tuple[dict, list]:
+def _programs(func: Callable, shape: tuple, slots: tuple, args: list,
+              need_t: bool) -> tuple[dict, list]:
     """The compiled programs of ``func`` for a state's shape, the differentiable slots and
     the arguments that are not tensors (made on first use, kept while ``func`` lives), and
     the tensor arguments to hand them.
@@ -82,14 +83,14 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list) -> tuple[d
     base = func.fun if isinstance(func, Swapped) else func
     where = [k for k, a in enumerate(args) if isinstance(a, Tensor)]
     statics = tuple((k, a) for k, a in enumerate(args) if not isinstance(a, Tensor))
-    key = (swap, shape, slots, len(args), statics)
+    key = (swap, shape, slots, len(args), statics, need_t)
     hash(key)
     tensors = [args[k] for k in where]
     kept = _PROGRAMS.setdefault(base, {})
     progs = kept.get(key)
     if progs is not None:
         return progs, tensors
-    from ..compile import compile as compile_
+    from ..compile import Compiled
     from ..func import vjp
     from .methods import METHODS
 
@@ -110,6 +111,8 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list) -> tuple[d
         return field(ts)(y, t)
 
     def value_vjp(y: Any, t: Any, cot: Any, *ts: Any) -> Any:
+        # (the time's gradient only where asked for: an autonomous field's would be a
+        # constant zero, which keeps the program from being one native program)
         at = [where.index(k) for k in slots]
 
         def g(y: Any, t: Any, *ps: Any) -> Any:
@@ -118,8 +121,12 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list) -> tuple[d
                 full[j] = p
             return field(full)(y, t)
 
-        _, back = vjp(g, y, t, *[ts[j] for j in at])
-        return back(cot)
+        if need_t:
+            _, back = vjp(g, y, t, *[ts[j] for j in at])
+            return back(cot)
+        _, back = vjp(lambda y, *ps: g(y, t, *ps), y, *[ts[j] for j in at])
+        yb, *pbars = back(cot)
+        return (yb, *pbars)
 
     def stepper(method: str) -> Callable:
         def step(y: Any, t: Any, h: Any, k1: Any, *ts: Any) -> Any:
@@ -127,7 +134,8 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list) -> tuple[d
             return y_new, stack(K)
         return step
 
-    progs = {name: compile_(body, warn=False) for name, body in (
+    # (fused="native": a native program however short, for the numba loops of native.py)
+    progs = {name: Compiled(body, warn=False, fused="native") for name, body in (
         ("value", value), ("vjp", value_vjp),
         *((f"step:{m}", stepper(m)) for m in ("dopri5",)))}
     kept[key] = progs
@@ -186,7 +194,7 @@ class Field:
                     for a in _with_slots(self.plain, slots, self.params)]
             try:
                 self.programs, self.program_args = _programs(func, tuple(shape),
-                                                             tuple(slots), full)
+                                                             tuple(slots), full, need_t)
             except TypeError:  # func cannot be weakly referenced, or an argument hashed
                 self.compiled = False
 
@@ -224,12 +232,52 @@ class Field:
                 make_tensor(np.asarray(h, float)), make_tensor(k1), *self.program_args)
         return np.asarray(data_of(y_new)), np.asarray(data_of(K))
 
+    def native(self, name: str, arrays: Sequence) -> tuple | None:
+        """The compiled program ``name`` (``"vjp"``, ``"step:dopri5"``) as one native
+        program, for the numba loops of ``native.py``: ``(program, ins, outs, R, Z)``,
+        ``ins`` the ``(offset, size)`` in ``R`` of each of ``arrays`` (the arguments before
+        the parameters, offset -1 for one the program does not read), ``outs`` those of its
+        results, and workspaces ``R, Z`` of their own holding the parameters. None where
+        there is none: not compiled, numba missing, complex values, floating-point errors
+        set to raise (``np.errstate``), or a program the native backend does not cover."""
+        from ..compiled.native import available
+        from ..compiled.tape import float_state
+
+        if not (self.compiled and self.real and available()) or float_state() is not None:
+            return None
+        if any(np.asarray(a).dtype != np.float64 for a in arrays):
+            return None
+        prog = self.programs[name]
+        args = [make_tensor(np.array(a, np.float64)) for a in arrays] + list(self.program_args)
+        with no_grad():
+            found = prog.native(*args)
+            for _ in range(2):  # (recorded twice before it is replayed)
+                if found is not None:
+                    break
+                prog(*args)
+                found = prog.native(*args)
+        if found is None:
+            return None
+        program, params, outputs = found
+        regions = {a: program.inputs[j][0] for j, a in enumerate(params)}
+        outs = [program.outs[k][0] for k in outputs]
+        if any(v.kind for v in [*regions.values(), *outs]):
+            return None
+        ins = np.array([(regions[a].off, regions[a].n) if a in regions else (-1, 0)
+                        for a in range(len(arrays))], np.int64).reshape(-1, 2)
+        R, Z = program.workspace([args[a]._data for a in params])
+        return program, ins, np.array([(v.off, v.n) for v in outs], np.int64), R, Z
+
     def vjp(self, y: np.ndarray, t: float, cot: np.ndarray) -> tuple[np.ndarray, float, list]:
         """The gradients of ``Re <cot, func(y, t)>`` for ``y``, ``t`` and the parameters."""
         if self.compiled:
-            grads = self.programs["vjp"](make_tensor(y), make_tensor(np.asarray(t, float)),
-                                         make_tensor(cot), *self.program_args)
-            yb, tb, *pbars = (data_of(g) for g in grads)
+            with no_grad():
+                grads = self.programs["vjp"](make_tensor(y), make_tensor(np.asarray(t, float)),
+                                             make_tensor(cot), *self.program_args)
+            if self.need_t:
+                yb, tb, *pbars = (data_of(g) for g in grads)
+            else:
+                (yb, *pbars), tb = (data_of(g) for g in grads), 0.0
             return (np.asarray(yb).reshape(-1), float(np.real(tb)),
                     [np.asarray(p) for p in pbars])
         yl = leaf(y.reshape(self.shape))
@@ -274,6 +322,9 @@ class Field:
         parameters flattened in order. One vectorized reverse pass (``vmap`` of
         ``jacrev``) for all points, instead of ``n`` vector-Jacobian products each."""
         P, n = Y.shape
+        found = self._native_jacobians(Y, ts, need_t, need_p)
+        if found is not None:
+            return found
         Yt, Tt = make_tensor(np.ascontiguousarray(Y)), make_tensor(np.asarray(ts, float))
         # (eager: vmap of jacrev does not record in yaad.compile today)
         shape = self.shape
@@ -292,4 +343,32 @@ class Field:
             rest = blocks[1 + need_t:]
             Jp = (np.concatenate([b.reshape(P, n, -1) for b in rest], axis=2) if rest
                   else np.zeros((P, n, 0)))
+        return Jy, Jt, Jp
+
+    def _native_jacobians(self, Y: np.ndarray, ts: np.ndarray, need_t: bool,
+                          need_p: bool) -> tuple | None:
+        """:meth:`jacobians` from the native vector-Jacobian product of ``func`` (one per
+        point and component, in one numba loop), or None where there is none."""
+        if need_t and not self.need_t:
+            return None
+        P, n = Y.shape
+        eye = np.eye(n)
+        found = self.native("vjp", [Y[0], np.asarray(ts[0], float), eye[0]])
+        if found is None:
+            return None
+        from . import native
+
+        program, ins, outs, R, Z = found
+        # a row per point and component: (y, t, e_i) into the regions the program reads
+        cols = [np.repeat(Y, n, axis=0), np.repeat(np.asarray(ts, float), n)[:, None],
+                np.tile(eye, (P, 1))]
+        read = ins[:, 0] >= 0
+        X = np.ascontiguousarray(np.concatenate([c for c, r in zip(cols, read) if r], axis=1))
+        out = np.empty((P * n, int(outs[:, 1].sum())))
+        if native.execute_rows(program.code, program.idx, R, Z, ins[read], X, outs, out) >= 0:
+            return None
+        out = out.reshape(P, n, -1)
+        Jy = out[..., :n]
+        Jt = out[..., n] if need_t else None
+        Jp = out[..., n + self.need_t:] if need_p else None
         return Jy, Jt, Jp

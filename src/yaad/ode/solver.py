@@ -99,6 +99,8 @@ class Trajectory:
         self.ckpts: list[tuple[int, np.ndarray, Any]] = []
         cache = m.first(f, y0, t0)
         h = self._initial_step(y0, t0, T, f.value(y0, t0) if cache is None else cache)
+        if m.name == "dopri5" and self._run_native(y0, h, cache, outs):
+            return outs
         t, y, j, n, rejected = t0, y0, 0, 0, False
         ts, hs = [t0], []
         exponent = -1.0 / (m.error_order + 1)
@@ -140,6 +142,49 @@ class Trajectory:
             t, y = t_new, y_new
         self.ts, self.hs = np.array(ts), np.array(hs)
         return outs
+
+    def _run_native(self, y0: np.ndarray, h: float, k1: np.ndarray, outs: np.ndarray) -> bool:
+        """The forward pass of :meth:`run` in numba (``native.dopri5_steps``) where the
+        field's step is one native program: False (nothing done) where it is not."""
+        m, f = self.method, self.field
+        found = f.native(f"step:{m.name}", [y0, 0.0, h, k1])
+        if found is None:
+            return False
+        from . import native
+
+        program, ins, res, R, Z = found
+        io = np.concatenate([ins[:, 0], res[:, 0]])
+        t0, T = float(self.times[0]), float(self.times[-1])
+        state = np.array([t0, T, h, 0.0, self.direction, m.rtol, m.atol,
+                          -1.0 / (m.error_order + 1), 0.0, 0.0, self.max_steps])
+        y, k1 = np.array(y0, np.float64), np.array(k1, np.float64)
+        E, PT = np.ascontiguousarray(m.E), m.P.T
+        ts, hs = [np.array([t0])], []
+        size = 64
+        while True:
+            size = min(2 * size, 4096)
+            chunk = (np.empty((size, y.size)), np.empty((size, 7, y.size)), np.empty(size),
+                     np.empty(size))
+            n0 = int(state[9])
+            outcome, n = native.dopri5_steps(program.code, program.idx, R, Z, io, E, PT, y,
+                                             k1, state, self.times[1:], outs, *chunk)
+            if outcome == native.FAILED:
+                self.stride, self.ckpts = 1, []
+                return False
+            ys, Ks, tc, hc = chunk
+            for i in range(n):
+                self._keep(n0 + i, ys[i].copy(), Ks[i])
+            ts.append(tc[:n])
+            hs.append(hc[:n])
+            if outcome == native.DONE:
+                break
+            if outcome == native.SMALL:
+                raise self._failure("the step size became too small", state[0], n0 + n)
+            if outcome == native.MAX_STEPS:
+                raise self._failure(f"max_steps={self.max_steps} steps were taken",
+                                    float(tc[n - 1]), n0 + n)
+        self.ts, self.hs = np.concatenate(ts), np.concatenate(hs)
+        return True
 
     def _failure(self, what: str, t: float, n: int) -> ConvergenceError:
         stiff = ("" if isinstance(self.method, Radau) else
