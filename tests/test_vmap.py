@@ -120,9 +120,17 @@ def test_inside_a_tensor_shows_one_example():
 def test_values_cannot_be_read_inside():
     x = np.array([-1.0, 2.0])
     for f in (lambda a: a if a > 0 else -a, lambda a: float(a), lambda a: a.item(),
-              lambda a: np.asarray(a), lambda a: a.numpy(), lambda a: np.allclose(a, 0)):
+              lambda a: np.asarray(a), lambda a: a.numpy(), lambda a: np.allclose(a, 0),
+              lambda a: a.data):
         with pytest.raises(TypeError, match="inside vmap: its value differs"):
             vmap(f)(x)
+
+    def set_data(a):  # (one value for every example: refused as reading one is)
+        a.data = np.zeros(2)
+        return a
+
+    with pytest.raises(TypeError, match=r"setting \.data of a tensor inside vmap: its value"):
+        vmap(set_data)(x)
     with pytest.raises(RuntimeError, match="use yaad.func.grad"):
         vmap(lambda a: a.sum().backward())(yaad.tensor(np.ones((2, 2)), requires_grad=True))
 
@@ -428,6 +436,30 @@ def test_an_op_without_a_rule_runs_per_example_with_one_warning():
     close(again, got)
     # and its gradient per example, through the loop
     close(vmap(grad(lambda a: yaad.sum(slow(a, 2.0) ** 2)))(x), 8 * x)
+
+
+def test_a_function_without_a_batching_rule_is_refused_by_name():
+    # An autograd.Function's op has no public function for vmap's per-example loop (it
+    # called None: "'NoneType' object is not callable"); PyTorch refuses it as well without
+    # a vmap rule.
+    class Cube(yaad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    x = yaad.tensor(rng.standard_normal((4, 3)))
+    close(Cube.apply(x), x.data ** 3)  # (outside vmap it runs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BatchingWarning)
+        with pytest.raises(TypeError, match="vmap: 'Cube' has no batching rule, and no "
+                                            "function of its own"):
+            vmap(Cube.apply)(x)
 
 
 def test_declared_rules_and_strategies():

@@ -12,6 +12,7 @@ from .core.grad_mode import engine
 from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx, once_differentiable
 from .modes import batch as batch_mode
+from .modes import batched_values
 from .modes.anomaly import detect_anomaly
 from .modes.batched_values import batch_axes
 
@@ -87,7 +88,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
                  run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
                               capture=True, allow_unused=allow_unused))
     if levels:
-        grads = [None if g is None else batch_mode.like(g, x) for g, x in zip(grads, inputs)]
+        grads = [None if g is None else batched_values.like(g, x) for g, x in zip(grads, inputs)]
     if materialize_grads:
         grads = [_zeros_like(t, create_graph) if g is None else g
                  for g, t in zip(grads, inputs)]

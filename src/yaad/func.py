@@ -374,7 +374,7 @@ class _Reverse:
             finally:
                 for n, p in zip(self.cut, saved):
                     n.parents = p
-        return [_zeros(x) if g is None else batch_mode.like(g, x)
+        return [_zeros(x) if g is None else batching.like(g, x)
                 for g, x in zip(grads, self.inputs)]
 
     def export(self, x: Any, keep_graph: bool | None = None) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -25,6 +25,14 @@ from .lazy import is_lazy
 from .op import IN_PLACE_SIZE, fits_into, positional_rules
 from .targets import capture, check_inputs, check_output, check_unused, leading_to
 from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .gradients import GradientCheck
+    from .targets import Targets
+
+# The gradients pending for leaves in a pass (a leaf tensor, or an edge into a stop: a
+# node or a (node, output index) pair), and for the nodes that end it (stops).
+Pending = dict[Any, Any]
 
 _getrefcount = sys.getrefcount
 ndarray = np.ndarray
@@ -51,7 +59,8 @@ def _node_of(edge: Any) -> Node | None:
     if type(edge) is Node:
         return edge
     if type(edge) is tuple:
-        return edge[0]
+        node: Node = edge[0]
+        return node
     return None
 
 
@@ -67,7 +76,7 @@ def _add(a: Any, b: Any) -> Any:
     return a + b
 
 
-def _accumulate(leaves: dict, edge: Any, g: Any) -> None:
+def _accumulate(leaves: Pending, edge: Any, g: Any) -> None:
     """Add ``g`` to what is pending along ``edge``: a node's ``acc`` (a list for a node with
     several outputs), or a leaf's entry in ``leaves``."""
     tp = type(edge)
@@ -87,8 +96,8 @@ def _accumulate(leaves: dict, edge: Any, g: Any) -> None:
 
 def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
                  retain_graph: bool | None, create_graph: bool, inputs: Any = None,
-                 capture: bool = False, allow_unused: bool = False, check: Any = None,
-                 hook: int = 0) -> list | None:
+                 capture: bool = False, allow_unused: bool = False,
+                 check: GradientCheck | None = None, hook: int = 0) -> list[Any] | None:
     """Backpropagate from ``outputs``; accumulate into leaves' ``.grad`` or capture.
 
     With ``capture`` (``autograd.grad``), return the gradients for ``inputs`` instead of
@@ -96,8 +105,10 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
     backward hooks from the ``hook``-th on (``modes.registry``), which may set ``check``.
     """
     if state.modes_on and hook < len(backward_hooks):
-        return backward_hooks[hook]((outputs, grad_outputs, retain_graph, create_graph,
-                                     inputs, capture, allow_unused), check, hook + 1)
+        got: list[Any] | None = backward_hooks[hook](
+            (outputs, grad_outputs, retain_graph, create_graph, inputs, capture,
+             allow_unused), check, hook + 1)
+        return got
     if retain_graph is None:
         retain_graph = create_graph
     roots = []
@@ -105,16 +116,17 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
         check_output(t, k)
         roots.append((_edge(t), root_gradient(t, g, k, create_graph)))
 
-    targets = None
+    targets: Targets | None = None
     if inputs is not None:
         inputs = check_inputs(inputs, "grad" if capture else "backward")
         targets = {}
         for k, t in enumerate(inputs):
             targets.setdefault(_node_of(_edge(t)) or t, []).append(k)
-    results = run_pass(create_graph, _execute, roots, retain_graph, create_graph, inputs,
-                       targets, check)
+    results: list[Any] | None = run_pass(create_graph, _execute, roots, retain_graph,
+                                         create_graph, inputs, targets, check)
     if inputs is None:
         return None
+    assert results is not None  # (a pass with inputs returns their gradients)
     if not capture:  # backward(inputs=...): an unused input keeps its .grad (PyTorch)
         for t, g in zip(inputs, results):
             if g is not None:
@@ -127,7 +139,9 @@ def run_backward(outputs: Sequence[Tensor], grad_outputs: Sequence[Any],
 _pass_ids = itertools.count(1)
 
 
-def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list | None:
+def _execute(roots: list[tuple[Any, Any]], retain_graph: bool, create_graph: bool,
+             inputs: tuple[Tensor, ...] | None, targets: Targets | None,
+             check: GradientCheck | None) -> list[Any] | None:
     """The pass, by phases: order the nodes (dependency counts), seed the roots, run the
     nodes as their counts reach zero, then the stops and the leaves."""
     # Each node keeps its bookkeeping for the pass in slots (visit: the pass id, count:
@@ -144,7 +158,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
             start.append(node)
     needed, stops = leading_to(start, targets) if targets else (None, None)
     ready = _count_consumers(start, needed, pid)
-    stopped: dict = {}  # edge into a stop -> its gradient
+    stopped: Pending = {}  # edge into a stop -> its gradient
     for edge, g in roots:
         node = _node_of(edge)
         if stops and node in stops:
@@ -161,6 +175,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     _run_nodes(ready, leaves, pid, stops, stopped, targets, inputs, results, general,
                create_graph, check, not retain_graph)
     for node in stops or ():  # inputs of autograd.grad where the pass ends
+        assert targets is not None and inputs is not None and results is not None  # (stops)
         if node.op.nout == 1:
             g = stopped.get(node)
         else:
@@ -172,7 +187,7 @@ def _execute(roots, retain_graph, create_graph, inputs, targets, check) -> list 
     return results
 
 
-def _count_consumers(start: list, needed: Any, pid: int) -> list:
+def _count_consumers(start: list[Node], needed: set[Node] | None, pid: int) -> list[Node]:
     """Phase 1: the dependency count of every node reachable from ``start`` (with
     ``needed``, for autograd.grad, of those leading to its inputs); the start nodes."""
     stack = []
@@ -210,11 +225,13 @@ def _count_consumers(start: list, needed: Any, pid: int) -> list:
     return ready
 
 
-def _run_nodes(ready, leaves, pid, stops, stopped, targets, inputs, results, general,
-               create_graph, check, release) -> None:
+def _run_nodes(ready: list[Node], leaves: Pending, pid: int, stops: set[Node] | None,
+               stopped: Pending, targets: Targets | None, inputs: tuple[Tensor, ...] | None,
+               results: list[Any] | None, general: bool, create_graph: bool,
+               check: GradientCheck | None, release: bool) -> None:
     """Phase 2: run each node once its count is zero: its rules get its whole gradient,
     and what they return goes along its edges (:func:`_deliver`)."""
-    masked: set = set()  # nodes whose gradient a selection (where, indexing) zeroed in places
+    masked: set[Node] = set()  # nodes whose gradient a selection (where, indexing) zeroed in places
     now = clock[0]
     ready_pop = ready.pop
     ready_append = ready.append
@@ -239,15 +256,16 @@ def _run_nodes(ready, leaves, pid, stops, stopped, targets, inputs, results, gen
         if captured and node in captured:
             # An input of autograd.grad with others further back: PyTorch takes its
             # gradient before its hooks then (and after them at a stop, below).
+            assert targets is not None and inputs is not None and results is not None
             g = capture(node, g, targets[node], inputs, results)
         if extra is not None and (extra.hooks or extra.retained):
             g = node_hooks(node, g)
-        strong = masked and node in masked  # (an empty set: False)
+        strong = node in masked if masked else False  # (no lookup in an empty set)
         if (g is None or general or extra is not None or strong
                 or not op.single_output):
             # The bookkeeping of gradients.py: several outputs, saved values as tensors
             # (create_graph, forward mode), strong zeros, anomaly checks; fitted.
-            rules = node_gradients(node, g, strong, create_graph, check)
+            rules: Sequence[Any] = node_gradients(node, g, strong, create_graph, check)
             done = True
             table = into = None
             mask = (strong and op.elementwise) or op.selects
@@ -281,7 +299,9 @@ def _run_nodes(ready, leaves, pid, stops, stopped, targets, inputs, results, gen
                 extra.duals = None
 
 
-def _call_rule(rule, table, into, p, ref, g, ans, args, kw, node, leaves, pid) -> Any:
+def _call_rule(rule: Any, table: Any, into: Any, p: Any, ref: Any, g: Any, ans: Any,
+               args: tuple[Any, ...], kw: dict[str, Any] | None, node: Node, leaves: Pending,
+               pid: int) -> Any:
     """The gradient along one input edge ``p`` (input ``ref``) of ``node``, in the common
     case: a row of the elementwise table or the op's rule, fitted to the input."""
     if table is not None:
@@ -306,7 +326,8 @@ def _call_rule(rule, table, into, p, ref, g, ans, args, kw, node, leaves, pid) -
     return gi
 
 
-def _deliver(p, gi, pid, mask, masked, leaves, stops, stopped) -> Node | None:
+def _deliver(p: Any, gi: Any, pid: int, mask: bool, masked: set[Node], leaves: Pending,
+             stops: set[Node] | None, stopped: Pending) -> Node | None:
     """Deliver ``gi`` along the edge ``p``: to a node, one output of a node, or a leaf.
     Returns the node whose last consumer this was (it is ready to run), else None."""
     if type(p) is Node:
@@ -334,7 +355,8 @@ def _deliver(p, gi, pid, mask, masked, leaves, stops, stopped) -> Node | None:
     return None if c else q
 
 
-def _deliver_to_leaves(leaves: dict, targets: Any, results: Any, create_graph: bool) -> None:
+def _deliver_to_leaves(leaves: Pending, targets: Targets | None, results: list[Any] | None,
+                       create_graph: bool) -> None:
     """Phase 4: the leaves' hooks, then their ``.grad`` accumulated (or captured).
     Entries are popped, so that ``own`` can tell from the reference count whether a
     gradient is held elsewhere."""
@@ -351,6 +373,7 @@ def _deliver_to_leaves(leaves: dict, targets: Any, results: Any, create_graph: b
         if hooks:
             g = run_hooks(hooks, g)
         if targets is not None:
+            assert results is not None  # (set with targets)
             for k in targets[leaf]:
                 results[k] = dense(g)
             continue
@@ -365,8 +388,8 @@ def _deliver_to_leaves(leaves: dict, targets: Any, results: Any, create_graph: b
         leaf._grad = own(g, sole) if prev is None else accumulate_grad(prev, g, create_graph)
 
 
-def _add_into(into: Any, rule: Any, p: Any, leaves: dict, pid: int, g: Any, ans: Any,
-              args: tuple) -> Any:
+def _add_into(into: Any, rule: Any, p: Any, leaves: Pending, pid: int, g: Any, ans: Any,
+              args: tuple[Any, ...]) -> Any:
     """The gradient along ``p`` of a node whose op adds it into a pending one (``Op.adds_into``):
     the pending gradient of ``p``, taken over, with it added in place when nothing else holds
     that array (its memory its own, and counted here); else the rule's result."""
@@ -383,7 +406,8 @@ def _add_into(into: Any, rule: Any, p: Any, leaves: dict, pid: int, g: Any, ans:
     return into(acc, g, ans, *args)
 
 
-def _off_path(p: Any, node: Node, gi: Any, pid: int, stops: Any, stopped: dict) -> None:
+def _off_path(p: Any, node: Node, gi: Any, pid: int, stops: set[Node] | None,
+              stopped: Pending) -> None:
     """A gradient along the edge ``p`` into ``node``, which this pass does not run: kept
     for a stop (an input of autograd.grad where the pass ends), dropped for a node not on
     a path to the inputs; a node a later pass has taken over is an error."""

@@ -12,7 +12,7 @@ built-in or a user's, does any of this itself.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -36,8 +36,16 @@ from .errors import error
 from .higher_order import saved_as_tensors
 from .tensor import Tensor, make_tensor
 
+if TYPE_CHECKING:  # (types only: nothing here runs)
+    from .graph import Node
 
-def unbroadcast(g: Any, shape: tuple, where: str = "") -> Any:
+    class GradientCheck(Protocol):
+        """What sees every rule's result in a checked pass (``detect_anomaly``)."""
+
+        def check_gradient(self, node: Node, i: int, result: Any) -> None: ...
+
+
+def unbroadcast(g: Any, shape: tuple[int, ...], where: str = "") -> Any:
     """Sum ``g`` over the axes that broadcasting added to reach ``shape``."""
     numpy = type(g) is np.ndarray  # (first-order backward: NumPy's own calls, no dispatch)
     gshape = g.shape if numpy else np.shape(g)
@@ -67,7 +75,7 @@ def cast_gradient(g: Any, dtype: Any) -> Any:
 
 
 def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
-                 args: Sequence = ()) -> Any:
+                 args: Sequence[Any] = ()) -> Any:
     """The result ``g`` of the rule of op ``name`` for its input ``k`` (whose value, or
     shape and dtype, is ``ref``), reduced over broadcast axes and cast to ``ref``'s dtype.
 
@@ -96,7 +104,8 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
     return g
 
 
-def call_rule(op: Any, i: int, g: Any, ans: Any, args: Sequence, kw: dict) -> Any:
+def call_rule(op: Any, i: int, g: Any, ans: Any, args: Sequence[Any],
+              kw: dict[str, Any]) -> Any:
     """The result of ``op``'s VJP rule for its input ``i`` (a variadic op has one rule,
     told the input's position)."""
     if op.variadic:
@@ -104,15 +113,15 @@ def call_rule(op: Any, i: int, g: Any, ans: Any, args: Sequence, kw: dict) -> An
     return op.vjps[i](g, ans, *args, **kw)
 
 
-def rule_gradients(op: Any, g: Any, ans: Any, args: Sequence, kw: dict,
-                   wanted: Sequence[bool], zero: Callable | None = None) -> list:
+def rule_gradients(op: Any, g: Any, ans: Any, args: Sequence[Any], kw: dict[str, Any],
+                   wanted: Sequence[bool], zero: Callable[..., Any] | None = None) -> list[Any]:
     """The results of ``op``'s VJP rules for the inputs marked in ``wanted`` (None for
     the others); for an elementwise op whose gradient was selected away in places, each
     through ``zero`` (:func:`yaad.ops.strong_zero.strong_zero`)."""
     if zero is None:
         return [call_rule(op, i, g, ans, args, kw) if w else None
                 for i, w in enumerate(wanted)]
-    grads: list = []
+    grads: list[Any] = []
     with np.errstate(all="ignore"):
         for i, w in enumerate(wanted):
             gi = call_rule(op, i, g, ans, args, kw) if w else None
@@ -120,8 +129,8 @@ def rule_gradients(op: Any, g: Any, ans: Any, args: Sequence, kw: dict,
     return grads
 
 
-def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
-                   check: Any = None) -> list:
+def node_gradients(node: Node, g: Any, strong: bool, create_graph: bool,
+                   check: GradientCheck | None = None) -> list[Any]:
     """What the rules of ``node`` send to each of its inputs for its gradient ``g`` (a
     list for several outputs), fitted to the inputs; None where an input has no parent
     or no gradient.
@@ -154,7 +163,7 @@ def node_gradients(node: Any, g: Any, strong: bool, create_graph: bool,
     return grads
 
 
-def _foreign_rules(op: Any, *args: Any) -> list:
+def _foreign_rules(op: Any, *args: Any) -> list[Any]:
     """:func:`rule_gradients` on another library's arrays: a rule written for NumPy only
     (a NumPy method, or reading a Dask array's values) raises naming the op and the
     backend instead of failing inside the rule or computing a Dask array."""
@@ -173,7 +182,7 @@ def _foreign_rules(op: Any, *args: Any) -> list:
 
 
 @functools.lru_cache(maxsize=64)
-def unit(dtype: np.dtype, shape: tuple) -> np.ndarray:
+def unit(dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
     """The gradient of a one-element output with respect to itself: a read-only 1
     (shared between calls; rules never write into their gradient)."""
     one = np.ones(shape, dtype=dtype)

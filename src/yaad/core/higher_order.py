@@ -45,7 +45,7 @@ def saved_as_tensors(node: Any) -> tuple[Any, Any]:
     return args, ans
 
 
-def _active(duals: tuple) -> bool:
+def _active(duals: tuple[Any, ...]) -> bool:
     """Whether any tangent kept for a node belongs to a forward-mode level still active."""
     levels = state.levels
     tangents = duals[1]
@@ -55,7 +55,7 @@ def _active(duals: tuple) -> bool:
     return False
 
 
-def _output_tensor(a: Any, edge: Any, tangents: dict | None) -> Any:
+def _output_tensor(a: Any, edge: Any, tangents: dict[Any, Any] | None) -> Any:
     """A node's saved output as a tensor produced by that node (output ``edge``)."""
     if isinstance(a, ShapeDtype):
         return a

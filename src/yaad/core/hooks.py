@@ -90,7 +90,7 @@ def dense(g: Any) -> Any:
     return np.asarray(g)
 
 
-def run_hooks(hooks: list, g: Any) -> Any:
+def run_hooks(hooks: list[Any], g: Any) -> Any:
     g = dense(g)
     for fn in hooks:
         r = fn(g)

@@ -23,7 +23,7 @@ transforms alias their inputs so that a nested transform does not confuse its va
 with an enclosing one."""
 
 
-def top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
+def top_level(args: tuple[Any, ...], kw: dict[str, Any], levels: tuple[Any, ...]) -> int | None:
     """The innermost active forward-mode level carried by an argument, or None.
 
     Tangents of levels that are no longer active (a dual number that escaped its
@@ -39,7 +39,7 @@ def top_level(args: tuple, kw: dict, levels: tuple) -> int | None:
     return top
 
 
-def _copy_tensor(x: Tensor, tangents: dict | None) -> Tensor:
+def _copy_tensor(x: Tensor, tangents: dict[Any, Any] | None) -> Tensor:
     return make_tensor(x._data, x._node, x.requires_grad, tangents)
 
 

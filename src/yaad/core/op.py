@@ -22,7 +22,7 @@ elsewhere it is ``op``, as in ``node.op``.)
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast, overload
 
 import numpy as np
 
@@ -38,10 +38,29 @@ from .views import note_view, note_views
 ndarray = np.ndarray
 _new = object.__new__
 
-_NO_KW: dict = {}  # the keyword arguments of a call without any (never changed)
+_NO_KW: dict[str, Any] = {}  # the keyword arguments of a call without any (never changed)
 
 # Every op, by name (built-ins and users'); the tests walk it.
 registry: dict[str, Op] = {}
+
+Rule = Callable[..., Any]  # a VJP, JVP or batching rule (signatures: the module docstring)
+Rules = Rule | Sequence[Rule | None] | None  # op()'s vjp= and jvp=: one rule, or one an input
+
+
+if TYPE_CHECKING:  # (a type only)
+    class OpFunction(Protocol):
+        """The function :func:`op` returns: the op called on tensors or arrays, with the
+        :class:`Op` it declares and the setters of its rules."""
+
+        op: Op
+        __name__: str
+        __qualname__: str = ""  # (a value: Cython 3.3 crashes on a bare `__qualname__: str`)
+        __wrapped__: Callable[..., Any]  # the forward
+        defvjp: Callable[..., Any]  # defvjp(*rules) -> the rule (one) or the rules
+        defjvp: Callable[..., Any]  # defjvp(*rules), the same for the JVP rules
+        defbatch: Callable[[Rule], Rule]  # defbatch(rule) -> rule
+
+        def __call__(self, *args: Any, **kw: Any) -> Any: ...
 
 
 class Op:
@@ -52,9 +71,29 @@ class Op:
         "elementwise", "selects", "linear", "fn", "single_output", "numpy_derivatives",
         "reads", "frees", "batch", "adds_into", "__weakref__",
     )
+    name: str
+    forward: Callable[..., Any]
+    vjps: tuple[Rule | None, ...]
+    jvps: tuple[Rule | None, ...]
+    save_args: bool
+    save_ans: bool
+    nout: int
+    variadic: bool
+    elementwise: bool
+    selects: bool
+    linear: Sequence[int] | bool
+    fn: Callable[..., Any] | None  # the public function (op()'s, an OpFunction)
+    single_output: bool
+    numpy_derivatives: tuple[Callable[..., Any], ...] | None
+    reads: tuple[tuple[bool, ...], ...] | None
+    frees: bool | Callable[[Node], bool]
+    batch: Rule | str | None
+    adds_into: Callable[..., Any] | None
 
-    def __init__(self, forward, name, vjps, jvps, save_args, save_ans, nout, variadic,
-                 elementwise, selects, linear):
+    def __init__(self, forward: Callable[..., Any], name: str,
+                 vjps: tuple[Rule | None, ...], jvps: tuple[Rule | None, ...],
+                 save_args: bool, save_ans: bool, nout: int, variadic: bool,
+                 elementwise: bool, selects: bool, linear: Sequence[int] | bool) -> None:
         self.forward = forward
         self.name = name
         self.vjps = vjps
@@ -89,13 +128,13 @@ class Op:
 
 
 @functools.lru_cache(maxsize=1024)
-def positional_rules(spec: Op, n: int) -> tuple:
+def positional_rules(spec: Op, n: int) -> tuple[Rule, ...]:
     """A variadic op's one rule ``rule(i, g, ...)`` as ``n`` positional rules (cached)."""
-    rule = spec.vjps[0]
+    rule = cast(Rule, spec.vjps[0])  # (a variadic op's one rule)
     return tuple(functools.partial(rule, i) for i in range(n))
 
 
-def _as_rules(rules: Callable | Sequence | None) -> tuple:
+def _as_rules(rules: Rules) -> tuple[Rule | None, ...]:
     if rules is None:
         return ()
     if callable(rules):
@@ -103,12 +142,28 @@ def _as_rules(rules: Callable | Sequence | None) -> tuple:
     return tuple(rules)
 
 
-def op(forward: Callable | None = None, *, vjp: Callable | Sequence | None = None,
-       jvp: Callable | Sequence | None = None, name: str | None = None,
-       save_args: bool = True, save_ans: bool = True, nout: int = 1,
+@overload
+def op(forward: Callable[..., Any], *, vjp: Rules = None, jvp: Rules = None,
+       name: str | None = None, save_args: bool = True, save_ans: bool = True, nout: int = 1,
        variadic: bool = False, elementwise: bool = False, selects: bool = False,
-       linear: Sequence[int] | bool = False, reads: Sequence | None = None,
-       batch: Callable | str | None = None) -> Callable:
+       linear: Sequence[int] | bool = False, reads: Sequence[Sequence[bool]] | None = None,
+       batch: Rule | str | None = None) -> OpFunction: ...
+
+
+@overload
+def op(forward: None = None, *, vjp: Rules = None, jvp: Rules = None,
+       name: str | None = None, save_args: bool = True, save_ans: bool = True, nout: int = 1,
+       variadic: bool = False, elementwise: bool = False, selects: bool = False,
+       linear: Sequence[int] | bool = False, reads: Sequence[Sequence[bool]] | None = None,
+       batch: Rule | str | None = None) -> Callable[[Callable[..., Any]], OpFunction]: ...
+
+
+def op(forward: Callable[..., Any] | None = None, *, vjp: Rules = None, jvp: Rules = None,
+       name: str | None = None, save_args: bool = True, save_ans: bool = True, nout: int = 1,
+       variadic: bool = False, elementwise: bool = False, selects: bool = False,
+       linear: Sequence[int] | bool = False, reads: Sequence[Sequence[bool]] | None = None,
+       batch: Rule | str | None = None
+       ) -> OpFunction | Callable[[Callable[..., Any]], OpFunction]:
     """Declare a differentiable operation from a forward function on arrays.
 
     Usable as ``op(forward, vjp=..., jvp=...)`` or as a decorator, with the rules given
@@ -190,7 +245,7 @@ def _fast_arity(spec: Op) -> int:
     return len(vjps) if len(vjps) <= 2 else 0
 
 
-def _make_function(spec: Op) -> Callable:
+def _make_function(spec: Op) -> OpFunction:
     fast = _fast_arity(spec)
 
     # Calls of one or two positional arguments take the general ``apply`` specialised by
@@ -198,34 +253,39 @@ def _make_function(spec: Op) -> Callable:
     # access shows in the per-op overhead (see benchmarks W3 and W8).
     # tests/test_node_paths.py checks, for every op, that they build the node and the
     # gradients ``apply`` does.
-    def call(*args, **kw):
+    def call(*args: Any, **kw: Any) -> Any:
         if kw or len(args) != fast:
             return _call_any(spec, args, kw)
         if fast == 2:
             return _call2(spec, args)
         return _call1(spec, args)
 
-    def _set(attr, rules):
+    def _set(attr: str, rules: tuple[Any, ...]) -> Any:
         nonlocal fast
         rules = rules[0] if len(rules) == 1 and isinstance(rules[0], tuple) else rules
         setattr(spec, attr, tuple(rules))
         fast = _fast_arity(spec)
         return rules[0] if len(rules) == 1 else rules
 
+    def defbatch(rule: Rule) -> Rule:
+        spec.batch = rule
+        return rule
+
     call.__name__ = spec.name
     call.__qualname__ = spec.name
     call.__doc__ = spec.forward.__doc__
-    call.__wrapped__ = spec.forward
-    call.op = spec
-    spec.fn = call
-    call.defvjp = lambda *rules: _set("vjps", rules)
-    call.defjvp = lambda *rules: _set("jvps", rules)
-    call.defbatch = lambda rule: setattr(spec, "batch", rule) or rule
+    fn = cast("OpFunction", call)  # (the attributes below make it one)
+    fn.__wrapped__ = spec.forward
+    fn.op = spec
+    spec.fn = fn
+    fn.defvjp = lambda *rules: _set("vjps", rules)
+    fn.defjvp = lambda *rules: _set("jvps", rules)
+    fn.defbatch = defbatch
     registry[spec.name] = spec
-    return call
+    return fn
 
 
-def _call_any(spec: Op, args: tuple, kw: dict) -> Any:
+def _call_any(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     """A call with keyword arguments, or not of the op's fast arity."""
     for a in args:
         if isinstance(a, Tensor):
@@ -237,7 +297,7 @@ def _call_any(spec: Op, args: tuple, kw: dict) -> Any:
     return _call_plain(spec, args, kw)
 
 
-def _call2(spec: Op, args: tuple) -> Any:
+def _call2(spec: Op, args: tuple[Any, ...]) -> Any:
     """``apply`` for two positional arguments, each a tensor, a number or a NumPy array."""
     x, y = args
     xt = isinstance(x, Tensor)
@@ -271,7 +331,7 @@ def _call2(spec: Op, args: tuple) -> Any:
     return _output(spec, args, ans, node, rec, not spec.save_args and not spec.elementwise)
 
 
-def _call1(spec: Op, args: tuple) -> Any:
+def _call1(spec: Op, args: tuple[Any, ...]) -> Any:
     """``apply`` for one positional argument, a tensor, a number or a NumPy array."""
     x = args[0]
     if not isinstance(x, Tensor):
@@ -293,7 +353,8 @@ def _call1(spec: Op, args: tuple) -> Any:
     return _output(spec, args, ans, node, rec, not spec.save_args and type(ans) is ndarray)
 
 
-def _output(spec: Op, args: tuple, ans: Any, node: Node | None, rec: bool, views: bool) -> Any:
+def _output(spec: Op, args: tuple[Any, ...], ans: Any, node: Node | None, rec: bool,
+            views: bool) -> Any:
     """The tensor of a fast path's result ``ans``, noted as a view where it may be one."""
     out = _new(Tensor)
     out._data = ans
@@ -328,17 +389,17 @@ def _refuse_object_operand(spec: Op, v: Any) -> None:
 # An op call with no tensor argument: the forward on the arguments, unless one of them is a
 # list holding tensors; yaad.ops.shape, which declares ``stack`` (an op, above this
 # module), sets the call that stacks those.
-def _call_plain(spec: Op, args: tuple, kw: dict) -> Any:
+def _call_plain(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     return spec.forward(*args, **kw)
 
 
-def register_plain_call(fn: Callable) -> None:
+def register_plain_call(fn: Callable[..., Any]) -> None:
     """Set the call of an op on arguments none of which is a tensor."""
     global _call_plain
     _call_plain = fn
 
 
-def _kw_arrays(spec: Op, kw: dict) -> dict:
+def _kw_arrays(spec: Op, kw: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for k, v in kw.items():
         if isinstance(v, Tensor):
@@ -349,7 +410,7 @@ def _kw_arrays(spec: Op, kw: dict) -> dict:
     return out
 
 
-def apply(spec: Op, args: tuple, kw: dict) -> Any:
+def apply(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     """Run ``spec`` on ``args`` (some of them tensors), recording a node if needed."""
     if state.modes_on:
         return run_modes(spec, args, kw)
@@ -374,7 +435,7 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
     if rec:
         vjps = spec.vjps
         variadic = spec.variadic
-        parents = [None] * len(args)
+        parents: list[Any] = [None] * len(args)  # (the edges: see graph.Node)
         any_parent = False
         for i, a in enumerate(args):
             if isinstance(a, Tensor) and a.requires_grad:
@@ -395,7 +456,7 @@ def apply(spec: Op, args: tuple, kw: dict) -> Any:
     return out
 
 
-def _tuple_arrays(a: tuple) -> tuple:
+def _tuple_arrays(a: tuple[Any, ...]) -> tuple[Any, ...]:
     """A tuple argument (an index such as ``(rows, t)``) with its tensors as arrays: the
     tensors stay op arguments, so a compiled replay passes their new values."""
     for x in a:
@@ -404,7 +465,8 @@ def _tuple_arrays(a: tuple) -> tuple:
     return a
 
 
-def _record(spec: Op, arrays: tuple, kw: dict | None, ans: Any, parents: tuple) -> Node:
+def _record(spec: Op, arrays: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,
+            parents: tuple[Any, ...]) -> Node:
     """The node of a call of ``spec``: what it saves, decided here for every path of the
     op call (with :func:`_kept`, argument by argument).
 
@@ -430,7 +492,7 @@ def _record(spec: Op, arrays: tuple, kw: dict | None, ans: Any, parents: tuple) 
     return new_node(spec, arrays, kw or None, saved, parents)
 
 
-def _some_none(parents: tuple) -> bool:
+def _some_none(parents: tuple[Any, ...]) -> bool:
     """Whether an input does not require grad (the loop: no generator on the hot path)."""
     for p in parents:
         if p is None:
@@ -438,7 +500,7 @@ def _some_none(parents: tuple) -> bool:
     return False
 
 
-def _kept(spec: Op, arrays: tuple, j: int, parents: tuple, ans: Any) -> Any:
+def _kept(spec: Op, arrays: tuple[Any, ...], j: int, parents: tuple[Any, ...], ans: Any) -> Any:
     """What a node that does not keep all its arguments keeps of argument ``j``: its value
     where a rule that runs reads it (``reads``), an argument that is not an input (an
     axis, an index) as it is, else the input's shape and dtype (a :class:`ShapeDtype`,
@@ -447,8 +509,10 @@ def _kept(spec: Op, arrays: tuple, j: int, parents: tuple, ans: Any) -> Any:
     dtype)."""
     a = arrays[j]
     if spec.save_args:
+        reads = spec.reads
+        assert reads is not None  # (a node keeps part of its arguments: _record)
         for i in range(len(parents)):
-            if parents[i] is not None and spec.reads[i][j]:
+            if parents[i] is not None and reads[i][j]:
                 return a
     elif not (spec.variadic or (j < len(spec.vjps) and spec.vjps[j] is not None)):
         return a
@@ -485,7 +549,8 @@ def fits_into(t: Any, g: Any) -> bool:
         return False
     if any(a != 1 and a != b for a, b in zip(gshape[::-1], t.shape[::-1])):
         return False
-    return np.result_type(t, g) == t.dtype
+    same: bool = np.result_type(t, g) == t.dtype
+    return same
 
 
 set_final(apply)  # (the ordinary call ends the mode interpreters' chain)

@@ -90,7 +90,8 @@ class ArrayFace:
     def __len__(self) -> int:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        n: int = self._data.shape[0]
+        return n
 
     def __iter__(self) -> Iterator[Any]:
         if self._data.ndim == 0:
@@ -191,13 +192,15 @@ class ArrayFace:
     def __getstate__(self) -> Any:
         if state.tracer is not None:
             state.tracer.read(self, "pickle")
-        return object.__getstate__(self)  # type: ignore[misc]  # (Python >= 3.11)
+        # (object.__getstate__ is new in Python 3.11; mypy checks as of 3.10)
+        return object.__getstate__(self)  # type: ignore[attr-defined]
 
     def __copy__(self) -> Any:
         """A new tensor object with the same data array (shared) and history."""
         cls = type(self)
         new = cls.__new__(cls)
-        own = object.__getstate__(self)  # type: ignore[misc]  # (None, slots) or a dict
+        own = object.__getstate__(self)  # type: ignore[attr-defined]  # (as above)
+        # (own: (None, slots) or a dict)
         dict_part, slots = own if isinstance(own, tuple) else (own, None)
         for part in (dict_part, slots):
             for name, value in (part or {}).items():

@@ -12,6 +12,10 @@ from .graph import Node
 from .hooks import dense
 from .tensor import Tensor
 
+# The inputs of a pass by where their gradient arrives (the node that made an input, or
+# the input itself for a leaf): their positions in ``inputs``.
+Targets = dict["Node | Tensor", list[int]]
+
 
 def _parent_nodes(node: Node) -> Iterator[Node]:
     for p in node.parents:
@@ -22,13 +26,13 @@ def _parent_nodes(node: Node) -> Iterator[Node]:
             yield p[0]
 
 
-def leading_to(start: list, targets: dict) -> tuple[set, set]:
+def leading_to(start: list[Node], targets: Targets) -> tuple[set[Node], set[Node]]:
     """The part of the graph that autograd.grad runs: the nodes on a path from ``start``
     to a target that lead further back to one (they run), and the target nodes that do
     not (stops: their gradient is taken as it arrives, and they are left alone, so that
     a pass nested in another one, as a checkpoint's, does not touch the outer pass's
     nodes)."""
-    seen: set = set()
+    seen: set[Node] = set()
     order = []
     stack = [(n, False) for n in start]
     while stack:
@@ -41,8 +45,8 @@ def leading_to(start: list, targets: dict) -> tuple[set, set]:
         seen.add(node)
         stack.append((node, True))
         stack.extend((p, False) for p in _parent_nodes(node) if p not in seen)
-    needed: set = set()
-    stops: set = set()
+    needed: set[Node] = set()
+    stops: set[Node] = set()
     for node in order:  # every node after the nodes it depends on
         if any(p in targets if isinstance(p, Tensor) else
                (p[0] if type(p) is tuple else p) in needed or
@@ -54,7 +58,8 @@ def leading_to(start: list, targets: dict) -> tuple[set, set]:
     return needed, stops
 
 
-def capture(node: Node, g: Any, ks: list, inputs: Sequence[Tensor], results: list) -> Any:
+def capture(node: Node, g: Any, ks: list[int], inputs: Sequence[Tensor],
+            results: list[Any]) -> Any:
     """Record the gradient of intermediate inputs of autograd.grad; returns ``g``."""
     if node.op.nout != 1 and g is not None:
         g = list(g)
@@ -75,7 +80,7 @@ def check_output(t: Any, k: int) -> None:
         raise error("no-grad-fn", k=k)
 
 
-def check_inputs(inputs: Any, caller: str = "backward") -> tuple:
+def check_inputs(inputs: Any, caller: str = "backward") -> tuple[Tensor, ...]:
     """The ``inputs=`` of a backward call (``caller``: backward or grad) as a non-empty
     tuple of tensors that require grad."""
     if isinstance(inputs, Tensor):
@@ -90,7 +95,8 @@ def check_inputs(inputs: Any, caller: str = "backward") -> tuple:
     return tuple(inputs)
 
 
-def check_unused(inputs: Sequence, results: Sequence, allow_unused: bool) -> None:
+def check_unused(inputs: Sequence[Tensor], results: Sequence[Any],
+                 allow_unused: bool) -> None:
     """Raise for an input that got no gradient, unless ``allow_unused``."""
     if allow_unused:
         return

@@ -16,7 +16,10 @@ from .presentation import ArrayFace
 _new = object.__new__
 
 if TYPE_CHECKING:  # the methods yaad.methods installs, declared for type checkers
+    import weakref
+
     from .._tensor_methods import TensorMethods
+    from .views import View
 else:
     TensorMethods = object
 
@@ -55,8 +58,11 @@ class Tensor(ArrayFace, TensorMethods):
     _data: np.ndarray
     requires_grad: bool
     _node: Any  # the Node that made it, or (node, output index); None for a leaf
+    _grad: Any
     _hooks: list[Callable[[Any], Any]] | None
     _tangents: dict[Any, Any]
+    _base: View
+    _views: list[weakref.ref[Tensor]]
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         if isinstance(data, Tensor):

@@ -29,13 +29,13 @@ class View(NamedTuple):
 
     parent: Tensor
     op: Any  # the Op
-    args: tuple
-    kw: dict
+    args: tuple[Any, ...]
+    kw: dict[str, Any]
     i: int
     k: int | None
     grad_mode: bool
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # A copy (pickle, deepcopy) of a view has memory of its own: it is no view.
         return (type(None), ())
 
@@ -50,10 +50,10 @@ class View(NamedTuple):
 _tuple_new = tuple.__new__
 
 
-class _Views(list):
+class _Views(list["weakref.ref[Tensor]"]):
     """A tensor's ``_views``: weak references to the views made of it (not copied)."""
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_Views, ())
 
 
@@ -62,7 +62,7 @@ def _root(a: Any) -> Any:
     return base if isinstance(base, ndarray) else a
 
 
-def note_view(op: Any, args: tuple, kw: dict, out: Tensor, k: int | None,
+def note_view(op: Any, args: tuple[Any, ...], kw: dict[str, Any], out: Tensor, k: int | None,
               grad_mode: bool) -> None:
     """If output ``k`` of ``op`` (``out``) shares memory with a tensor argument, record
     it as a view of that tensor (a :class:`View`, and a weak reference in the tensor's
@@ -73,7 +73,7 @@ def note_view(op: Any, args: tuple, kw: dict, out: Tensor, k: int | None,
     if not isinstance(root, ndarray):
         return
     a = args[0]  # (nearly always the one viewed)
-    i = 0
+    i: int | None = 0
     if not (isinstance(a, Tensor) and (a._data is root or a._data.base is root)):
         i = next((j for j, b in enumerate(args) if isinstance(b, Tensor)
                   and (b._data is root or b._data.base is root)), None)
@@ -91,7 +91,8 @@ def note_view(op: Any, args: tuple, kw: dict, out: Tensor, k: int | None,
     views.append(weakref.ref(out))
 
 
-def note_views(op: Any, args: tuple, kw: dict, out: Any, grad_mode: bool) -> None:
+def note_views(op: Any, args: tuple[Any, ...], kw: dict[str, Any], out: Any,
+               grad_mode: bool) -> None:
     """:func:`note_view` for each output of a call of ``op``."""
     if isinstance(out, tuple):
         for k, o in enumerate(out):

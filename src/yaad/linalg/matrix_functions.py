@@ -14,7 +14,7 @@ defined where singular values repeat.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import scipy.linalg as sla
@@ -28,6 +28,9 @@ from ..ops.products import matmul
 from .helpers import as_array, data_of, mH, mT, public, square_matrices
 from .spectral import svd_op
 from .systems import inv
+
+if TYPE_CHECKING:
+    from ..core.op import OpFunction
 
 __all__ = ["expm", "logm", "sqrtm", "polar"]
 
@@ -90,8 +93,8 @@ def _matrix_function(name: str, forward: Any) -> Any:
             return r.conj() if r.dtype.kind == "c" else r
         return _conj(frechet(fn, mT(A), _conj(g)))
 
-    fn = public(op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast", vjp=vjp,
-                   jvp=lambda t, ans, A: frechet(fn, A, t)))
+    fn: OpFunction = public(op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast",
+                               vjp=vjp, jvp=lambda t, ans, A: frechet(fn, A, t)))
     return fn
 
 

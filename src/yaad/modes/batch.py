@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+from types import NotImplementedType
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -60,6 +61,12 @@ from .batched_values import (
 )
 from .registry import register_mode, run_modes
 
+# What a batching rule ``rule(dims, *args, **kw)`` returns: the op's result on the whole
+# batch and the position of the batch axis in it (a tuple of them for several outputs),
+# or NotImplemented where it declines (vmap then runs the op once per example).
+Batched = tuple[Any, Any] | NotImplementedType
+BatchRule = Callable[..., Batched]
+
 # ---- levels ----------------------------------------------------------------------------
 
 @contextlib.contextmanager
@@ -96,9 +103,10 @@ def strip(x: Any, level: int, size: int, q: int | None = None) -> tuple[Any, int
     position ``q`` (default: where it is; 0 when ``x`` is not batched there, which
     broadcasts it), its forward-mode tangents carried into the same layout. Returns the
     tensor (an array for an array) and the position of the axis."""
-    tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
+    tans: dict[int, Any] | None = (getattr(x, "_tangents", None) if isinstance(x, Tensor)
+                                   else None)
     marker = tans.get(level) if tans else None
-    if type(marker) is BatchAxis:
+    if tans and type(marker) is BatchAxis:
         p = visible_axis(x, level)
         out = with_tangents(x, _carried(tans, level, size, p))
         if q is not None and q != p:
@@ -120,7 +128,7 @@ def strip(x: Any, level: int, size: int, q: int | None = None) -> tuple[Any, int
     return broadcast_to(expand_dims(x, q), shape), q
 
 
-def _carried(tans: dict, level: int, size: int, p: int) -> dict:
+def _carried(tans: dict[int, Any], level: int, size: int, p: int) -> dict[int, Any]:
     """The entries of ``tans`` without ``level``; forward-mode tangents (of active
     levels) with the batch axis at ``p``, as their value's."""
     levels = state.levels
@@ -137,7 +145,7 @@ def _carried(tans: dict, level: int, size: int, p: int) -> dict:
 
 # ---- dispatch --------------------------------------------------------------------------
 
-def _dispatch(op: Op, args: tuple, kw: dict) -> Any:
+def _dispatch(op: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     """``op`` on its arguments when one is batched (else NotImplemented)."""
     level = innermost_level(args, kw)
     if level is None:
@@ -155,14 +163,14 @@ def _dispatch(op: Op, args: tuple, kw: dict) -> Any:
             s, d = _strip_arg(v, level, size)
             if d is not None:
                 kw[k], kw_dims[k] = s, d
-    out = NotImplemented
+    out: Batched = NotImplemented
     rule = rule_of(op)
     if rule is not None and not kw_dims:
         out = rule(tuple(dims), *new_args, **kw)
     if out is NotImplemented:
         warn_once(op.name, "has no batching rule for these arguments" if rule else
                    "has no batching rule (see yaad.op(batch=...))")
-        out = _loop(op.fn, op.name, new_args, dims, kw, kw_dims, size)
+        out = _loop(_function(op), op.name, new_args, dims, kw, kw_dims, size)
     return _mark_tree(*out, level)
 
 
@@ -179,8 +187,8 @@ def _strip_arg(a: Any, level: int, size: int) -> tuple[Any, Any]:
     return a, None
 
 
-def _loop(fn: Callable, name: str, args: list, dims: list, kw: dict, kw_dims: dict,
-          size: int) -> tuple:
+def _loop(fn: Callable[..., Any], name: str, args: list[Any], dims: list[Any],
+          kw: dict[str, Any], kw_dims: dict[str, Any], size: int) -> tuple[Any, Any]:
     """``fn`` once per example, the results stacked (batch axis 0)."""
     if size == 0:
         raise ValueError(f"vmap: '{name}' runs once per example, and an empty batch gives "
@@ -193,7 +201,7 @@ def _loop(fn: Callable, name: str, args: list, dims: list, kw: dict, kw_dims: di
     return _stacked(results, name), _zeros_like_tree(results[0])
 
 
-def _stacked(results: list, name: str) -> Any:
+def _stacked(results: list[Any], name: str) -> Any:
     first = results[0]
     if isinstance(first, (tuple, list)):
         parts = [_stacked([r[k] for r in results], name) for k in range(len(first))]
@@ -230,7 +238,8 @@ def _mark_tree(out: Any, dims: Any, level: int) -> Any:
     return out if dims is None else mark(out, level, dims)
 
 
-def _run_per_example(fn: Callable, level: int, args: tuple, kw: dict) -> Any:
+def _run_per_example(fn: Callable[..., Any], level: int, args: tuple[Any, ...],
+                     kw: dict[str, Any]) -> Any:
     """A :func:`~yaad.batching.per_example` function once per example of ``level``."""
     size = batch_sizes[level]
     new_args, dims = zip(*[_strip_arg(a, level, size) for a in args]) if args else ((), ())
@@ -244,7 +253,7 @@ def _run_per_example(fn: Callable, level: int, args: tuple, kw: dict) -> Any:
 
 # ---- rules -----------------------------------------------------------------------------
 
-def rule_of(op: Op) -> Callable | None:
+def rule_of(op: Op) -> BatchRule | None:
     """The batching rule of ``op`` as a function ``(dims, *args, **kw)``, or None."""
     rule = op.batch
     if rule is None and op.elementwise:
@@ -259,20 +268,20 @@ def rule_of(op: Op) -> Callable | None:
     return rule
 
 
-def _broadcast(op: Op, dims: tuple, *args: Any, **kw: Any) -> tuple:
+def _broadcast(op: Op, dims: tuple[Any, ...], *args: Any, **kw: Any) -> Batched:
     """The op broadcasts over leading axes (elementwise functions; matrix functions of
     stacks with the same number of core axes in every argument): batch axis in front."""
     if any(type(d) is list for d in dims):
-        return NotImplemented
-    return op.fn(*aligned(args, dims), **kw), (0 if op.nout == 1 else (0,) * op.nout)
+        return NotImplemented  # type: ignore[no-any-return]  # (mypy#18914: typed Any)
+    return _function(op)(*aligned(args, dims), **kw), (0 if op.nout == 1 else (0,) * op.nout)
 
 
 @functools.cache
-def _signature(forward: Callable) -> inspect.Signature:
+def _signature(forward: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(forward)
 
 
-def bind(op: Op, args: tuple, kw: dict) -> inspect.BoundArguments:
+def bind(op: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> inspect.BoundArguments:
     """The arguments of a call of ``op`` by name (its forward's signature), defaults in."""
     ba = _signature(op.forward).bind(*args, **kw)
     ba.apply_defaults()
@@ -280,32 +289,44 @@ def bind(op: Op, args: tuple, kw: dict) -> inspect.BoundArguments:
 
 
 def _call(op: Op, ba: inspect.BoundArguments) -> Any:
-    return op.fn(*ba.args, **ba.kwargs)
+    return _function(op)(*ba.args, **ba.kwargs)
 
 
-def _reduce(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
+def _function(op: Op) -> Callable[..., Any]:
+    """The function of ``op`` that vmap calls (on the whole batch, or per example)."""
+    fn = op.fn
+    if fn is None:  # (an op made with Op(), not op(): a Function's, say)
+        raise TypeError(
+            f"vmap: '{op.name}' has no batching rule, and no function of its own to run "
+            f"once per example (a yaad.autograd.Function, or an op made with Op()). Call it "
+            f"outside vmap, or write it as an op with a batching rule: yaad.op(..., "
+            f"batch=...) (see docs/transforms.md#vmap).")
+    return fn
+
+
+def _reduce(op: Op, dims: tuple[Any, ...], x: Any, *rest: Any, **kw: Any) -> Batched:
     """A reduction over ``axis`` (None: all axes; an int or a tuple), the first argument
     batched, the others not: the batch axis goes in front and the axes shift by one."""
     if any(d is not None for d in dims[1:]):
-        return NotImplemented
+        return NotImplemented  # type: ignore[no-any-return]  # (mypy#18914: typed Any)
     ba = bind(op, (front(x, dims[0]), *rest), kw)
     nd = ndim_of(x) - 1
     axis = ba.arguments["axis"]
     if axis is None:
         ba.arguments["axis"] = tuple(range(1, nd + 1))
     elif isinstance(axis, (int, np.integer)):
-        ba.arguments["axis"] = normalize_axis_index(axis, nd) + 1
+        ba.arguments["axis"] = normalize_axis_index(int(axis), nd) + 1
     else:
         ba.arguments["axis"] = tuple(a + 1 for a in normalize_axis_tuple(axis, nd))
     return _call(op, ba), 0
 
 
-def _scan(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
+def _scan(op: Op, dims: tuple[Any, ...], x: Any, *rest: Any, **kw: Any) -> Batched:
     """An op along one ``axis``, where None means along the flattened input (cumsum,
     argsort; argmax with ``keepdims``): the batch axis in front, each example flattened
     for None."""
     if any(d is not None for d in dims[1:]):
-        return NotImplemented
+        return NotImplemented  # type: ignore[no-any-return]  # (mypy#18914: typed Any)
     x = front(x, dims[0])
     shape = shape_of(x)
     ba = bind(op, (x, *rest), kw)
@@ -321,21 +342,22 @@ def _scan(op: Op, dims: tuple, x: Any, *rest: Any, **kw: Any) -> Any:
     return _call(op, ba), 0
 
 
-def _per_example(op: Op, dims: tuple, *args: Any, **kw: Any) -> Any:
+def _per_example(op: Op, dims: tuple[Any, ...], *args: Any, **kw: Any) -> Batched:
     """Once per example, by design (the shape of the result follows the values; or there
     is no routine for a batch, as for scipy.linalg.solve_sylvester)."""
     warn_once(op.name, "is declared per example (its result's shape follows the values)")
     size = next(_size_in(a, d) for a, d in zip(args, dims) if d is not None)
-    return _loop(op.fn, op.name, list(args), list(dims), kw, {}, size)
+    return _loop(_function(op), op.name, list(args), list(dims), kw, {}, size)
 
 
 def _size_in(a: Any, d: Any) -> int:
     if type(d) is list:
         return next(_size_in(e, de) for e, de in zip(a, d) if de is not None)
-    return shape_of(a)[d]
+    n: int = shape_of(a)[d]
+    return n
 
 
-STRATEGIES: dict[str, Callable] = {"broadcast": _broadcast, "reduce": _reduce,
+STRATEGIES: dict[str, Callable[..., Batched]] = {"broadcast": _broadcast, "reduce": _reduce,
                                    "scan": _scan, "per_example": _per_example}
 
 
@@ -384,7 +406,7 @@ def conform(result: Any, target: Tensor) -> Any:
     return aligned
 
 
-def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
     """vmap's mode (see ``yaad.modes.MODES``): a call with a batched argument is batched."""
     if state.batching is not None:
         out = state.batching(op, args, kw)

@@ -21,8 +21,9 @@ import functools
 import inspect
 import math
 import sys
+import types
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn, Sequence, TypeVar, cast
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class BatchAxis:
         return f"BatchAxis({self.axis})"
 
 
-def _hidden(x: Tensor) -> list:
+def _hidden(x: Tensor) -> list[int]:
     """The positions (in ``x._data``) of the batch axes of ``x``."""
     return [v.axis for v in x._tangents.values() if type(v) is BatchAxis]
 
@@ -62,7 +63,9 @@ def escaped_error(what: str) -> RuntimeError:
         f"from the vmapped function instead.")
 
 
-_data_slot = Tensor._data  # the slot holding a tensor's array
+# the slot holding a tensor's array (read from the class's namespace: mypy takes the
+# attribute Tensor._data for the array the slot holds)
+_data_slot: types.MemberDescriptorType = vars(Tensor)["_data"]
 
 
 class BatchedTensor(Tensor):
@@ -76,20 +79,25 @@ class BatchedTensor(Tensor):
     __slots__ = ()
 
     @property
-    def _data(self) -> Any:
+    def _data(self) -> np.ndarray:
         """The whole batch (for yaad's machinery, while the vmap runs)."""
         for lv, v in self._tangents.items():
             if type(v) is BatchAxis and lv not in batch_sizes:
                 raise escaped_error("this is")
-        return _data_slot.__get__(self)
+        data: np.ndarray = _data_slot.__get__(self)
+        return data
 
     @_data.setter
     def _data(self, value: Any) -> None:
         _data_slot.__set__(self, value)
 
     @property
-    def data(self) -> Any:
+    def data(self) -> np.ndarray:
         return self._value(".data")
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._value("setting .data")
 
     def _all_values(self) -> np.ndarray:
         """Every example's values at once, for decisions that must hold for each of them
@@ -102,7 +110,7 @@ class BatchedTensor(Tensor):
         return np.broadcast_to(np.zeros((), self.dtype), self.shape)
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         """The shape of one example."""
         hidden = _hidden(self)
         return tuple(n for i, n in enumerate(self._data.shape) if i not in hidden)
@@ -138,7 +146,7 @@ class BatchedTensor(Tensor):
         return make_tensor(self._data, tangents={
             lv: v for lv, v in self._tangents.items() if type(v) is BatchAxis})
 
-    def _value(self, what: str) -> Any:
+    def _value(self, what: str) -> NoReturn:
         raise TypeError(
             f"{what} of a tensor inside vmap: its value differs from example to example "
             f"(shape {self.shape} for each of them). Keep the computation in yaad "
@@ -193,17 +201,17 @@ presenters[BatchAxis] = BatchedTensor
 # ---- levels ----------------------------------------------------------------------------
 
 batch_sizes: dict[int, int] = {}  # batch level -> batch size, while the level is active
-own_levels: set = set()  # levels of a transform's own batch (jacrev's cotangents, jacfwd's)
+own_levels: set[int] = set()  # levels of a transform's own batch (jacrev's cotangents, jacfwd's)
 randomness_of: dict[int, str] = {}  # batch level -> what a random draw does (see draw)
 RANDOMNESS = ("error", "same", "different")
 
 
-def active_levels() -> list:
+def active_levels() -> list[int]:
     """The batch levels active in this thread, outermost first."""
     return [lv for lv in state.levels if lv in batch_sizes]
 
 
-def draw(sample: Callable[[tuple], Any], shape: tuple, what: str) -> Any:
+def draw(sample: Callable[[tuple[int, ...]], Any], shape: tuple[int, ...], what: str) -> Any:
     """Random numbers of one example's ``shape``, ``sample(shape)`` an array of them; inside
     vmap, as each active level's ``randomness`` says: ``"error"`` refuses (a loop over the
     examples would draw different numbers for each, one batched call cannot know which);
@@ -232,7 +240,7 @@ def draw(sample: Callable[[tuple], Any], shape: tuple, what: str) -> Any:
 
 # ---- the layout of a batched tensor ------------------------------------------------------
 
-def batch_axes(x: Any) -> dict:
+def batch_axes(x: Any) -> dict[int, int]:
     """``{level: axis in x._data}`` for the batch levels ``x`` carries (its own value)."""
     tans = getattr(x, "_tangents", None) if isinstance(x, Tensor) else None
     if not tans:
@@ -259,14 +267,14 @@ def involves(x: Any, level: int) -> bool:
 def visible_axis(x: Tensor, level: int) -> int:
     """The position of the batch axis of ``level`` among the axes of ``x`` not hidden by
     another batch level."""
-    p = x._tangents[level].axis
+    p: int = x._tangents[level].axis
     return p - sum(1 for lv, v in x._tangents.items()
                    if lv != level and type(v) is BatchAxis and v.axis < p)
 
 
 def _absolute(x: Any, q: int) -> int:
     """The position in ``x._data`` of axis ``q`` among the axes not hidden."""
-    hidden = _hidden(x) if getattr(x, "_tangents", None) else ()
+    hidden: Sequence[int] = _hidden(x) if getattr(x, "_tangents", None) else ()
     k = -1
     for i in range(np.ndim(x._data if isinstance(x, Tensor) else x)):
         if i not in hidden:
@@ -276,7 +284,7 @@ def _absolute(x: Any, q: int) -> int:
     raise AssertionError(f"batching: axis {q} out of range")
 
 
-def with_tangents(x: Tensor, tangents: dict) -> Tensor:
+def with_tangents(x: Tensor, tangents: dict[int, Any]) -> Tensor:
     """``x`` (the same data and node) carrying ``tangents`` instead of its own."""
     return make_tensor(x._data, x._node, x.requires_grad, tangents)
 
@@ -306,7 +314,7 @@ def like(g: Any, x: Any) -> Any:
 
 # ---- the innermost batch level of a call ---------------------------------------------------
 
-def innermost_level(args: tuple, kw: dict) -> int | None:
+def innermost_level(args: tuple[Any, ...], kw: dict[str, Any]) -> int | None:
     """The innermost batch level carried by an argument's value (tuples and lists of
     arguments, such as an index, are looked into)."""
     top = None
@@ -327,7 +335,7 @@ def innermost_level(args: tuple, kw: dict) -> int | None:
     return top
 
 
-_warned: set = set()
+_warned: set[str] = set()
 
 
 def warn_once(name: str, why: str) -> None:
@@ -335,7 +343,8 @@ def warn_once(name: str, why: str) -> None:
     if name in _warned:
         return
     _warned.add(name)
-    frame, depth = sys._getframe(1), 2  # point at the first caller outside yaad
+    frame: types.FrameType | None = sys._getframe(1)  # the first caller outside yaad
+    depth = 2
     while frame is not None and frame.f_globals.get("__name__", "").startswith("yaad."):
         frame, depth = frame.f_back, depth + 1
     warnings.warn(f"vmap: '{name}' {why}: it runs once per example (a Python loop, "
@@ -343,12 +352,15 @@ def warn_once(name: str, why: str) -> None:
                   BatchingWarning, stacklevel=depth)
 
 
-def per_example(*names: str) -> Callable:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def per_example(*names: str) -> Callable[[F], F]:
     """Decorator for a function that reads the values of its arguments ``names`` (all of
     them when none is named) in Python: inside vmap, with one of those batched, it runs
     once per example (with a :class:`BatchingWarning`) instead of reading the batch as one
     value."""
-    def decorate(fn: Callable) -> Callable:
+    def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
@@ -363,8 +375,8 @@ def per_example(*names: str) -> Callable:
             warn_once(fn.__name__, "reads values in Python")
             return _run_per_example(fn, level, args, kw)
 
-        wrapper.batch = "per_example"  # (as an op's batch=: how vmap runs it)
-        return wrapper
+        wrapper.__dict__["batch"] = "per_example"  # (as an op's batch=: how vmap runs it)
+        return cast(F, wrapper)
 
     return decorate
 
@@ -372,10 +384,10 @@ def per_example(*names: str) -> Callable:
 # vmap's loop over the examples, ``run(fn, level, args, kw)``: the interpreter registers it
 # (yaad.batch_mode, above the ops: the loop stacks its results with a shape op). A batch
 # level is opened only there, so it is registered whenever per_example needs it.
-_run_per_example: Callable = None  # type: ignore[assignment]
+_run_per_example: Callable[..., Any] = None  # type: ignore[assignment]
 
 
-def register_per_example(run: Callable) -> None:
+def register_per_example(run: Callable[..., Any]) -> None:
     """Set the loop that runs a :func:`per_example` function once per example."""
     global _run_per_example
     _run_per_example = run
@@ -383,7 +395,7 @@ def register_per_example(run: Callable) -> None:
 
 # ---- helpers of the rules ------------------------------------------------------------------
 
-def size_of(args: tuple, dims: tuple) -> int:
+def size_of(args: tuple[Any, ...], dims: tuple[int | None, ...]) -> int:
     """The batch size, from the first batched argument."""
     for a, d in zip(args, dims):
         if d is not None:
@@ -391,7 +403,7 @@ def size_of(args: tuple, dims: tuple) -> int:
     raise ValueError("batching: no batched argument")
 
 
-def example_shape(x: Any, d: int | None) -> tuple:
+def example_shape(x: Any, d: int | None) -> tuple[int, ...]:
     """The shape of one example of ``x`` (batch axis ``d``, None: not batched)."""
     shape = shape_of(x)
     return shape if d is None else shape[:d] + shape[d + 1:]

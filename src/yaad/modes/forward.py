@@ -38,7 +38,7 @@ def forward_level() -> Iterator[int]:
         state.refresh()
 
 
-def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(op: Op, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
     levels = state.levels
     if levels:
         top = top_level(args, kw, levels)
@@ -47,7 +47,7 @@ def _interpret(op: Op, args: tuple, kw: dict, k: int) -> Any:
     return run_modes(op, args, kw, k)
 
 
-def _apply_forward_mode(op: Op, args: tuple, kw: dict, level: int) -> Any:
+def _apply_forward_mode(op: Op, args: tuple[Any, ...], kw: dict[str, Any], level: int) -> Any:
     """Apply ``op`` to dual numbers: the primal (handling lower levels recursively),
     then the output's tangent at ``level`` as the sum of the inputs' JVP rules."""
     if kw:
@@ -93,6 +93,7 @@ def _apply_forward_mode(op: Op, args: tuple, kw: dict, level: int) -> Any:
             total = total + contrib
     if total is None:
         return out
+    out_tangents: dict[int, Any] | tuple[dict[int, Any] | None, ...]
     if not multi:
         if not is_inexact(out._data):
             return out
@@ -113,7 +114,7 @@ def _apply_forward_mode(op: Op, args: tuple, kw: dict, level: int) -> Any:
     return out
 
 
-def _plain(base_args: tuple, out: Any, tangents: list, multi: bool) -> bool:
+def _plain(base_args: tuple[Any, ...], out: Any, tangents: list[Any], multi: bool) -> bool:
     """Whether the JVP rules may run on plain arrays: no argument, output or tangent
     carries a tangent of another level, and nothing is recorded for reverse mode."""
     rec = state.enabled
@@ -145,21 +146,25 @@ def _fit_tangent(t: Any, out: Tensor) -> Any:
     return t
 
 
-def _jvp_rule(op: Op, i: int, t: Any, out: Any, args: tuple, kw: dict) -> Any:
+def _jvp_rule(op: Op, i: int, t: Any, out: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     """The tangent of the output of ``op`` due to the tangent ``t`` of input ``i``."""
     jvps = op.jvps
     if op.variadic:
-        if jvps:
-            return jvps[0](i, t, out, *args, **kw)
-    elif i < len(jvps) and jvps[i] is not None:
-        return jvps[i](t, out, *args, **kw)
+        rule = jvps[0] if jvps else None
+        if rule is not None:
+            return rule(i, t, out, *args, **kw)
+    else:
+        rule = jvps[i] if i < len(jvps) else None
+        if rule is not None:
+            return rule(t, out, *args, **kw)
     lin = op.linear
-    if lin is True or (lin and i in lin):
+    fn = op.fn
+    if fn is not None and (lin is True or (lin and i in lin)):
         # Linear in input i with the others held fixed (multiply, matmul, einsum,
         # reshape): the tangent goes through the op itself in place of input i.
         new_args = list(args)
         new_args[i] = t
-        return op.fn(*new_args, **kw)
+        return fn(*new_args, **kw)
     raise NotImplementedError(
         f"{op.name}: no JVP rule for input {i}, so forward mode (jvp, jacfwd, hessian, "
         f"hvp) cannot go through it. Declare one with {op.name}.defjvp(...) (or "

@@ -33,7 +33,7 @@ def with_substitute(hook: Callable[..., Any], body: Callable[[], Any]) -> Any:
         state.refresh()
 
 
-def _interpret(op: Any, args: tuple, kw: dict, k: int) -> Any:
+def _interpret(op: Any, args: tuple[Any, ...], kw: dict[str, Any], k: int) -> Any:
     hook = state.substitute
     if hook is not None:
         args, kw = hook(args, kw)
