@@ -372,3 +372,163 @@ def test_t_with_infinite_df_is_the_normal(method):
     big = yaad.tensor(np.array(1e8), requires_grad=True)
     yaad.sum(_fn(S, "t", method)(x, big, LOC, SCALE)).backward()
     assert abs(float(big.grad)) < 1e-7
+
+
+# ---- parameters' derivatives at an edge of the support, against PyTorch ---------------------
+#
+# At an edge (x = 0 for gamma, beta, lognorm; k = 0 with mu = 0), the value is the limit from
+# inside the support (SciPy's), and so is every parameter's derivative: the limit of its
+# derivative as x (or the parameter) approaches the edge from inside, +-inf where it
+# diverges. gamma.logpdf(0, a) is +inf for a < 1, 0 at a = 1 and -inf for a > 1: both
+# one-sided derivatives in a are -inf at a = 1 too, where yaad (and PyTorch) gave the finite
+# -digamma(1) (xlogy's gradient in its first argument is 0 where it is 0).
+
+_ED = 1e-8  # how close to the edge the one-sided oracle goes
+
+
+def _torch_log_prob(make, x):
+    """``(make, x)`` -> the gradients of PyTorch's ``make(*params).log_prob(x)``."""
+    import torch
+
+    def grads(params):
+        ts = [torch.tensor(float(p), dtype=torch.float64, requires_grad=True) for p in params]
+        value = x if isinstance(x, torch.Tensor) else torch.tensor(float(x), dtype=torch.float64)
+        make(*ts).log_prob(value).backward()
+        return [None if t.grad is None else float(t.grad) for t in ts]
+    return grads
+
+
+def _td():
+    import torch
+
+    return torch.distributions
+
+
+# (case, yaad's log density of (x, *params), its SciPy form, x, params, the index of the
+# parameter differentiated, where the oracle approaches the edge from inside (a function of
+# d > 0 giving (x, *params)), the limit (the expected derivative), PyTorch's
+# (make(*params), x) or None, and what PyTorch gives if it differs (with the reason))
+PARAMETER_EDGES = [
+    ("gamma a<1", "gamma", (0.0, 0.5), 1, lambda d: (d, 0.5), -np.inf,
+     lambda a: _td().Gamma(a, 1.0, validate_args=False), None),
+    ("gamma a=1", "gamma", (0.0, 1.0), 1, lambda d: (d, 1.0), -np.inf,
+     lambda a: _td().Gamma(a, 1.0, validate_args=False),
+     (0.5772156649015329, "xlogy's gradient is 0 where its first argument is 0")),
+    ("gamma a>1", "gamma", (0.0, 2.0), 1, lambda d: (d, 2.0), -np.inf,
+     lambda a: _td().Gamma(a, 1.0, validate_args=False), None),
+    ("gamma scale, a<1", "gamma", (0.0, 0.5, 0.0, 2.0), 3, lambda d: (d, 0.5, 0.0, 2.0), -0.25,
+     lambda a, loc, s: _td().Gamma(a, 1 / s, validate_args=False), None),
+    ("gamma scale, a>1", "gamma", (0.0, 2.0, 0.0, 2.0), 3, lambda d: (d, 2.0, 0.0, 2.0), -1.0,
+     lambda a, loc, s: _td().Gamma(a, 1 / s, validate_args=False), None),
+    ("chi2 df=2", "chi2", (0.0, 2.0), 1, lambda d: (d, 2.0), -np.inf,
+     lambda df: _td().Chi2(df, validate_args=False),
+     (-0.05796575782920627, "xlogy's gradient is 0 where its first argument is 0")),
+    ("chi2 df=4", "chi2", (0.0, 4.0), 1, lambda d: (d, 4.0), -np.inf,
+     lambda df: _td().Chi2(df, validate_args=False), None),
+    ("beta a=1 at 0", "beta", (0.0, 1.0, 2.0), 1, lambda d: (d, 1.0, 2.0), -np.inf,
+     lambda a, b: _td().Beta(a, b, validate_args=False),
+     (1.5, "xlogy's gradient is 0 where its first argument is 0")),
+    ("beta b at 0", "beta", (0.0, 1.0, 2.0), 2, lambda d: (d, 1.0, 2.0), 0.5,
+     lambda a, b: _td().Beta(a, b, validate_args=False), None),
+    ("beta b=1 at 1", "beta", (1.0, 2.0, 1.0), 2, lambda d: (1 - d, 2.0, 1.0), -np.inf,
+     lambda a, b: _td().Beta(a, b, validate_args=False),
+     (1.5, "xlogy's gradient is 0 where its first argument is 0")),
+    ("beta b<1 at 1", "beta", (1.0, 2.0, 0.5), 2, lambda d: (1 - d, 2.0, 0.5), -np.inf,
+     lambda a, b: _td().Beta(a, b, validate_args=False), None),
+    ("lognorm s at 0", "lognorm", (0.0, 0.8), 1, lambda d: (d, 0.8), np.inf,
+     lambda s: _td().LogNormal(0.0, s, validate_args=False), None),
+    ("expon scale at 0", "expon", (0.0, 0.0, 2.0), 2, lambda d: (d, 0.0, 2.0), -0.5,
+     lambda loc, s: _td().Exponential(1 / s, validate_args=False), None),
+    ("uniform scale at loc", "uniform", (0.0, 0.0, 2.0), 2, lambda d: (d, 0.0, 2.0), -0.5,
+     lambda loc, s: _td().Uniform(loc, loc + s, validate_args=False), None),
+    ("uniform loc at loc + scale", "uniform", (2.0, 0.0, 2.0), 1, lambda d: (2 - d, 0.0, 2.0),
+     0.0, lambda loc, s: _td().Uniform(loc, loc + s, validate_args=False), None),
+    ("poisson mu=0, k=0", "poisson", (0.0, 0.0), 1, lambda d: (0.0, d), -1.0,
+     lambda mu: _td().Poisson(mu, validate_args=False),
+     (np.nan, "the rate's log is taken first: 0 * log 0")),
+    ("poisson mu=0, k=2", "poisson", (2.0, 0.0), 1, lambda d: (2.0, d), np.inf,
+     lambda mu: _td().Poisson(mu, validate_args=False), None),
+    ("binom p=0, k=0", "binom", (0.0, 5.0, 0.0), 2, lambda d: (0.0, 5.0, d), -5.0,
+     lambda n, p: _td().Binomial(5, p, validate_args=False),
+     (0.0, "probabilities are clamped to [eps, 1 - eps] through logits")),
+    ("binom p=1, k=5", "binom", (5.0, 5.0, 1.0), 2, lambda d: (5.0, 5.0, 1 - d), 5.0,
+     lambda n, p: _td().Binomial(5, p, validate_args=False),
+     (0.0, "probabilities are clamped to [eps, 1 - eps] through logits")),
+    ("binom p=0, k=5", "binom", (5.0, 5.0, 0.0), 2, lambda d: (5.0, 5.0, d), np.inf,
+     lambda n, p: _td().Binomial(5, p, validate_args=False),
+     (0.0, "probabilities are clamped to [eps, 1 - eps] through logits")),
+]
+
+
+def _density(module, name):
+    return _fn(module, name, "logpmf" if name in ("poisson", "binom") else "logpdf")
+
+
+def _parameter_fd(name, args, i, d):
+    """SciPy's central difference in argument ``i`` at ``args``, ``d`` from the edge: with a
+    step far below ``d`` where the parameter moves the edge (a discrete distribution's, a
+    location at the upper end), else 1e-6."""
+    h = 1e-3 * d if name in ("poisson", "binom") or (name == "uniform" and i == 1) else 1e-6
+    up, down = list(args), list(args)
+    up[i] += h
+    down[i] -= h
+    f = _density(ss, name)
+    return (f(*up) - f(*down)) / (2 * h)
+
+
+@pytest.mark.parametrize("case", PARAMETER_EDGES, ids=[c[0] for c in PARAMETER_EDGES])
+def test_parameter_derivatives_at_an_edge_of_the_support(case):
+    label, name, args, i, approach, want, torch_make, torch_differs = case
+    # the oracle: SciPy's derivative as the edge is approached from inside
+    near = _parameter_fd(name, approach(1e-4), i, 1e-4)
+    nearer = _parameter_fd(name, approach(_ED), i, _ED)
+    if np.isfinite(want):
+        np.testing.assert_allclose(nearer, want, atol=1e-4, err_msg=label)
+    else:  # diverging towards want's sign
+        assert np.sign(near) == np.sign(nearer) == np.sign(want), (label, near, nearer)
+        assert abs(nearer) > abs(near) + 2, (label, near, nearer)
+    # yaad: the value is SciPy's, the derivative the limit
+    ts = [yaad.tensor(np.array(a), requires_grad=k == i) for k, a in enumerate(args)]
+    out = _density(S, name)(*ts)
+    np.testing.assert_allclose(out.data, _density(ss, name)(*args), rtol=1e-14, err_msg=label)
+    out.backward()
+    np.testing.assert_allclose(ts[i].grad, want, rtol=1e-12, atol=1e-15, err_msg=label)
+    # PyTorch: the same, or a known deviation
+    x, *params = args
+    torch_grad = _torch_log_prob(torch_make, x)(params)[i - 1]
+    expected = want if torch_differs is None else torch_differs[0]
+    np.testing.assert_allclose(torch_grad, expected, rtol=1e-12, err_msg=label)
+
+
+def test_dirichlet_parameter_at_a_zero_component():
+    # alpha_0 = 1 at x_0 = 0: the same jump as gamma's (+inf, 0, -inf): -inf, as the limit
+    # of log x_0 - digamma(1) + digamma(sum alpha); PyTorch: finite (xlogy's convention)
+    import torch
+
+    x = np.array([0.0, 0.3, 0.7])
+    alpha = yaad.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    S.dirichlet.logpdf(x, alpha).backward()
+    assert alpha.grad[0] == -np.inf and np.all(np.isfinite(alpha.grad[1:]))
+    inside = np.array([_ED, 0.3, 0.7 - _ED])
+    h = 1e-6
+    fd = (ss.dirichlet.logpdf(inside, [1 + h, 2.0, 3.0])
+          - ss.dirichlet.logpdf(inside, [1 - h, 2.0, 3.0])) / (2 * h)
+    assert fd < -15
+    ta = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    _td().Dirichlet(ta, validate_args=False).log_prob(torch.tensor(x)).backward()
+    assert np.isfinite(ta.grad[0].item())
+
+
+@pytest.mark.parametrize("name, shapes", [("gamma", (0.5,)), ("chi2", (1.0,)),
+                                          ("beta", (0.5, 2.0))])
+def test_cdf_in_the_scale_at_the_location(name, shapes):
+    # At x = loc, z = 0 for every scale: cdf and sf are constant in the scale there, their
+    # derivative 0 (SciPy's central difference); the chain rule gave pdf(0) * 0 = inf * 0,
+    # NaN, where pdf(0) is infinite.
+    for method in ("cdf", "sf"):
+        s = yaad.tensor(2.0, requires_grad=True)
+        _fn(S, name, method)(0.5, *shapes, loc=0.5, scale=s).backward()
+        f = _fn(ss, name, method)
+        fd = (f(0.5, *shapes, loc=0.5, scale=2.0 + 1e-6)
+              - f(0.5, *shapes, loc=0.5, scale=2.0 - 1e-6)) / 2e-6
+        assert fd == 0.0 and s.grad == 0.0, (name, method, s.grad)

@@ -29,8 +29,11 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+import scipy.special as sp
 
 from . import linalg
+from .core.op import Op, apply
+from .core.tensor import Tensor
 from .ops.elementwise import (
     _t_log_density,
     arctan2,
@@ -153,6 +156,12 @@ class _Continuous(_Distribution):
     ``[lo, hi]`` (``lo`` excluded when ``open_lo``). ``valid(*shapes)`` says where the
     shape parameters are in range; ``safe`` are in-range values substituted elsewhere
     (so that nothing outside the domain is computed, not even in a branch not taken).
+
+    A density with a term ``c log z`` that is infinite at an edge of the support (gamma,
+    chi2, beta) gives "logpdf_u" instead: ``f(u, scale, *shapes)`` with ``u = x - loc``,
+    and ``log z`` written ``log(u) - log(scale)``. At the edge the parameters' derivatives
+    are then the limits of their derivatives from inside the support: ``-c / scale`` in
+    the scale (``(c / z) * dz/dscale`` was ``inf * 0``, NaN), ``log 0 = -inf`` in ``c``.
     """
 
     def __init__(self, name: str, shapes: tuple[str, ...], std: dict[str, Callable[..., Any]],
@@ -172,31 +181,41 @@ class _Continuous(_Distribution):
             f"``f({sig})`` (SciPy's convention); calling ``{name}({sig[3:]})`` freezes the "
             f"parameters.")
 
-    def _standard(self, method: str, x: Any, args: tuple[Any, ...],
-                  kwds: dict[str, Any]) -> tuple[Any, Any, Any, Any, list[Any], Any]:
+    def _standard(self, method: str, x: Any, args: tuple[Any, ...], kwds: dict[str, Any],
+                  closed: bool = False) -> tuple[Any, Any, Any, Any, list[Any], Any, Any]:
         *shapes, loc, scale = self.params.parse(method, args, kwds, x)
         ok = scale > 0
         if self.valid is not None:
             ok = ok & self.valid(*shapes)
         scale = _guard(ok, scale, 1.0)
         shapes = [_guard(ok, s, d) for s, d in zip(shapes, self.safe)]
-        z = (x - loc) / scale
-        below = (z <= self.lo) if self.open_lo else (z < self.lo)
+        u = x - loc
+        # At u == 0 (x at loc, the lower edge) z is 0 for every scale: its derivative in the
+        # scale is exactly 0, also where the standard function's derivative in z is
+        # infinite there (gamma's cdf for a < 1; the chain rule gave inf * 0, NaN).
+        z = where(u == 0, u / _constant(scale), u / scale)
+        below = (z <= self.lo) if self.open_lo and not closed else (z < self.lo)
         above = z > self.hi
         inside = ~(below | above)
         mid = 1.0 if self.lo == -_INF or self.hi == _INF else 0.5 * (self.lo + self.hi)
         zs = where(inside, z, self.lo + 1.0 if self.hi == _INF and self.lo > -_INF else mid)
-        return ok, below, above, zs, shapes, scale
+        us = where(inside, u, zs * scale) if "logpdf_u" in self.std else None
+        return ok, below, above, zs, shapes, scale, us
 
     def _piecewise(self, method: str, x: Any, args: tuple[Any, ...], kwds: dict[str, Any],
                    f: Callable[..., Any], low: float, high: float) -> Any:
-        ok, below, above, zs, shapes, _ = self._standard(method, x, args, kwds)
+        ok, below, above, zs, shapes, *_ = self._standard(method, x, args, kwds)
         return where(ok, where(below, low, where(above, high, f(zs, *shapes))), _NAN)
 
     def logpdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the probability density at ``x``."""
-        ok, below, above, zs, shapes, scale = self._standard("logpdf", x, args, kwds)
-        inside = self.std["logpdf"](zs, *shapes) - log(scale)
+        # (an open edge, lognorm's 0, is computed as the limit from inside: -inf)
+        ok, below, above, zs, shapes, scale, us = self._standard(
+            "logpdf", x, args, kwds, closed="logpdf_u" in self.std)
+        if "logpdf_u" in self.std:
+            inside = self.std["logpdf_u"](us, scale, *shapes) - log(scale)
+        else:
+            inside = self.std["logpdf"](zs, *shapes) - log(scale)
         return where(ok, where(below | above, -_INF, inside), _NAN)
 
     def pdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
@@ -227,17 +246,71 @@ _NAN = math.nan
 
 # ---- the standard forms ------------------------------------------------------------------
 
+def _shape_xlogy_dc(g: Any, ans: Any, c: Any, y: Any) -> Any:
+    return g * log(y)
+
+
+def _shape_xlogy_dy(g: Any, ans: Any, c: Any, y: Any) -> Any:
+    return g * (c / where((c == 0) & (y == 0), 1.0, y))  # (0 at c == y == 0, as xlogy's)
+
+
+# ``c log(y)`` at the edge of a support, y == 0, for a shape parameter ``c`` (``a - 1``):
+# its value is xlogy's (0 at c == 0, -inf or +inf otherwise), its derivative in ``c`` is
+# log(y) = -inf also at c == 0 (a = 1, where the value jumps from +inf through 0 to -inf:
+# both one-sided derivatives are -inf), where the xlogy op gives 0 (PyTorch's choice for
+# xlogy, which gave d/da gamma.logpdf(0, a=1) = -digamma(1), a finite number). An op of
+# this module (not in the registry: a rule of the distributions, as ops.strong_zero's).
+_SHAPE_XLOGY = Op(forward=sp.xlogy, name="stats.shape_xlogy",
+                  vjps=(_shape_xlogy_dc, _shape_xlogy_dy),
+                  jvps=(lambda t, ans, c, y: _shape_xlogy_dc(t, ans, c, y),
+                        lambda t, ans, c, y: _shape_xlogy_dy(t, ans, c, y)),
+                  save_args=True, save_ans=False, nout=1, variadic=False, elementwise=True,
+                  selects=False, linear=False)
+_SHAPE_XLOGY.batch = "broadcast"
+
+
+def _shape_xlogy(c: Any, y: Any) -> Any:
+    if isinstance(c, Tensor) or isinstance(y, Tensor):
+        return apply(_SHAPE_XLOGY, (c, y), {})
+    return sp.xlogy(c, y)
+
+
 def _xlogy(c: Any, y: Any) -> Any:
     """``c log(y)`` (0 where c == y == 0) with the gradient ``log(y)`` in ``c`` also at
-    ``c == 0`` (the xlogy op gives 0 there, PyTorch's choice, wrong for a parameter)."""
+    ``c == 0``: -inf at ``y == 0`` (the xlogy op gives 0 there, PyTorch's choice, wrong
+    for a parameter). ``y`` is never negative here (values outside a support are replaced
+    by safe ones)."""
     pos = y > 0
-    return where(pos, c * log(where(pos, y, 1.0)), xlogy(c, y))
+    return where(pos, c * log(where(pos, y, 1.0)), _shape_xlogy(c, y))
 
 
-def _xlog1py(c: Any, y: Any) -> Any:
-    """``c log1p(y)``, as :func:`_xlogy`."""
+_SHAPE_XLOGY.fn = _shape_xlogy
+
+
+def _xlogy_count(k: Any, y: Any) -> Any:
+    """``k log(y)`` for a count ``k`` (poisson, binom): as :func:`_xlogy` for ``y > 0``; at
+    ``y == 0`` the xlogy op's (0 in ``k`` at ``k == 0``: the gradient in ``k`` is that of
+    the formula's continuous extension, as documented, and the parameter's is unchanged)."""
+    pos = y > 0
+    return where(pos, k * log(where(pos, y, 1.0)), xlogy(k, y))
+
+
+def _xlog1py_count(k: Any, y: Any) -> Any:
+    """``k log1p(y)``, as :func:`_xlogy_count`."""
     pos = y > -1
-    return where(pos, c * log1p(where(pos, y, 0.0)), xlog1py(c, y))
+    return where(pos, k * log1p(where(pos, y, 0.0)), xlog1py(k, y))
+
+
+def _constant(x: Any) -> Any:
+    """``x`` without its gradient."""
+    return x.detach() if isinstance(x, Tensor) else x
+
+
+def _upper_gap(u: Any, s: Any) -> Any:
+    """``s - u`` (the distance to the upper edge ``loc + scale``), exactly 0 where ``u / s``
+    rounds to 1 (SciPy's edge), with the derivatives of ``s - u`` there."""
+    d = s - u
+    return where(u / s >= 1, d - _constant(d), d)
 
 
 def _laplace_cdf(z: Any) -> Any:
@@ -259,17 +332,18 @@ t = _Continuous("t", ("df",), {
     "cdf": lambda z, df: stdtr(df, z), "sf": lambda z, df: stdtr(df, -z),
 }, valid=lambda df: df > 0, safe=(1.0,), doc="Student's t")
 gamma = _Continuous("gamma", ("a",), {
-    "logpdf": lambda z, a: _xlogy(a - 1, z) - z - gammaln(a),
+    "logpdf_u": lambda u, s, a: _xlogy(a - 1, u) - (a - 1) * log(s) - u / s - gammaln(a),
     "cdf": lambda z, a: gammainc(a, z), "sf": lambda z, a: gammaincc(a, z),
 }, lo=0.0, valid=lambda a: a > 0, safe=(1.0,), doc="gamma")
 chi2 = _Continuous("chi2", ("df",), {
-    "logpdf": lambda z, df: (_xlogy(0.5 * df - 1, z) - 0.5 * z - gammaln(0.5 * df)
-                          - 0.5 * df * _LOG2),
+    "logpdf_u": lambda u, s, df: (_xlogy(0.5 * df - 1, u) - (0.5 * df - 1) * log(s)
+                                  - 0.5 * u / s - gammaln(0.5 * df) - 0.5 * df * _LOG2),
     "cdf": lambda z, df: gammainc(0.5 * df, 0.5 * z),
     "sf": lambda z, df: gammaincc(0.5 * df, 0.5 * z),
 }, lo=0.0, valid=lambda df: df > 0, safe=(1.0,), doc="chi-squared")
 beta = _Continuous("beta", ("a", "b"), {
-    "logpdf": lambda z, a, b: _xlogy(a - 1, z) + _xlog1py(b - 1, -z) - betaln(a, b),
+    "logpdf_u": lambda u, s, a, b: (_xlogy(a - 1, u) + _xlogy(b - 1, _upper_gap(u, s))
+                                    - (a + b - 2) * log(s) - betaln(a, b)),
     "cdf": lambda z, a, b: betainc(a, b, z), "sf": lambda z, a, b: betainc(b, a, 1 - z),
 }, lo=0.0, hi=1.0, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), doc="beta")
 expon = _Continuous("expon", (), {
@@ -290,7 +364,10 @@ uniform = _Continuous("uniform", (), {
     "logcdf": log, "logsf": lambda z: log1p(-z),
 }, lo=0.0, hi=1.0, doc="uniform (on [loc, loc + scale])")
 lognorm = _Continuous("lognorm", ("s",), {
-    "logpdf": lambda z, s: -log(s * z) - _LOG_SQRT_2PI - 0.5 * (log(z) / s) ** 2,
+    # (log z (1 + log z / (2 s^2)): -inf at the edge z = 0, the limit from inside; log u
+    # as xlogy(1, u), which is -inf at 0 without NumPy's warning, as SciPy's lognorm)
+    "logpdf_u": lambda u, scale, s: (-log(s) - _LOG_SQRT_2PI - (lambda lz: lz * (
+        1 + 0.5 * lz / (s * s)))(_shape_xlogy(np.ones((), u.dtype), u) - log(scale))),
     "cdf": lambda z, s: ndtr(log(z) / s), "sf": lambda z, s: ndtr(-log(z) / s),
     "logcdf": lambda z, s: log_ndtr(log(z) / s), "logsf": lambda z, s: log_ndtr(-log(z) / s),
 }, lo=0.0, open_lo=True, valid=lambda s: s > 0, safe=(1.0,), doc="log-normal")
@@ -332,12 +409,12 @@ class _Discrete(_Distribution):
 
 
 poisson = _Discrete(
-    "poisson", ("mu",), lambda k, mu: _xlogy(k, mu) - gammaln(k + 1) - mu,
+    "poisson", ("mu",), lambda k, mu: _xlogy_count(k, mu) - gammaln(k + 1) - mu,
     support=lambda k, mu: k >= 0, valid=lambda mu: mu >= 0, safe=(1.0,), doc="Poisson")
 binom = _Discrete(
     "binom", ("n", "p"),
-    lambda k, n, p: (gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + _xlogy(k, p)
-                     + _xlog1py(n - k, -p)),
+    lambda k, n, p: (gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+                     + _xlogy_count(k, p) + _xlog1py_count(n - k, -p)),
     support=lambda k, n, p: (k >= 0) & (k <= n),
     valid=lambda n, p: (n >= 0) & (n == floor(n)) & (p >= 0) & (p <= 1),
     safe=(1.0, 0.5), doc="binomial")
