@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import settings
-from support.arrays import random_array
-from support.reliability import LONG
+
+from tests.support.arrays import random_array
+from tests.support.reliability import LONG
 
 # Every hypothesis test draws the same examples on every run (a test that fails on one CI
 # run and passes on the next tells nothing); `make fuzz` (YAAD_FUZZ_PROGRAMS) draws anew.

@@ -6,7 +6,7 @@ Every registry-driven suite reads it:
   second derivatives against finite differences, dtypes, broadcasting, Python scalars,
   complex input that raises;
 - ``support/strategies.py`` (hence ``test_fuzz_ops.py``, ``test_vmap_ops.py``,
-  ``test_silent_wrong.py``, ``test_numpy_coverage.py``): hypothesis draws calls in the
+  ``test_gradient_semantics.py``, ``test_numpy_coverage.py``): hypothesis draws calls in the
   row's domains and compares with the oracle and finite differences;
 - ``test_registry_second_order.py``: forward mode, HIPS autograd's order-2 protocol and
   JAX, at inputs drawn from the same domains.
@@ -323,7 +323,7 @@ ELEMENTWISE: dict[str, Row] = {
     "floor": r(np.floor, NONINT, complex="raises", grad="zero"),
     "ceil": r(np.ceil, NONINT, complex="raises", grad="zero"),
     "trunc": r(np.trunc, NONINT, complex="raises", grad="zero"),
-    # a step in x1 (slope 0 away from 0); x2 where x1 == 0 (tests/test_elementwise.py
+    # a step in x1 (slope 0 away from 0); x2 where x1 == 0 (tests/ops/test_elementwise.py
     # checks that slope at x1 == 0)
     "heaviside": r(np.heaviside, NONZERO, ANY, complex="raises"),
     "fix": r(np.fix, NONINT, complex="raises", grad="zero", jax="jax.numpy.trunc"),

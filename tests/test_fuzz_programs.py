@@ -25,9 +25,9 @@ import jax.scipy.special as jsp
 import numpy as np
 import pytest
 import torch
-from support.reliability import FUZZ_PROGRAMS
 
 import yaad
+from tests.support.reliability import FUZZ_PROGRAMS
 from yaad.testing import gradcheck, gradgradcheck
 
 NORMAL_PROGRAMS = 300

@@ -295,7 +295,7 @@ def test_memory_does_not_grow_with_the_iterations():
 
 
 def test_mean_field_example():
-    from test_examples import load
+    from tests.support.examples import load
 
     r = load("mean_field").main(["--L", "8"])
     assert r["relative_difference"] < 1e-8

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-from support.reliability import fuzz_settings
 
 import yaad
+from tests.support.reliability import fuzz_settings
 from yaad.serialization import SerializationError
 
 

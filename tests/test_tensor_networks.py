@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_examples import load
 
 import yaad
+from tests.support.examples import load
 
 trg = load("trg_specific_heat")
 

@@ -1,6 +1,6 @@
 """``make gpu-check``: yaad on a GPU (CuPy) -- the CuPy tests, then W1-W8 next to PyTorch CUDA.
 
-1. Runs tests/test_backend_cupy.py (the op-case table, the op families, the linear algebra
+1. Runs tests/array_api/test_backend_cupy.py (the op-case table, the op families, the linear algebra
    and contraction table of tests/support/backend_table.py, advanced indexing and
    yaad.compile on CuPy arrays, values and derivatives against NumPy's) and prints its
    counts.
@@ -190,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     cupy = _device()
     status = 0
     if not args.no_tests:
-        run = subprocess.run([sys.executable, "-m", "pytest", "tests/test_backend_cupy.py",
-                              "-q", "-rsx"], cwd=ROOT)
+        run = subprocess.run([sys.executable, "-m", "pytest",
+                              "tests/array_api/test_backend_cupy.py", "-q", "-rsx"], cwd=ROOT)
         status = run.returncode
     props = cupy.cuda.runtime.getDeviceProperties(0)
     device = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])

@@ -6,7 +6,7 @@ reads the first table of the page's "Results" section (the output of a `make ben
 run, which the page names), draws it with the benchmarks' own chart
 (``benchmarks.report.chart``: log-scale bars of the ratio to the NumPy floor) into
 ``docs/figures/performance.png``, and writes the ratios it drew to
-``docs/figures/performance.json``. ``tests/test_docs.py`` fails when the table and the
+``docs/figures/performance.json``. ``tests/project/test_docs.py`` fails when the table and the
 drawn ratios differ: rerun this script after updating the table.
 """
 

@@ -74,7 +74,8 @@ __version__ = "0.1.0"
 _methods.install(__import__(__name__))
 
 # The public names (what ``dir(yaad)`` lists and the reference page shows): everything bound
-# above but the internal modules (tests/test_public_names.py checks that no other leaks) and,
+# above but the internal modules (tests/project/test_public_names.py checks that no other
+# leaks) and,
 # as in yaad.array_api, ``newaxis`` (None: an attribute the reference page cannot render).
 _INTERNAL = {"annotations", "bindings", "compiled", "core", "creation", "function", "implicit",
              "modes", "ode", "ops", "newaxis"}

@@ -1,5 +1,5 @@
 """The names of the ``yaad`` namespace, for type checkers (generated from __init__.py's
-imports; tests/test_packaging.py keeps them equal to the package's public names).
+imports; tests/project/test_packaging.py keeps them equal to the package's public names).
 
 ``__init__.py`` re-exports most names with ``from module import *`` from modules whose
 ``__all__`` is computed at import, which type checkers cannot follow.

@@ -2,7 +2,7 @@
 
 Read by type checkers only (``yaad.tensor`` names this class as Tensor's base under
 ``TYPE_CHECKING``; at run time the base is ``object``). The names here are the names
-installed, kept so by tests/test_packaging.py. Arguments are those of the yaad
+installed, kept so by tests/project/test_packaging.py. Arguments are those of the yaad
 function of the same name (see its docstring), with the tensor as the first.
 """
 

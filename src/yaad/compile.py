@@ -412,7 +412,7 @@ def compile(fn: Callable[..., Any] | None = None, *, verify: bool = True,  # noq
     cached); what cannot be replayed faithfully (NumPy computing
     on a tensor's values, in-place operations, random numbers) makes the function run
     eagerly for those inputs, with a :class:`CompileWarning`. Every value and gradient is
-    meant to be eager mode's (``tests/test_fuzz_compile.py`` checks it on random programs).
+    meant to be eager mode's (``tests/compiled/test_fuzz_compile.py`` checks it on random programs).
 
     Parameters
     ----------

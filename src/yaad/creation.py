@@ -501,7 +501,7 @@ _to: Callable[..., Any] = op(_moved, name="to", save_args=False, save_ans=False,
          vjp=(lambda g, ans, x, target, source: _to(g, source, target), None, None))
 implements("to", moves=True)(lambda xp, x, target, source: move(x, target))
 # The identity on values between two backends: not among the ops the registry suites run on
-# NumPy arrays (tests/test_backend_array_api.py checks its derivatives, both modes).
+# NumPy arrays (tests/array_api/test_backend_array_api.py checks its derivatives, both modes).
 del registry["to"]
 
 

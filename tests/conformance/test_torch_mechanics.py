@@ -12,7 +12,8 @@ import threading
 
 import numpy as np
 import pytest
-from harness import PROGRAMS, area, program, raised, returned, value, warned
+
+from tests.conformance.harness import PROGRAMS, area, program, raised, returned, value, warned
 
 # ---- graph building ---------------------------------------------------------------------
 area("graph building")

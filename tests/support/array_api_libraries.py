@@ -1,5 +1,5 @@
 """SciPy and scikit-learn array API functions on yaad tensors and on PyTorch tensors,
-gradients compared (run by tests/test_array_api_libraries.py in a fresh interpreter:
+gradients compared (run by tests/array_api/test_array_api_libraries.py in a fresh interpreter:
 SCIPY_ARRAY_API must be set before SciPy is imported). Prints one JSON line: for each
 function, "match" (values and gradients agree), "differ", or what each library raised."""
 

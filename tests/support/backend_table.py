@@ -1,6 +1,6 @@
 """The op-case table (tests/op_cases.py) run on another array library's arrays, against
-the same calls on NumPy arrays: used by tests/test_backend_array_api.py (array_api_strict)
-and tests/test_backend_cupy.py (CuPy, where a GPU is present)."""
+the same calls on NumPy arrays: used by tests/array_api/test_backend_array_api.py (array_api_strict)
+and tests/array_api/test_backend_cupy.py (CuPy, where a GPU is present)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import dataclasses
 from typing import Any, Callable
 
 import numpy as np
-from op_cases import ELEMENTWISE, row_function, row_inputs
 
 import yaad
-from support.strategies import resolve
+from tests.op_cases import ELEMENTWISE, row_function, row_inputs
+from tests.support.strategies import resolve
 from yaad.core.backend import BackendError
 
 

@@ -22,7 +22,9 @@ import hypothesis.extra.numpy as npst
 import numpy as np
 import scipy.special as sp
 from hypothesis import strategies as st
-from op_cases import (
+
+import yaad
+from tests.op_cases import (
     ALL,
     ANY,
     C64,
@@ -41,8 +43,6 @@ from op_cases import (
     Ints,
     Row,
 )
-
-import yaad
 
 # ---------------------------------------------------------------------------------------
 # Shapes, dtypes, axes, indices
@@ -1087,7 +1087,7 @@ case("linalg.slogdet", lambda a: tuple(np.linalg.slogdet(a)), _sq(),
 case("linalg.inv", _la("inv"), _sq())
 case("linalg.matrix_power", _la("matrix_power"), lambda data, dtype: Call(
     (_square(data, dtype), data.draw(st.sampled_from([-2, -1, 1, 2, 3])))), exact=False,
-    note="n = 0 gives a constant (the identity): see test_silent_wrong")
+    note="n = 0 gives a constant (the identity): see test_gradient_semantics")
 
 
 def _draw_solve(data, dtype):
@@ -1693,7 +1693,7 @@ def _draw_nan_to_num(data, dtype):
 
 case("nan_to_num", np.nan_to_num, _draw_nan_to_num,
      ok=lambda c: bool(np.all(np.isfinite(c.args[0]))),
-     note="gradient 1 where kept, 0 where replaced (test_numpy_more)")
+     note="gradient 1 where kept, 0 where replaced (test_numpy_stragglers_vs_jax)")
 
 
 def _draw_real_if_close(data, dtype):
@@ -1949,7 +1949,8 @@ def _draw_cov(data, dtype):
 
 
 case("cov", np.cov, _draw_cov, exact=False,
-     note="the aweights' gradient is checked against torch in tests/test_numpy_more.py")
+     note="the aweights' gradient is checked against torch in "
+          "tests/ops/test_numpy_stragglers_vs_jax.py")
 
 
 def _draw_corrcoef(data, dtype):

@@ -4,7 +4,7 @@ argument, instead of losing its gradient without a word.
 
 An op's positional argument without a VJP rule is checked when the op is called
 (``core.op``); this module serves the functions built on ops, whose other arguments only
-they know. The walking test (tests/test_argument_gradients.py) goes through the public
+they know. The walking test (tests/core/test_argument_gradients.py) goes through the public
 API and checks that each argument gets its gradient or raises.
 """
 

@@ -40,7 +40,7 @@ ndarray = np.ndarray
 
 def _refs_of_a_local() -> int:
     """``_getrefcount`` of an object only a local variable holds, as this module is built
-    (2 interpreted; 1 compiled, Cython passes it borrowed): see tests/test_refcounts.py."""
+    (2 interpreted; 1 compiled, Cython passes it borrowed): see tests/core/test_refcounts.py."""
     x = ndarray(0)
     return _getrefcount(x)
 

@@ -251,7 +251,7 @@ def _make_function(spec: Op) -> OpFunction:
     # Calls of one or two positional arguments take the general ``apply`` specialised by
     # hand (_call1, _call2): they run for nearly every operation, where each attribute
     # access shows in the per-op overhead (see benchmarks W3 and W8).
-    # tests/test_node_paths.py checks, for every op, that they build the node and the
+    # tests/core/test_node_paths.py checks, for every op, that they build the node and the
     # gradients ``apply`` does.
     def call(*args: Any, **kw: Any) -> Any:
         if kw or len(args) != fast:

@@ -833,7 +833,7 @@ split_guard.__doc__ = """Zero, with a VJP that raises :class:`GaugeError` where 
 direction ``g`` of a second backward pass splits a degenerate level of ``eigh``
 (``flat``): the rule ``V diag(gw) V^H`` of the first pass, with a cotangent ``gw`` that
 depends on the eigenvalues, then lacks the term of the loss's curvature across the level
-(``tests/test_degenerate_spectra.py``). Along a direction that does not split the level
+(``tests/linalg/test_degenerate_spectra.py``). Along a direction that does not split the level
 the chain rule is exact, and the guard passes."""
 
 

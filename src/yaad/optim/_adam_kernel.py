@@ -5,7 +5,7 @@ kernel is compiled once per dtype and cached on disk. It performs, element by el
 the same operations in the same order and in the parameter's dtype as the NumPy update
 of :class:`yaad.optim.Adam` (every scalar is rounded to that dtype first, as NumPy does
 with a Python float and a float32 array), so the two give the same bits
-(``tests/test_optim_fused.py``).
+(``tests/optim/test_optim_fused.py``).
 """
 
 from __future__ import annotations
