@@ -487,7 +487,7 @@ def count_native_loops(monkeypatch):
     """Calls of the numba loops, counted in the dict returned."""
     from yaad.ode import native
 
-    calls = {"dopri5_steps": 0, "execute_rows": 0}
+    calls = {"dopri5_steps": 0, "dopri5_adjoint": 0, "execute_rows": 0}
 
     def counter(name):
         run = getattr(native, name)
@@ -505,11 +505,12 @@ def count_native_loops(monkeypatch):
 def test_native_loops_take_the_numpy_paths_steps_and_match_the_matrix_exponential(
         monkeypatch):
     # From a func's second solve on, its step and vector-Jacobian product are native
-    # programs: the forward steps run in one numba loop (dopri5_steps) and the adjoint's
-    # Jacobians in another (execute_rows). The same steps as the NumPy path (bit for bit:
-    # the error estimate's sum is BLAS's in both), gradients to rounding, both against
-    # the matrix exponential; across the loop's chunks (128, 256, 512, ... steps) and with
-    # checkpoints (two a level, the steps recomputed)
+    # programs: the forward steps run in one numba loop (dopri5_steps), the adjoint in
+    # another (dopri5_adjoint), Radau's Jacobians in a third (execute_rows). The same
+    # steps as the NumPy path (bit for bit: the error estimate's sum is BLAS's in both),
+    # gradients to rounding, both against the matrix exponential; across the loop's
+    # chunks (128, 256, 512, ... steps) and with checkpoints (two a level, the steps
+    # recomputed)
     from yaad.ode import solver
 
     calls = count_native_loops(monkeypatch)
@@ -524,11 +525,11 @@ def test_native_loops_take_the_numpy_paths_steps_and_match_the_matrix_exponentia
     monkeypatch.setattr(solver.Trajectory, "run", kept)
     ts = np.linspace(0.0, 6.0, 7)
 
-    def solve(checkpoints=None):
+    def solve(checkpoints=None, method="dopri5"):
         w = yaad.tensor(W0, requires_grad=True)
         y0 = yaad.tensor(Y0, requires_grad=True)
         ys = integrate.odeint(linear, y0, ts, w, rtol=1e-12, atol=1e-13,
-                              checkpoints=checkpoints)
+                              checkpoints=checkpoints, method=method)
         yaad.sum(ys ** 2 * np.arange(1.0, 8.0)[:, None]).backward()
         return np.asarray(ys.detach()), steps["ts"], w.grad, y0.grad
 
@@ -537,18 +538,23 @@ def test_native_loops_take_the_numpy_paths_steps_and_match_the_matrix_exponentia
         argnums=(0, 1))(W0, Y0)
     for _ in range(3):  # eager (the first solve), recorded, verified
         solve()
-    for checkpoints in (None, 2):
-        calls.update(dopri5_steps=0, execute_rows=0)
-        ys, grid, gw, gy = solve(checkpoints)
-        assert calls["dopri5_steps"] >= 3 and calls["execute_rows"] >= 1
-        assert len(grid) > 128 + 256  # (3 chunks at least)
+    for checkpoints, method in ((None, "dopri5"), (2, "dopri5"), (None, "Radau")):
+        for name in calls:
+            calls[name] = 0
+        ys, grid, gw, gy = solve(checkpoints, method)
+        if method == "Radau":
+            assert calls["execute_rows"] >= len(grid)  # (a Jacobian each step)
+        else:
+            assert calls["dopri5_steps"] >= 3 and calls["dopri5_adjoint"] >= 1
+            assert len(grid) > 128 + 256  # (3 chunks at least)
         np.testing.assert_allclose(gw, exact[0], rtol=1e-8)
         np.testing.assert_allclose(gy, exact[1], rtol=1e-8)
         with monkeypatch.context() as m:  # the NumPy path
             m.setattr(yaad.ode.field.Field, "native", lambda self, name, arrays: None)
-            calls.update(dopri5_steps=0, execute_rows=0)
-            ys_np, grid_np, gw_np, gy_np = solve(checkpoints)
-            assert calls == {"dopri5_steps": 0, "execute_rows": 0}
+            for name in calls:
+                calls[name] = 0
+            ys_np, grid_np, gw_np, gy_np = solve(checkpoints, method)
+            assert not any(calls.values())
         assert np.array_equal(grid, grid_np)
         np.testing.assert_allclose(ys, ys_np, rtol=1e-15, atol=1e-15)
         np.testing.assert_allclose(gw, gw_np, rtol=1e-12)

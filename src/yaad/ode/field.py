@@ -188,6 +188,7 @@ class Field:
             data_of(c) for c in closure.captured]
         self.compiled = compiled and not closure.found and _seen_before(func)
         self.real = all(np.asarray(p).dtype.kind in "fiub" for p in self.params)
+        self._native: dict = {}  # name -> what native(name) found
         if self.compiled:
             # arrays as tensors: a compiled program replays what it does with tensors
             full = [make_tensor(a) if isinstance(a, np.ndarray) else a
@@ -247,6 +248,12 @@ class Field:
             return None
         if any(np.asarray(a).dtype != np.float64 for a in arrays):
             return None
+        if name in self._native:  # (a solve asks again for each stretch of steps)
+            return self._native[name]
+        self._native[name] = found = self._find_native(name, arrays)
+        return found
+
+    def _find_native(self, name: str, arrays: Sequence) -> tuple | None:
         prog = self.programs[name]
         args = [make_tensor(np.array(a, np.float64)) for a in arrays] + list(self.program_args)
         with no_grad():

@@ -162,6 +162,35 @@ class Dopri5:
         return ybar, tbar, hbar, toutbar
 
 
+    def adjoint_native(self, field: Any, y: np.ndarray, t: np.ndarray, h: np.ndarray,
+                       K: np.ndarray, ybar_end: np.ndarray, step: np.ndarray,
+                       thetas: np.ndarray, G: np.ndarray, need_t: bool) -> tuple | None:
+        """:meth:`adjoint` of ``M`` consecutive steps, last first, in one numba loop
+        (``native.dopri5_adjoint``) where the field's vector-Jacobian product is one
+        native program; None where it is not. Arguments and results as
+        :meth:`adjoint_block`'s."""
+        M, n = y.shape
+        if not M:
+            return None
+        found = field.native("vjp", [y[0], np.asarray(t[0], float), y[0]])
+        if found is None:
+            return None
+        from . import native
+
+        program, ins, outs, R, Z = found
+        starts = np.searchsorted(step, np.arange(M + 1), "left")
+        ybar = np.array(ybar_end, np.float64)
+        pbar = np.zeros(sum(int(np.size(p)) for p in field.params))
+        tbar, hbar, toutbar = np.zeros(M), np.zeros(M), np.zeros(len(thetas))
+        if native.dopri5_adjoint(
+                program.code, program.idx, R, Z, ins, outs, self.A, self.B, self.C,
+                np.ascontiguousarray(y), np.ascontiguousarray(t, float),
+                np.ascontiguousarray(h, float), np.ascontiguousarray(K), ybar, starts,
+                self.weights(thetas), self.dweights(thetas), np.asarray(thetas, float),
+                np.ascontiguousarray(G, float), need_t, pbar, tbar, hbar, toutbar) >= 0:
+            return None
+        return ybar, pbar, tbar, hbar, toutbar if need_t else None
+
     def adjoint_block(self, field: Any, y: np.ndarray, t: np.ndarray, h: np.ndarray,
                       K: np.ndarray, ybar_end: np.ndarray, step: np.ndarray,
                       thetas: np.ndarray, G: np.ndarray, need_t: bool) -> tuple:

@@ -150,3 +150,99 @@ def dopri5_steps(code, idx, R, Z, io, E, PT, y, k1, state, touts, outs, ys, Ks, 
     state[8] = j
     state[9] = done + n
     return outcome, n
+
+
+@jit
+def _outputs_adjoint(m, hm, B, K, ybar, acc, Kbar, starts, W, dW, thetas, G, need_t,
+                     toutbar):
+    """Step ``m``'s end and outputs: their gradients into ``acc`` (the state's) and
+    ``Kbar`` (the stages'); returns the step's time and size gradients so far."""
+    N = ybar.size
+    tb_m = 0.0
+    hb_m = 0.0
+    for k in range(N):
+        acc[k] = ybar[k]
+        s = 0.0
+        for i in range(7):
+            Kbar[i, k] = hm * B[i] * ybar[k]
+            s += B[i] * K[m, i, k]
+        hb_m += ybar[k] * s  # (y_new = y + h B K)
+    for o in range(starts[m], starts[m + 1]):  # y + h W K, theta = (tout - t) / h
+        for k in range(N):
+            acc[k] += G[o, k]
+            s = 0.0
+            ds = 0.0
+            for i in range(7):
+                Kbar[i, k] += hm * W[o, i] * G[o, k]
+                s += W[o, i] * K[m, i, k]
+                ds += dW[o, i] * K[m, i, k]
+            hb_m += G[o, k] * s
+            if need_t:
+                toutbar[o] += G[o, k] * ds
+        if need_t:
+            tb_m -= toutbar[o]
+            hb_m -= toutbar[o] * thetas[o]
+    return tb_m, hb_m
+
+
+@jit
+def dopri5_adjoint(code, idx, R, Z, ins, outs, A, B, C, y, t, h, K, ybar, starts, W, dW,
+                   thetas, G, need_t, pbar, tbar, hbar, toutbar):
+    """The adjoint of Dormand-Prince steps ``M-1, ..., 0`` (``methods.Dopri5.adjoint``
+    step by step), each stage's vector-Jacobian product the native program: inputs
+    ``y, t, cot`` at the regions ``ins`` (offset -1: not read), results ``ybar[, tbar],
+    pbar_1, ...`` at ``outs`` (``tbar`` where ``need_t``).
+
+    ``y (M, n)``, ``t, h (M,)``, ``K (M, 7, n)``: the steps; ``ybar``: the gradient of
+    the state after the last, updated in place to that of the first one's start; the
+    outputs of step ``m`` are ``starts[m]:starts[m + 1]`` of ``G (O, n)``, at ``thetas``
+    with dense weights ``W`` and their derivatives ``dW`` (``(O, 7)``). Adds the
+    parameters' gradients to ``pbar`` (flat) and writes each step's time and size
+    gradients ``tbar, hbar (M,)`` and the output times' ``toutbar (O,)``. Returns -1, or
+    the step whose program could not run (the caller then takes the NumPy path)."""
+    M, N = y.shape
+    yo, to, co = ins[0, 0], ins[1, 0], ins[2, 0]
+    Kbar = np.empty((7, N))
+    acc = np.empty(N)
+    for m in range(M - 1, -1, -1):
+        hm = h[m]
+        tb_m, hb_m = _outputs_adjoint(m, hm, B, K, ybar, acc, Kbar, starts, W, dW, thetas,
+                                      G, need_t, toutbar)
+        for i in range(6, -1, -1):
+            if not np.any(Kbar[i] != 0):
+                continue
+            # the stage's VJP: (Y_i, t + c_i h, Kbar_i) into the program
+            for k in range(N):
+                s = 0.0
+                for j in range(i):
+                    s += A[i, j] * K[m, j, k]
+                if yo >= 0:
+                    R[yo + k] = y[m, k] + hm * s
+                if co >= 0:
+                    R[co + k] = Kbar[i, k]
+            if to >= 0:
+                R[to] = t[m] + C[i] * hm
+            if execute(code, idx, R, Z):
+                return m
+            o = outs[0, 0]
+            for k in range(N):
+                yb = R[o + k]
+                acc[k] += yb
+                s = 0.0
+                for j in range(i):
+                    Kbar[j, k] += hm * A[i, j] * yb
+                    s += A[i, j] * K[m, j, k]
+                hb_m += yb * s
+            tb = R[outs[1, 0]] if need_t else 0.0
+            hb_m += C[i] * tb
+            tb_m += tb
+            c = 0
+            for r in range(1 + need_t, outs.shape[0]):
+                o = outs[r, 0]
+                for k in range(outs[r, 1]):
+                    pbar[c + k] += R[o + k]
+                c += outs[r, 1]
+        ybar[:] = acc
+        tbar[m] = tb_m
+        hbar[m] = hb_m
+    return -1

@@ -254,6 +254,8 @@ class Trajectory:
         allow it (a small real state), else step by step."""
         hi = lo + len(kept)
         block = getattr(self.method, "adjoint_block", None)
+        if block and self._adjoint_block(lo, kept, native=True):
+            return
         points = self.field.linear_points(self._ybar.dtype) if block else 0
         per = points // 7
         if per < 1:
@@ -264,16 +266,24 @@ class Trajectory:
             start = max(lo, end - per)
             self._adjoint_block(start, kept[start - lo:end - lo])
 
-    def _adjoint_block(self, lo: int, kept: list) -> None:
+    def _adjoint_block(self, lo: int, kept: list, native: bool = False) -> bool:
+        """The adjoint of the steps ``lo, lo + 1, ...`` at once: from the field's
+        Jacobians (``method.adjoint_block``) or, with ``native``, in one numba loop
+        (``method.adjoint_native``; False where there is none)."""
         hi = lo + len(kept)
         t, h = self.ts[lo:hi], self.hs[lo:hi]
         sel = slice(self._starts[lo], self._starts[hi])
         step = self._step_of[sel] - lo
         thetas = (self.times[1:][sel] - t[step]) / h[step]
-        ybar, pbar, tb, hb, tob = self.method.adjoint_block(
-            self.field, np.stack([y for y, _ in kept]), t, h,
-            np.stack([data for _, data in kept]), self._ybar, step, thetas, self._G[sel],
-            self._need_t)
+        how = self.method.adjoint_native if native else self.method.adjoint_block
+        if native and self._ybar.dtype != np.float64:
+            return False
+        found = how(self.field, np.stack([y for y, _ in kept]), t, h,
+                    np.stack([data for _, data in kept]), self._ybar, step, thetas,
+                    self._G[sel], self._need_t)
+        if found is None:
+            return False
+        ybar, pbar, tb, hb, tob = found
         self._ybar = ybar
         if self.field.params:
             self._acc(self.field.split(pbar))
@@ -287,6 +297,7 @@ class Trajectory:
                     self._tcarry = tb[k - lo] - hb[k - lo]
                 else:
                     self._tcarry = tb[k - lo] + self._tcarry
+        return True
 
     def _adjoint_step(self, n: int, y: np.ndarray, data: Any) -> None:
         sel = slice(self._starts[n], self._starts[n + 1])
