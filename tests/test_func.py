@@ -580,6 +580,7 @@ CUT_OFF = {  # the same program in yaad and in torch
 ZERO = {
     "detach": lambda lib: lambda w: (w * w).sum().detach(),
     "constant tensor": lambda lib: lambda w: lib.tensor(3.0),
+    "float of a detached value": lambda lib: lambda w: lib.tensor(float((w * w).sum().detach())),
 }
 
 
@@ -618,3 +619,62 @@ def test_the_value_escapes_jax_too():
     # stop_gradient (yaad's detach) gives zeros
     assert not jax.grad(lambda w: jax.lax.stop_gradient((w * w).sum()))(
         jnp.array([1.0, 2.0])).any()
+
+
+# ---- a value taken out and put back into a tensor: the cut is named --------------------
+# yaad.tensor(float(y)) is a tensor, but cut off from the inputs: the transforms gave zeros
+# without a word (torch.func too). A conversion of a tensor that depends on the traced
+# inputs is remembered while a transform evaluates its function; when the output then does
+# not depend on the inputs, the transform raises naming the conversion and its line. JAX
+# (the oracle) raises at float(), complex() and tolist() of a tracer; at item(), int() and
+# bool() its grad gives zeros without a word, where yaad raises too. A genuinely constant
+# output still gives zeros (ZERO above, as torch.func and JAX).
+
+REWRAPPED = {  # (yaad's program, JAX's, what the message names, whether JAX raises)
+    "float": (lambda w: yaad.tensor(float((w * w).sum())),
+              lambda w: float((w * w).sum()), "float(t)", True),
+    "item": (lambda w: yaad.tensor((w * w).sum().item()),
+             lambda w: (w * w).sum().item(), "t.item()", False),
+    "tolist": (lambda w: yaad.tensor((w * w).tolist()).sum(),
+               lambda w: sum((w * w).tolist()), "t.tolist()", True),
+    "int": (lambda w: yaad.tensor(float(int((w * w).sum() * 10))),
+            lambda w: float(int((w * w).sum() * 10)), "int(t)", False),
+    "complex": (lambda w: yaad.real(yaad.tensor(complex((w * w).sum()))),
+                lambda w: complex((w * w).sum()).real, "complex(t)", True),
+    "bool": (lambda w: yaad.tensor(1.0 if (w * w).sum() else 0.0),
+             lambda w: 1.0 if (w * w).sum() else 0.0, "bool(t)", False),
+}
+
+
+@pytest.mark.parametrize("program", sorted(REWRAPPED))
+def test_a_gradient_cut_by_a_conversion_is_named_in_every_transform(program):
+    import jax
+    import jax.numpy as jnp
+
+    mine, theirs, named, jax_raises = REWRAPPED[program]
+    for name, run, _ in _transforms():
+        with pytest.raises(TypeError, match="does not depend on its inputs") as info:
+            run(mine)
+        message = str(info.value)
+        assert named in message and __file__ in message, (name, message)
+        assert "detach()" in message, name
+    jax_grad = jax.grad(lambda w: jnp.asarray(theirs(w)))
+    if jax_raises:
+        with pytest.raises(jax.errors.JAXTypeError):
+            jax_grad(jnp.array([1.0, 2.0]))
+    else:  # JAX's gap: zeros
+        assert not np.asarray(jax_grad(jnp.array([1.0, 2.0]))).any()
+
+
+def test_a_conversion_beside_a_differentiated_output_is_fine():
+    # the output still depends on the input: the gradient is that of the tensor part
+    # (JAX's value_and_grad with has_aux reads the loss the same way, after the fact)
+    def f(w):
+        loss = (w * w).sum()
+        return loss, {"loss": loss.item(), "first": float(w[0])}
+
+    g, aux = F.grad(f, has_aux=True)(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(g, [2.0, 4.0])
+    assert aux == {"loss": 5.0, "first": 1.0}
+    np.testing.assert_allclose(F.grad(lambda w: (w * w).sum() * float(w.sum().detach()))(
+        np.array([1.0, 2.0])), [6.0, 12.0])

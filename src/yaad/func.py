@@ -21,9 +21,11 @@ complex inputs need ``holomorphic=True`` (then they return ``df/dz``).
 
 from __future__ import annotations
 
+import linecache
 import math
 import weakref
 from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
@@ -250,6 +252,69 @@ def _check_outputs(leaves: Sequence[Any], fname: str) -> None:
             f"(see docs/errors.md#output-not-a-tensor)")
 
 
+@contextmanager
+def _watched_conversions() -> Iterator[list[Any]]:
+    """The conversions to Python values (``float(t)``, ``t.item()``, ``t.tolist()``,
+    ``int(t)``, ``t.__index__()``, ...) of tensors that depend on the traced inputs, made
+    while the body runs (see ``core.presentation.read_value``); a nested transform's count
+    for the enclosing one too."""
+    outer = state.conversions
+    seen: list[Any] = []
+    state.conversions = seen
+    try:
+        yield seen
+    finally:
+        state.conversions = outer
+        if outer is not None:
+            outer.extend(seen)
+
+
+_CONVERSION = {"float": "float(t)", "int": "int(t)", "complex": "complex(t)",
+               "item": "t.item()", "tolist": "t.tolist()", "index": "t.__index__() (an "
+               "index, a slice, a shape or a count)", "bool": "bool(t) (an if or while on "
+               "it)", "numpy": "t.numpy()"}
+
+
+def _refuse_cut_gradient(seen: list[Any], fname: str) -> None:
+    """Raise: the function's output does not depend on its inputs, and it converted a
+    tensor that did to a Python value (``seen``), the likely cut."""
+    kind, frames = seen[0]
+    where = ""
+    if frames:
+        filename, line, function = frames[0]
+        code = linecache.getline(filename, line).strip()
+        where = f" at {filename}, line {line}, in {function}" + (f": `{code}`" if code else "")
+    more = f" (and {len(seen) - 1} more)" if len(seen) > 1 else ""
+    raise TypeError(
+        f"{fname}: the function's output does not depend on its inputs, and the function "
+        f"converted a tensor computed from them to a Python value: "
+        f"{_CONVERSION.get(kind, kind)}{where}{more}. That conversion cuts the gradient "
+        f"(it would be zeros without a word; JAX raises there too). Keep the value a "
+        f"tensor (yaad and NumPy functions on tensors give tensors), or, if a constant is "
+        f"meant, convert t.detach() (a constant output gives zeros). "
+        f"(see docs/errors.md#output-not-a-tensor)")
+
+
+def _reaches_inputs(tensors: Sequence[Any], own: set[Any]) -> bool:
+    """Whether the graph of ``tensors`` reaches one of ``own`` (ids of nodes and leaves)."""
+    stack = [t._node if t._node is not None else t for t in tensors
+             if isinstance(t, Tensor) and t.requires_grad]
+    seen = set()
+    while stack:
+        edge = stack.pop()
+        if type(edge) is tuple:
+            edge = edge[0]
+        key = id(edge)
+        if key in own:
+            return True
+        if key in seen:
+            continue
+        seen.add(key)
+        if type(edge) is Node:
+            stack.extend(p for p in edge.parents if p is not None)
+    return False
+
+
 def _zeros(like: Any) -> np.ndarray:
     data = like._data if isinstance(like, Tensor) else like
     if is_foreign(data):
@@ -284,7 +349,7 @@ class _Reverse:
         outer = state.enabled
         self.cut: list[Any] = []  # alias nodes linked to an enclosing graph
         self.fresh: list[Any] = []  # leaves made for inputs not linked to one
-        with enable_grad():
+        with enable_grad(), _watched_conversions() as seen:
             self.inputs = [self._prepare(x, k, outer) for k, x in enumerate(leaves)]
             out = f(*_tree_unflatten(self.in_tree, self.inputs))
         _spent_leaves.update((id(t), t) for t in self.fresh)
@@ -294,6 +359,9 @@ class _Reverse:
         self.out = out
         self.out_leaves, self.out_tree = _tree_flatten(out)
         _check_outputs(self.out_leaves, fname)
+        if seen and not _reaches_inputs(self.out_leaves, {
+                id(t._node if t._node is not None else t) for t in self.inputs}):
+            _refuse_cut_gradient(seen, fname)
         # Record the backward pass when an enclosing computation differentiates the
         # result: an input linked to an outer graph, or f closing over a tensor that
         # requires grad.
@@ -623,18 +691,23 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
         for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
             x = _as_float_tensor(p, "jvp", f"primal {k}")
             duals.append(with_tangent(x, level, _tangent_for(t, x, k, "jvp")))
-        out = f(*_tree_unflatten(p_tree, duals))
+        with _watched_conversions() as seen:
+            out = f(*_tree_unflatten(p_tree, duals))
         aux = None
         if has_aux:
             out, aux = _split_aux(out, "jvp")
         o_leaves, o_tree = _tree_flatten(out)
         _check_outputs(o_leaves, "jvp")
         outs, touts = [], []
+        found = []
         for o in o_leaves:
             t = tangent_of(o, level)
+            found.append(t)
             o = strip_level(o, level)
             outs.append(_export(o, array_mode))
             touts.append(_export(_zeros(o) if t is None else t, array_mode))
+        if seen and all(t is None for t in found):
+            _refuse_cut_gradient(seen, "jvp")
         if has_aux:
             a_leaves, a_tree = _tree_flatten(aux)
             aux = _tree_unflatten(a_tree, [_export(strip_level(a, level), array_mode)

@@ -110,7 +110,8 @@ def test_the_state_and_the_engine_name_no_mode() -> None:
     fields = {t.id for n in state_class.body for t in (
         n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign)
         else []) if isinstance(t, ast.Name)}
-    assert fields == {"enabled", "modes_on", "levels", "depth"}
+    # (conversions: the gate of core.presentation, which the transforms read; not a mode)
+    assert fields == {"enabled", "modes_on", "levels", "depth", "conversions"}
     # (from the file: in the compiled build run_backward is a Cython function, whose
     # source inspect cannot read)
     engine_tree = ast.parse((SRC / "core" / "engine.py").read_text())

@@ -19,6 +19,9 @@ class _State(threading.local):
     modes_on = False  # some mode's switch is on (see refresh)
     levels: tuple[Any, ...] = ()  # active forward-mode and vmap levels, innermost last
     depth = 0  # backward passes running in this thread (a rule or hook calling backward)
+    # While a transform (yaad.func) evaluates its function: the conversions to Python of
+    # tensors that depend on the traced inputs, (kind, frames), see core.presentation
+    conversions: list[Any] | None = None
 
     def refresh(self) -> None:
         """Recompute ``modes_on`` (after a mode's switch changed): true when any is set."""
@@ -29,7 +32,7 @@ class _State(threading.local):
 # all of them, which refresh() reads.
 _switch_names: list[str] = []
 _switches: Callable[[_State], tuple[Any, ...]] = lambda st: ()
-_RESERVED = frozenset(("enabled", "modes_on", "depth", "refresh"))
+_RESERVED = frozenset(("enabled", "modes_on", "depth", "refresh", "conversions"))
 
 
 def add_switch(name: str, default: Any = None) -> None:

@@ -15,7 +15,27 @@ from typing import Any, Iterator
 import numpy as np
 
 from .backend import describe, is_foreign, item
+from .frames import user_frames
 from .grad_mode import state
+
+
+def read_value(t: Any, kind: str) -> None:
+    """The one gate from a tensor's value to Python (``float``, ``item``, ``__index__``,
+    ...): tell a recording of ``yaad.compile`` (a guard, or a reason to run eagerly), and,
+    while a transform of ``yaad.func`` evaluates its function, remember a conversion of a
+    tensor that depends on the traced inputs (it requires grad, or carries an active
+    forward-mode tangent) with the user's line, so that the transform can name it when
+    the function's output turns out not to depend on its inputs."""
+    if state.tracer is not None:
+        state.tracer.read(t, kind)
+    seen = state.conversions
+    if seen is not None and (t.requires_grad or _has_tangent(t)):
+        seen.append((kind, user_frames()))
+
+
+def _has_tangent(t: Any) -> bool:
+    tans = getattr(t, "_tangents", None) if state.levels else None
+    return bool(tans and any(lv in state.levels for lv in tans))
 
 
 class ArrayFace:
@@ -62,8 +82,8 @@ class ArrayFace:
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (shared, not copied)."""
-        if state.tracer is not None:
-            state.tracer.read(self, "numpy")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "numpy")
         if is_foreign(self._data):
             raise TypeError(f"numpy(): this tensor's data is not a NumPy array "
                             f"({describe(self._data)}); move it first: t.to('numpy')")
@@ -71,8 +91,8 @@ class ArrayFace:
 
     def tolist(self) -> Any:
         """The data as nested Python lists."""
-        if state.tracer is not None:
-            state.tracer.read(self, "tolist")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "tolist")
         if not hasattr(self._data, "tolist"):  # (the array API has no tolist)
             raise TypeError(f"tolist(): this tensor's data has no lists "
                             f"({describe(self._data)}); move it first: t.to('numpy').tolist()")
@@ -80,8 +100,8 @@ class ArrayFace:
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python scalar."""
-        if state.tracer is not None:
-            state.tracer.read(self, "item")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "item")
         if self._data.size != 1:
             raise ValueError(f"item(): only a one-element tensor can be converted to a "
                              f"Python scalar; this one has shape {self.shape}")
@@ -100,30 +120,30 @@ class ArrayFace:
             yield self[i]  # type: ignore[index]  # (bound by methods.install)
 
     def __bool__(self) -> bool:
-        if state.tracer is not None:
-            state.tracer.read(self, "bool")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "bool")
         return bool(self._data)
 
     def __float__(self) -> float:
-        if state.tracer is not None:
-            state.tracer.read(self, "float")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "float")
         return float(self._data)
 
     def __int__(self) -> int:
-        if state.tracer is not None:
-            state.tracer.read(self, "int")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "int")
         return int(self._data)
 
     def __complex__(self) -> complex:
-        if state.tracer is not None:
-            state.tracer.read(self, "complex")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "complex")
         return complex(self._data)
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub":
             raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
-        if state.tracer is not None:
-            state.tracer.read(self, "index")
+        if state.tracer is not None or state.conversions is not None:
+            read_value(self, "index")
         return self._data.__index__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -137,8 +157,7 @@ class ArrayFace:
                 "np.c_), use yaad.stack or yaad.concatenate; for A @ t with a SciPy sparse "
                 "matrix or LinearOperator A, write yaad.matmul(A, t) or wrap A with "
                 "yaad.sparse.asarray(A).")
-        tans = getattr(self, "_tangents", None) if state.levels else None
-        if tans and any(lv in state.levels for lv in tans):
+        if _has_tangent(self):
             raise TypeError(
                 "cannot convert a tensor that carries a forward-mode tangent (inside "
                 "yaad.func.jvp, jacfwd or hvp) to a NumPy array: the tangent would be lost. "
