@@ -1,5 +1,5 @@
-"""The names of the ``yaad`` namespace, for type checkers (generated from __init__.py's
-imports; tests/project/test_packaging.py keeps them equal to the package's public names).
+"""The names of the ``yaad`` namespace, for type checkers (written by
+tools/generate_stubs.py from __init__.py's imports; do not edit by hand).
 
 ``__init__.py`` re-exports most names with ``from module import *`` from modules whose
 ``__all__`` is computed at import, which type checkers cannot follow.
@@ -44,8 +44,6 @@ from .array_api._dtypes import uint16 as uint16
 from .array_api._dtypes import uint32 as uint32
 from .array_api._dtypes import uint64 as uint64
 from .array_api._info import from_dlpack as from_dlpack
-from .autograd import Function as Function
-from .autograd import once_differentiable as once_differentiable
 from .compile import CompileWarning as CompileWarning
 from .compile import compile as compile
 from .core.grad_mode import enable_grad as enable_grad
@@ -79,6 +77,8 @@ from .creation import tensor as tensor
 from .creation import to as to
 from .creation import zeros as zeros
 from .creation import zeros_like as zeros_like
+from .function import Function as Function
+from .function import once_differentiable as once_differentiable
 from .linalg import vecdot as vecdot
 from .modes.anomaly import detect_anomaly as detect_anomaly
 from .modes.checkpoint import checkpoint as checkpoint
@@ -142,6 +142,7 @@ from .ops.elementwise import boxcox1p as boxcox1p
 from .ops.elementwise import cbrt as cbrt
 from .ops.elementwise import ceil as ceil
 from .ops.elementwise import clip as clip
+from .ops.elementwise import conj as conj
 from .ops.elementwise import conjugate as conjugate
 from .ops.elementwise import copysign as copysign
 from .ops.elementwise import cos as cos
@@ -159,6 +160,7 @@ from .ops.elementwise import erfc as erfc
 from .ops.elementwise import erfcinv as erfcinv
 from .ops.elementwise import erfcx as erfcx
 from .ops.elementwise import erfinv as erfinv
+from .ops.elementwise import exp as exp
 from .ops.elementwise import exp1 as exp1
 from .ops.elementwise import exp2 as exp2
 from .ops.elementwise import expi as expi
@@ -189,11 +191,13 @@ from .ops.elementwise import i0 as i0
 from .ops.elementwise import i0e as i0e
 from .ops.elementwise import i1 as i1
 from .ops.elementwise import i1e as i1e
+from .ops.elementwise import imag as imag
 from .ops.elementwise import invert as invert
 from .ops.elementwise import isclose as isclose
 from .ops.elementwise import iscomplex as iscomplex
 from .ops.elementwise import isfinite as isfinite
 from .ops.elementwise import isinf as isinf
+from .ops.elementwise import isnan as isnan
 from .ops.elementwise import isneginf as isneginf
 from .ops.elementwise import isposinf as isposinf
 from .ops.elementwise import isreal as isreal
@@ -218,6 +222,7 @@ from .ops.elementwise import logaddexp as logaddexp
 from .ops.elementwise import logaddexp2 as logaddexp2
 from .ops.elementwise import loggamma as loggamma
 from .ops.elementwise import logical_and as logical_and
+from .ops.elementwise import logical_not as logical_not
 from .ops.elementwise import logical_or as logical_or
 from .ops.elementwise import logical_xor as logical_xor
 from .ops.elementwise import logit as logit
@@ -225,6 +230,7 @@ from .ops.elementwise import maximum as maximum
 from .ops.elementwise import minimum as minimum
 from .ops.elementwise import mod as mod
 from .ops.elementwise import multigammaln as multigammaln
+from .ops.elementwise import multiply as multiply
 from .ops.elementwise import ndtr as ndtr
 from .ops.elementwise import ndtri as ndtri
 from .ops.elementwise import negative as negative
@@ -239,6 +245,7 @@ from .ops.elementwise import power as power
 from .ops.elementwise import psi as psi
 from .ops.elementwise import rad2deg as rad2deg
 from .ops.elementwise import radians as radians
+from .ops.elementwise import real as real
 from .ops.elementwise import reciprocal as reciprocal
 from .ops.elementwise import rel_entr as rel_entr
 from .ops.elementwise import relu as relu
@@ -249,6 +256,7 @@ from .ops.elementwise import rint as rint
 from .ops.elementwise import round as round
 from .ops.elementwise import sgn as sgn
 from .ops.elementwise import sigmoid as sigmoid
+from .ops.elementwise import sign as sign
 from .ops.elementwise import signbit as signbit
 from .ops.elementwise import sin as sin
 from .ops.elementwise import sinc as sinc
@@ -271,30 +279,18 @@ from .ops.elementwise import y1 as y1
 from .ops.elementwise import yn as yn
 from .ops.elementwise import yv as yv
 from .ops.elementwise import zeta as zeta
-from .ops.nn import broadcast_to as broadcast_to
-from .ops.nn import conj as conj
-from .ops.nn import exp as exp
-from .ops.nn import imag as imag
 from .ops.nn import log_softmax as log_softmax
 from .ops.nn import logsumexp as logsumexp
-from .ops.nn import real as real
-from .ops.nn import sign as sign
 from .ops.nn import softmax as softmax
 from .ops.products import dot as dot
 from .ops.products import einsum as einsum
-from .ops.products import expand_dims as expand_dims
 from .ops.products import inner as inner
 from .ops.products import kron as kron
 from .ops.products import matmul as matmul
 from .ops.products import matvec as matvec
-from .ops.products import moveaxis as moveaxis
-from .ops.products import multiply as multiply
 from .ops.products import outer as outer
-from .ops.products import reshape as reshape
-from .ops.products import squeeze as squeeze
 from .ops.products import tensordot as tensordot
 from .ops.products import trace as trace
-from .ops.products import transpose as transpose
 from .ops.products import vdot as vdot
 from .ops.products import vecmat as vecmat
 from .ops.reductions import all as all
@@ -308,16 +304,11 @@ from .ops.reductions import argpartition as argpartition
 from .ops.reductions import argsort as argsort
 from .ops.reductions import argwhere as argwhere
 from .ops.reductions import array_equal as array_equal
-from .ops.reductions import astype as astype
 from .ops.reductions import average as average
 from .ops.reductions import count_nonzero as count_nonzero
 from .ops.reductions import cumprod as cumprod
 from .ops.reductions import cumsum as cumsum
 from .ops.reductions import expand_reduced as expand_reduced
-from .ops.reductions import flip as flip
-from .ops.reductions import getitem as getitem
-from .ops.reductions import isnan as isnan
-from .ops.reductions import logical_not as logical_not
 from .ops.reductions import max as max
 from .ops.reductions import mean as mean
 from .ops.reductions import min as min
@@ -339,10 +330,12 @@ from .ops.sets import unique_inverse as unique_inverse
 from .ops.sets import unique_values as unique_values
 from .ops.shape import append as append
 from .ops.shape import array_split as array_split
+from .ops.shape import astype as astype
 from .ops.shape import atleast_1d as atleast_1d
 from .ops.shape import atleast_2d as atleast_2d
 from .ops.shape import atleast_3d as atleast_3d
 from .ops.shape import broadcast_arrays as broadcast_arrays
+from .ops.shape import broadcast_to as broadcast_to
 from .ops.shape import column_stack as column_stack
 from .ops.shape import concat as concat
 from .ops.shape import concatenate as concatenate
@@ -353,26 +346,33 @@ from .ops.shape import diagonal as diagonal
 from .ops.shape import diff as diff
 from .ops.shape import dsplit as dsplit
 from .ops.shape import dstack as dstack
+from .ops.shape import expand_dims as expand_dims
+from .ops.shape import flip as flip
 from .ops.shape import fliplr as fliplr
 from .ops.shape import flipud as flipud
+from .ops.shape import getitem as getitem
 from .ops.shape import hsplit as hsplit
 from .ops.shape import hstack as hstack
 from .ops.shape import index_put as index_put
 from .ops.shape import index_put_ as index_put_
 from .ops.shape import matrix_transpose as matrix_transpose
+from .ops.shape import moveaxis as moveaxis
 from .ops.shape import pad as pad
 from .ops.shape import permute_dims as permute_dims
 from .ops.shape import ravel as ravel
 from .ops.shape import repeat as repeat
+from .ops.shape import reshape as reshape
 from .ops.shape import roll as roll
 from .ops.shape import rot90 as rot90
 from .ops.shape import scatter_add as scatter_add
 from .ops.shape import split as split
+from .ops.shape import squeeze as squeeze
 from .ops.shape import stack as stack
 from .ops.shape import swapaxes as swapaxes
 from .ops.shape import take as take
 from .ops.shape import take_along_axis as take_along_axis
 from .ops.shape import tile as tile
+from .ops.shape import transpose as transpose
 from .ops.shape import tril as tril
 from .ops.shape import triu as triu
 from .ops.shape import unwrap_index as unwrap_index

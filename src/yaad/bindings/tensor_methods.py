@@ -396,15 +396,16 @@ def __setitem__(self: Tensor, idx: Any, value: Any) -> None:
     _setitem(self, unwrap_index(idx), value, "__setitem__")
 
 
-def _reflected(fn):
-    def method(self, other):
+# (the methods are annotated: tools/generate_stubs.py writes _tensor_methods.pyi from them)
+def _reflected(fn: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Tensor:
         return fn(other, self)
 
     method.__name__ = "__r" + fn.__name__ + "__"
     return method
 
 
-def _inplace(fn, name: str):
+def _inplace(fn: Any, name: str) -> Any:
     def method(self: Tensor, *others: Any) -> Tensor:
         return apply_inplace(self, fn, name, others)
 
@@ -503,7 +504,10 @@ def install(ns: Any) -> None:
             setattr(T, name, fn)
     linalg = getattr(ns, "linalg", None)
     if linalg is not None and hasattr(linalg, "norm"):
-        T.norm = lambda self, *args, **kw: linalg.norm(self, *args, **kw)
+        def norm(self: Tensor, *args: Any, **kw: Any) -> Tensor:
+            return linalg.norm(self, *args, **kw)
+
+        T.norm = norm
 
     T.__getitem__ = __getitem__
     T.__setitem__ = __setitem__
@@ -511,22 +515,54 @@ def install(ns: Any) -> None:
     T.view = T.reshape
     T.transpose = _transpose_method(ns.transpose)
     T.conj = T.conjugate = _conj_method(ns.conj)
-    T.T = property(lambda self: ns.transpose(self), doc="The transpose (all axes reversed).")
-    T.mT = property(lambda self: ns.matrix_transpose(self),
+
+    def transposed(self: Tensor) -> Tensor:
+        return ns.transpose(self)
+
+    def matrices_transposed(self: Tensor) -> Tensor:
+        return ns.matrix_transpose(self)
+
+    def matrices_adjoint(self: Tensor) -> Tensor:
+        return ns.conj(ns.matrix_transpose(self))
+
+    def real_part(self: Tensor) -> Tensor:
+        return ns.real(self)
+
+    def imaginary_part(self: Tensor) -> Tensor:
+        return ns.imag(self)
+
+    T.T = property(transposed, doc="The transpose (all axes reversed).")
+    T.mT = property(matrices_transposed,
                     doc="The last two axes swapped (a batch of transposed matrices).")
-    T.mH = property(lambda self: ns.conj(ns.matrix_transpose(self)),
-                    doc="The conjugate transpose of the last two axes.")
-    T.real = property(lambda self: ns.real(self), doc="The real part (differentiable).")
-    T.imag = property(lambda self: ns.imag(self), doc="The imaginary part (differentiable).")
+    T.mH = property(matrices_adjoint, doc="The conjugate transpose of the last two axes.")
+    T.real = property(real_part, doc="The real part (differentiable).")
+    T.imag = property(imaginary_part, doc="The imaginary part (differentiable).")
     T.copy = ns.copy
     T.to = ns.to
     T.fill_ = T.fill = _fill
     T.zero_ = _zero
     T.copy_ = _copy_from
-    T.dim = lambda self: self._data.ndim
-    T.numel = lambda self: self._data.size
-    T.float = lambda self: ns.astype(self, np.float32)
-    T.double = lambda self: ns.astype(self, np.float64)
+    T.dim = _dim
+    T.numel = _numel
+
+    def to_float(self: Tensor) -> Tensor:
+        return ns.astype(self, np.float32)
+
+    def to_double(self: Tensor) -> Tensor:
+        return ns.astype(self, np.float64)
+
+    T.float = to_float
+    T.double = to_double
+
+
+def _dim(self: Tensor) -> int:
+    n: int = self._data.ndim
+    return n
+
+
+def _numel(self: Tensor) -> int:
+    n: int = self._data.size
+    return n
 
 
 # ---- the array API's array protocols -------------------------------------------------
@@ -578,8 +614,8 @@ def _install_array_api(T: type) -> None:
     T.__dlpack_device__ = _dlpack_device
 
 
-def _reshape_method(reshape):
-    def method(self, *shape, **kw):
+def _reshape_method(reshape: Any) -> Any:
+    def method(self: Tensor, *shape: Any, **kw: Any) -> Tensor:
         """Reshape: ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``."""
         if "shape" in kw:
             shape = kw.pop("shape")
@@ -590,8 +626,8 @@ def _reshape_method(reshape):
     return method
 
 
-def _transpose_method(transpose):
-    def method(self, *axes):
+def _transpose_method(transpose: Any) -> Any:
+    def method(self: Tensor, *axes: Any) -> Tensor:
         """Permute axes: ``t.transpose()``, ``t.transpose(1, 0)`` or ``t.transpose((1, 0))``."""
         if not axes or axes == (None,):
             return transpose(self)
@@ -602,8 +638,8 @@ def _transpose_method(transpose):
     return method
 
 
-def _conj_method(conj):
-    def method(self):
+def _conj_method(conj: Any) -> Any:
+    def method(self: Tensor) -> Tensor:
         """The complex conjugate (the tensor itself when it is real, like NumPy)."""
         if dtype_kind(self._data.dtype) != "c":
             return self
