@@ -421,6 +421,80 @@ def test_jvp_at_a_degenerate_level_is_the_one_sided_derivative_in_every_basis(c)
     np.testing.assert_allclose(gaps, -1.0, atol=1e-12)
 
 
+JVP_GAPS = {  # the spin gap by each dense solver, forward mode: (yaad, NumPy) of H + b S^z
+    "eigvals": (lambda a: (lambda w: w[1] - w[0])(yaad.sort(yaad.real(L.eigvals(a)))),
+                lambda a: np.diff(np.sort(np.linalg.eigvals(a).real)[:2])[0]),
+    "svdvals": (lambda a: (lambda s: s[-2] - s[-1])(L.svdvals(a + 3 * np.eye(16))),
+                lambda a: (lambda s: s[-2] - s[-1])(np.linalg.svd(a + 3 * np.eye(16),
+                                                                  compute_uv=False))),
+    "svd": (lambda a: (lambda s: s[-2] - s[-1])(L.svd(a + 3 * np.eye(16)).S),
+            lambda a: (lambda s: s[-2] - s[-1])(np.linalg.svd(a + 3 * np.eye(16),
+                                                              compute_uv=False))),
+}
+JVP_LEVELS = {  # a symmetric function of the triplet: (yaad, NumPy)
+    "eigvals": (lambda a: yaad.sum(yaad.sort(yaad.real(L.eigvals(a)))[1:4] ** 2),
+                lambda a: np.sum(np.sort(np.linalg.eigvals(a).real)[1:4] ** 2)),
+    "svdvals": (lambda a: yaad.sum(L.svdvals(a + 3 * np.eye(16))[-4:-1] ** 2),
+                lambda a: np.sum(np.linalg.svd(a + 3 * np.eye(16), compute_uv=False)[-4:-1]
+                                 ** 2)),
+}
+
+
+@pytest.mark.parametrize("c", [False, True])
+@pytest.mark.parametrize("solver", JVP_GAPS)
+def test_jvp_of_eig_and_svd_at_a_degenerate_level_is_the_one_sided_derivative(solver, c):
+    # As eigh's: the JVP of a level's members is their derivative from the right, the same
+    # numbers in every basis (it was diag(V^-1 E V), diag(U^H E V): -0.65, -0.34, 0.84 for
+    # the gap in three bases where the derivative from the right is -1).
+    mine, ref = JVP_GAPS[solver]
+    gaps = []
+    for seed in range(3):
+        h, sz = rotated(c, seed=seed)
+        right, left = one_sided(lambda b: ref(h + b * sz), 0.0, 1.0)  # noqa: B023
+        np.testing.assert_allclose([right, left], [-1.0, 1.0], atol=1e-6)  # no derivative
+        gaps.append(float(np.asarray(yaad.func.jvp(mine, (h,), (sz,))[1])))
+        np.testing.assert_allclose(gaps[-1], right, atol=1e-6)
+        if solver in JVP_LEVELS:  # a symmetric function of the level: its derivative
+            f, f_ref = JVP_LEVELS[solver]
+            draw = np.random.default_rng(seed).standard_normal((2, 16, 16))
+            e = draw[0] + (1j * draw[1] if c else 0)
+            e = (e + e.conj().T) / 2
+            np.testing.assert_allclose(np.asarray(yaad.func.jvp(f, (h,), (e,))[1]),
+                                       central(lambda x: f_ref(x), h, e), rtol=1e-7,  # noqa: B023
+                                       atol=1e-8)
+    np.testing.assert_allclose(gaps, -1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("c", [False, True])
+def test_jvp_of_singular_values_repeated_and_at_zero(c):
+    # s = (3, 3, 1, 0, 0) of a 6 x 5 matrix, in two bases: the pair at 3 splits as the
+    # eigenvalues of herm(U_B^H E V_B), the zeros grow as the singular values of E between
+    # the null spaces (never negative; diag(U^H E V) had the sign of the basis's pair).
+    rng = np.random.default_rng(4)
+    for seed in (5, 6):
+        a = _with_singular_values([3.0, 3.0, 1.0, 0.0, 0.0], c, seed=seed, shape=(6, 5))
+        e = rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if c else 0)
+        sv = lambda x: np.linalg.svd(x, compute_uv=False)  # noqa: E731
+        want = right_derivative(sv, a, e)
+        assert np.all(want[3:] >= 0)
+        for values in (L.svdvals, lambda x: L.svd(x, full_matrices=False).S,
+                       lambda x: L.svd(x).S):
+            got = np.asarray(yaad.func.jvp(values, (a,), (e,))[1])
+            np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_jvp_of_eig_of_a_non_normal_matrix_at_a_degenerate_level():
+    # V diag(1, 1, 2, -3) V^-1: the level at 1 splits as the eigenvalues of the level's
+    # block of V^-1 E V (real here), ascending in the sorted real parts
+    rng = np.random.default_rng(6)
+    s = rng.standard_normal((4, 4)) + 2 * np.eye(4)
+    a = s @ np.diag([1.0, 1.0, 2.0, -3.0]) @ np.linalg.inv(s)
+    e = rng.standard_normal((4, 4))
+    got = np.asarray(yaad.func.jvp(lambda x: yaad.sort(yaad.real(L.eigvals(x))), (a,), (e,))[1])
+    want = right_derivative(lambda x: np.sort(np.linalg.eigvals(x).real), a, e)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 # ---- the random draw ----------------------------------------------------------------------
 
 
@@ -443,7 +517,7 @@ def _program(seed):
     # a gap of 0.1 or more (a near-degenerate level, whose derivatives exist)
     split = rng.choice([0.0, 1e-15, 0.1], size=n) * members
     values = values + split * rng.choice([-1, 1])
-    op = str(rng.choice(["eigvalsh", "eigh", "svdvals", "svd pair"]))
+    op = str(rng.choice(["eigvalsh", "eigh", "eigvals", "svdvals", "svd pair"]))
     if op.startswith("svd"):
         values = np.abs(values)
     x = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if c else 0)
@@ -499,7 +573,8 @@ def test_fuzz_degenerate_spectra(seed):
         values = lambda x: L.svdvals(x)  # noqa: E731
         plain = lambda x: np.linalg.svd(x, compute_uv=False)[::-1]  # noqa: E731
     else:
-        pick = L.eigvalsh if op == "eigvalsh" else (lambda x: L.eigh(x).eigenvalues)
+        pick = {"eigvalsh": L.eigvalsh, "eigh": lambda x: L.eigh(x).eigenvalues,
+                "eigvals": lambda x: yaad.sort(yaad.real(L.eigvals(x)))}[op]
         values = lambda x: pick((x + yaad.conj(x).T) / 2)  # noqa: E731
         plain = np.linalg.eigvalsh
     w = plain(a)
@@ -527,6 +602,17 @@ def test_fuzz_degenerate_spectra(seed):
     else:
         with pytest.raises(GaugeError):
             grad(loss, a)
+    # forward mode: the derivative from the right, symmetric or not, in the drawn basis
+    tangent = np.asarray(yaad.func.jvp(loss, (a,), (e,))[1])
+    np.testing.assert_allclose(tangent, right_derivative(ref, a, e), rtol=1e-5, atol=1e-5)
+
+
+def right_derivative(f, x, e, h=1e-5):
+    """``d/dt f(x + t e)`` from the right (``t -> 0+``), a one-sided difference extrapolated
+    (Richardson) to remove its first-order error."""
+    def d(h):
+        return (f(x + h * e) - f(x)) / h
+    return 2 * d(h / 2) - d(h)
 
 
 # ---- QR at rank deficiency ----------------------------------------------------------------

@@ -910,9 +910,83 @@ def _eig_coupling_check(w: Any, tol: Any, gv: Any, gw: Any, scale: Any, a: Any, 
 def _eig_jvp(t: Any, ans: Any, a: Any, eps: Any = None) -> Any:
     w, v = ans
     dp = solve(v, matmul(t, v))
-    c = inverse_gaps(row(w) - col(w), degeneracy_tol(w, w.shape[-1], a), eps) * dp
+    tol = degeneracy_tol(w, w.shape[-1], a)
+    c = inverse_gaps(row(w) - col(w), tol, eps) * dp
     c = c - real_diag_matrix(matmul(matmul(mH(v), v), c))  # keep the columns of unit norm
-    return diag(dp), matmul(v, c)
+    dw = diag(dp)
+    split = _eig_level_split(w, dp, t, tol) if eps is None else None
+    if split is not None:  # a degenerate level: its one-sided derivative, in any basis
+        x, x_inv = split
+        dw = diag(matmul(x_inv, matmul(dp, x)))
+    return dw, matmul(v, c)
+
+
+def _components(adjacent: np.ndarray) -> list[np.ndarray]:
+    """The groups of indices joined by the symmetric boolean matrix ``adjacent`` (of size
+    two or more): the degenerate levels, whose members need not be neighbours (eig)."""
+    n = adjacent.shape[-1]
+    label = -np.ones(n, dtype=int)
+    groups = []
+    for i in range(n):
+        if label[i] >= 0 or not adjacent[i].any():
+            continue
+        stack, members = [i], []
+        label[i] = len(groups)
+        while stack:
+            j = stack.pop()
+            members.append(j)
+            for k in np.flatnonzero(adjacent[j] & (label < 0)):
+                label[k] = len(groups)
+                stack.append(k)
+        groups.append(np.sort(np.array(members)))
+    return groups
+
+
+def _plain_tangent(t: Any, *values: Any) -> bool:
+    """Whether the level splits can be computed: NumPy arrays, and a tangent of the
+    primal's own shape (not batched by vmap: jacfwd then keeps the basis's numbers)."""
+    td = data_of(t)
+    return isinstance(td, np.ndarray) and tuple(td.shape) == tuple(t.shape) and all(
+        isinstance(data_of(x), np.ndarray) for x in values)
+
+
+def _eig_level_split(w: Any, dp: Any, t: Any, tol: Any) -> Any:
+    """``(X, X^-1)`` (arrays), block-diagonal on the degenerate levels of the eigenvalues
+    ``w`` of a general matrix and the identity elsewhere, such that ``X^-1 dP X`` is
+    diagonal on each level (``dP = V^-1 da V``), or None when no level is degenerate.
+
+    Along ``da`` the members of a level ``l`` move as ``l + s mu`` (``mu`` the eigenvalues
+    of the level's block of ``dP``): the JVP returns ``mu``, the same numbers in every
+    basis the solver may return, ordered by real part (then imaginary part) and given to
+    the members in the order of their computed eigenvalues' real parts: the derivative
+    from the right of ``sort(real(eigvals(a)))``. (LAPACK's order inside a level is its
+    own: a single member of ``eigvals(a)`` itself has no derivative.) A level whose
+    block is not diagonalisable keeps ``diag(dP)``: its trace, which a symmetric function
+    of the level needs, is right in any basis."""
+    if not _plain_tangent(t, w, dp):
+        return None
+    wd, pd = data_of(w), data_of(dp)
+    flat = degenerate_pairs(wd, tol if isinstance(tol, np.ndarray) else data_of(tol),
+                            nonzero=False)
+    if not flat.any():
+        return None
+    n = wd.shape[-1]
+    x = np.broadcast_to(np.eye(n, dtype=pd.dtype), pd.shape).copy()
+    x_inv = x.copy()
+    for idx in np.ndindex(pd.shape[:-2]):
+        fl = flat[idx] if flat.ndim > 2 else flat
+        for level in _components(fl):
+            block = np.ix_(level, level)
+            mu, vecs = np.linalg.eig(pd[idx][block])
+            if np.linalg.cond(vecs) > 1e8:  # not diagonalisable: keep the basis's numbers
+                continue
+            members = np.lexsort((wd[idx][level].imag, wd[idx][level].real))
+            rates = np.lexsort((mu.imag, mu.real))
+            cols = np.empty_like(vecs)
+            cols[:, members] = vecs[:, rates]
+            x[idx][block] = cols
+            x_inv[idx][block] = np.linalg.inv(cols)
+    return x, x_inv
 
 
 eig_op = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp,
@@ -1156,6 +1230,10 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any
         phase = diag_matrix(0.5j * imag(diag(dp)) * sinv)
         om_u = om_u + phase
         om_v = om_v - phase
+    ds = diag(dp)
+    ds = real(ds) if is_complex(ds) else ds
+    if eps is None:  # degenerate levels and zeros: the one-sided derivative, in any basis
+        ds = _svd_level_values(s, u1, v1, t, dp, tol, ds)
     du = matmul(u1, om_u)
     dv = matmul(v1, om_v)
     if m > k:
@@ -1166,8 +1244,54 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any
         du = _extend_complement(u, du, k)
     if v.shape[-1] > k:
         dv = _extend_complement(v, dv, k)
-    ds = diag(dp)
-    return du, (real(ds) if is_complex(ds) else ds), mH(dv)
+    return du, ds, mH(dv)
+
+
+def _svd_level_values(s: Any, u1: Any, v1: Any, t: Any, dp: Any, tol: Any, ds: Any) -> Any:
+    """The JVP of the singular values ``ds``, with their derivative from the right where
+    they are degenerate or 0: the same numbers in every basis the solver may return.
+
+    Along ``da`` a level ``s_B`` (not 0) splits as ``s_B + t mu``, ``mu`` the eigenvalues
+    of ``herm(U_B^H da V_B)``, descending as the values are; the values at 0 grow as ``t``
+    times the singular values of ``P_L da P_R`` (``P_L``, ``P_R``: the projectors on the
+    left and right null spaces, the columns beyond ``min(m, n)`` included), never
+    negative (``diag(U^H da V)`` there had the sign of the basis's pair). Both are written
+    as ``Re(x^H da y)`` with constant vectors ``x``, ``y``, so ``ds`` stays linear in the
+    tangent's graph (second order). A tangent batched by vmap keeps ``ds``."""
+    if not _plain_tangent(t, s, u1, v1):
+        return ds
+    sd, ud, vd, td = data_of(s), data_of(u1), data_of(v1), data_of(t)
+    tl = tol if isinstance(tol, np.ndarray) else data_of(tol)
+    flat = degenerate_pairs(sd, tl, nonzero=True)
+    zero = sd <= tl
+    if not (flat.any() or zero.any()):
+        return ds
+    k, m, n = sd.shape[-1], ud.shape[-2], vd.shape[-2]
+    dtype = np.result_type(ud.dtype, vd.dtype, td.dtype)
+    batch = np.broadcast_shapes(td.shape[:-2], ud.shape[:-2])
+    xs = np.broadcast_to(ud, batch + (m, k)).astype(dtype)
+    ys = np.broadcast_to(vd, batch + (n, k)).astype(dtype)
+    pd = data_of(dp)
+    for idx in np.ndindex(batch):
+        fl = flat[idx] if flat.ndim > 2 else flat
+        for level in _components(fl):
+            block = pd[idx][np.ix_(level, level)]
+            q = np.linalg.eigh((block + block.conj().T) / 2)[1][:, ::-1]  # descending
+            xs[idx][:, level] = ud[idx][:, level] @ q
+            ys[idx][:, level] = vd[idx][:, level] @ q
+        z = np.flatnonzero(zero[idx] if zero.ndim > 1 else zero)
+        if z.size:
+            live = np.flatnonzero(~(zero[idx] if zero.ndim > 1 else zero))
+            ul, vl = ud[idx][:, live], vd[idx][:, live]
+            p_left = np.eye(m, dtype=dtype) - ul @ ul.conj().T
+            p_right = np.eye(n, dtype=dtype) - vl @ vl.conj().T
+            left, _, right_h = np.linalg.svd(p_left @ td[idx] @ p_right)
+            xs[idx][:, z] = p_left @ left[:, :z.size]
+            ys[idx][:, z] = p_right @ right_h[:z.size].conj().T
+    # Re(x_j^H da y_j), with x, y constants (the values' tangents stay linear in da)
+    x_da_y = _sum(conj(xs) * matmul(t, ys) if np.iscomplexobj(xs) else xs * matmul(t, ys),
+                  axis=-2)
+    return real(x_da_y) if is_complex(x_da_y) else x_da_y
 
 
 svd_op = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd", 1), jvp=_svd_jvp,
