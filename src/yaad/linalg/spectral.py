@@ -926,7 +926,7 @@ def _components(adjacent: np.ndarray) -> list[np.ndarray]:
     two or more): the degenerate levels, whose members need not be neighbours (eig)."""
     n = adjacent.shape[-1]
     label = -np.ones(n, dtype=int)
-    groups = []
+    groups: list[np.ndarray] = []
     for i in range(n):
         if label[i] >= 0 or not adjacent[i].any():
             continue
@@ -935,7 +935,7 @@ def _components(adjacent: np.ndarray) -> list[np.ndarray]:
         while stack:
             j = stack.pop()
             members.append(j)
-            for k in np.flatnonzero(adjacent[j] & (label < 0)):
+            for k in np.flatnonzero(adjacent[j] & (label < 0)).tolist():
                 label[k] = len(groups)
                 stack.append(k)
         groups.append(np.sort(np.array(members)))
