@@ -363,8 +363,8 @@ def test_the_callers_filter_and_error_state_are_part_of_the_signature(name):
 GUARD = {"__bool__", "__float__", "__int__", "__complex__", "__index__", "item",
          "__format__"}
 EAGER = {"data", "numpy", "tolist", "__array__", "__repr__", "__str__", "_repr_html_",
-         "__getstate__", "__reduce__", "__reduce_ex__", "grad", "register_hook",
-         "retain_grad", "__dlpack__"}
+         "__getstate__", "__reduce__", "__reduce_ex__", "__deepcopy__", "grad",
+         "register_hook", "retain_grad", "__dlpack__"}
 NO_VALUE = {"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "__len__", "dim", "numel",
             "requires_grad", "requires_grad_", "is_leaf", "grad_fn", "retains_grad",
             "backward", "_run_backward", "__hash__", "__class__", "__delattr__", "__dir__",
@@ -432,6 +432,7 @@ READS = {
     "__getstate__": lambda x: x * x.detach().__getstate__()[1]["_data"][0],
     "__reduce__": lambda x: x * x.detach().__reduce_ex__(2)[2][1]["_data"][0],
     "__reduce_ex__": lambda x: x * pickle.loads(pickle.dumps(x.detach())).sum(),
+    "__deepcopy__": lambda x: x * copy.deepcopy(x.detach()).sum(),
     "grad": _grad_read,
     "register_hook": lambda x: (x.register_hook(lambda g: g), x * 2)[1],
     "retain_grad": lambda x: (lambda y: (y.retain_grad(), y * 2)[1])(x * 1),

@@ -476,3 +476,55 @@ def test_matrix_power_zero_is_a_constant():
     np.testing.assert_array_equal(y.data, np.eye(2))
     (y * a).sum().backward()  # only the explicit factor a carries the gradient
     np.testing.assert_array_equal(a.grad, np.eye(2))
+
+
+# ---- copies of a computed tensor -------------------------------------------------------
+
+
+def _simulate(w, lib, keep):
+    """A few explicit Euler steps keeping a history of the state (a dict of tensors)."""
+    state = {"pos": w * 1.0, "vel": w * 0.0}
+    history = []
+    for _ in range(3):
+        state["vel"] = state["vel"] - 0.1 * state["pos"]
+        state["pos"] = state["pos"] + 0.1 * state["vel"]
+        history.append(keep(state))
+    return sum(lib.sum(h["pos"] ** 2) for h in history)
+
+
+def test_a_deep_copy_of_a_computed_tensor_raises_as_in_pytorch():
+    # A deep copy of a computed tensor copied its graph down to copies of the leaves: a
+    # backward through it reached none of the user's leaves, silently (x.grad stayed
+    # None, func.grad gave zeros for a simulation keeping copy.deepcopy(state)).
+    import copy
+
+    import jax
+    import torch
+
+    w0 = np.array([1.0, 2.0, 3.0])
+    tx = torch.tensor(w0, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaves"):  # the oracle: PyTorch refuses
+        _simulate(tx, torch, copy.deepcopy)
+    x = leaf(w0)
+    with pytest.raises(RuntimeError, match=r"copy\.deepcopy.*computed.*clone\(\)"):
+        _simulate(x, yaad, copy.deepcopy)
+    with pytest.raises(RuntimeError, match=r"copy\.deepcopy"):
+        yaad.func.grad(lambda w: _simulate(w, yaad, copy.deepcopy))(w0)
+    with pytest.raises(RuntimeError, match=r"copy\.deepcopy"):
+        copy.deepcopy(x[1:])  # a view of a leaf that requires grad is computed too
+    # the remedy the message names is differentiable: JAX's gradient of the same program
+    with jax.enable_x64(True):
+        expected = jax.grad(lambda w: _simulate(w, jax.numpy, dict))(w0)
+    got = yaad.func.grad(lambda w: _simulate(w, yaad, lambda s: {k: v.clone()
+                                                              for k, v in s.items()}))(w0)
+    np.testing.assert_allclose(got, np.asarray(expected), rtol=1e-14)
+    # leaves and tensors that need no gradient are deep-copied as before (as in PyTorch)
+    x.grad = np.ones(3)
+    y = copy.deepcopy(x)
+    assert y is not x and y.is_leaf and y.requires_grad and y.data is not x.data
+    np.testing.assert_array_equal(y.data, w0)
+    np.testing.assert_array_equal(y.grad, np.ones(3))
+    with yaad.no_grad():
+        z = copy.deepcopy(x * 2)
+    assert not z.requires_grad
+    np.testing.assert_array_equal(z.data, 2 * w0)

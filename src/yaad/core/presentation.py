@@ -226,6 +226,29 @@ class ArrayFace:
                 object.__setattr__(new, name, value)
         return new
 
+    def __deepcopy__(self, memo: dict) -> Any:
+        """A new tensor with copies of the value and the state; a computed tensor (one
+        with a ``grad_fn``) raises, as in PyTorch: its copy would hold a copy of its graph,
+        whose backward reaches copies of the leaves, never the user's."""
+        import copy
+
+        if self._producer() is not None:
+            raise RuntimeError(
+                "copy.deepcopy of a computed tensor (grad_fn="
+                f"<{self._producer().op.name}>): only leaves can be deep-copied, as in "
+                "PyTorch; the copy would carry a copy of the graph, and gradients through it "
+                "would never reach the original leaves. Use t.clone() for a copy that stays "
+                "differentiable, or t.detach().clone() for a constant.")
+        cls = type(self)
+        new = cls.__new__(cls)
+        memo[id(self)] = new
+        own = self.__getstate__()  # (a recording sees the read there)
+        dict_part, slots = own if isinstance(own, tuple) else (own, None)
+        for part in (dict_part, slots):
+            for name, value in (part or {}).items():
+                object.__setattr__(new, name, copy.deepcopy(value, memo))
+        return new
+
 
 def shape_of(x: Any) -> tuple[int, ...]:
     """The shape of a tensor (one example's inside vmap), an array or anything NumPy reads
