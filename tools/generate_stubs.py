@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import functools
 import importlib
 import inspect
 import re
@@ -75,6 +76,12 @@ def _source(module: str) -> Path:
     return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
+@functools.cache
+def _module_statements(module: str) -> tuple[ast.stmt, ...]:
+    """The top-level statements of ``yaad.<module>`` (parsed once)."""
+    return tuple(_statements(ast.parse(_source(module).read_text()).body))
+
+
 def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
     """A module's top-level statements, with those inside ``if`` and ``try`` blocks."""
     out: list[ast.stmt] = []
@@ -105,7 +112,7 @@ def defining_module(name: str, module: str) -> str:
     while module not in seen:
         seen.add(module)
         follow = None
-        for node in _statements(ast.parse(_source(module).read_text()).body):
+        for node in _module_statements(module):
             if name in _target_names(node):
                 return module  # (the last binding of the name wins; a definition ends it)
             if isinstance(node, ast.ImportFrom) and node.level:

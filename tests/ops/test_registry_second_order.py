@@ -367,9 +367,10 @@ def build(name, fn):
     return CASES[name](fn)
 
 
-def _all_cases():
+def _all_cases(names=None):
+    """The cases of the ops ``names`` (default: the library's) as test parameters."""
     params = []
-    for name in BUILTIN:
+    for name in BUILTIN if names is None else names:
         if name not in CASES or name not in registry:
             continue
         for k, (f, inputs, opts) in enumerate(build(name, registry[name].fn)):
@@ -589,9 +590,10 @@ def directions(f, xs, seed=0):
             "c_vjp": [_random_like(r, x) for x in xs]}
 
 
-def _jax_cases():
+def _jax_cases(case_params=None):
+    """The cases of ``case_params`` (default: every case) that JAX runs."""
     params = []
-    for p in CASE_PARAMS:
+    for p in CASE_PARAMS if case_params is None else case_params:
         name, k, _, inputs, _ = p.values
         complex_case = any(np.iscomplexobj(x) for x in inputs)
         if (name in NO_JAX or (name, k) in JAX_SKIP
@@ -763,6 +765,13 @@ def test_against_jax(name, k, request):
     _assert_close(ours, theirs, f"{name}, against JAX")
 
 
+def assert_stored(p, fingerprint):
+    """Raise unless JAX's values of case ``p`` (with its inputs' ``fingerprint``) are stored."""
+    assert (p.id, fingerprint) in _stored_jax_values(), (
+        f"{p.id}: no stored JAX values; run python tests/ops/test_registry_second_order.py "
+        f"(it writes tests/data/jax_second_order.npz)")
+
+
 @long_only
 def test_stored_jax_values_are_jax_values_fuzz():
     # every stored value recomputed by JAX; none missing, none left over
@@ -770,8 +779,7 @@ def test_stored_jax_values_are_jax_values_fuzz():
     seen = set()
     for p in JAX_PARAMS:
         _, f_jax, inputs, d, what, fingerprint = _jax_setup(*p.values)
-        assert (p.id, fingerprint) in stored, (
-            f"{p.id}: no stored JAX values; run python tests/ops/test_registry_second_order.py")
+        assert_stored(p, fingerprint)
         _assert_close(_jax_values(f_jax, inputs, d, what), stored[p.id, fingerprint],
                       f"{p.id}, stored against JAX now")
         seen.add((p.id, fingerprint))

@@ -401,8 +401,8 @@ def test_the_typing_stub_declares_the_methods_installed_on_tensor():
     stub = ast.parse((ROOT / "src" / "yaad" / "_tensor_methods.pyi").read_text())
     declared = {n.name for n in ast.walk(stub) if isinstance(n, ast.FunctionDef)}
     assert installed == declared, (
-        f"declare in src/yaad/_tensor_methods.pyi: {sorted(installed - declared)}; "
-        f"remove: {sorted(declared - installed)}")
+        f"src/yaad/_tensor_methods.pyi lacks {sorted(installed - declared)} and declares "
+        f"{sorted(declared - installed)}: run python tools/generate_stubs.py")
 
 
 def test_the_namespace_stub_names_what_yaad_exports():
@@ -420,8 +420,8 @@ def test_the_namespace_stub_names_what_yaad_exports():
               and name != "annotations" and not (inspect.ismodule(value)
                                                  and f"yaad.{name}" not in pages)}
     assert set(declared) == public, (
-        f"add to src/yaad/__init__.pyi: {sorted(public - set(declared))}; remove: "
-        f"{sorted(set(declared) - public)}")
+        f"src/yaad/__init__.pyi lacks {sorted(public - set(declared))} and names "
+        f"{sorted(set(declared) - public)}: run python tools/generate_stubs.py")
     for name, home in declared.items():
         assert getattr(importlib.import_module(home), name) is getattr(yaad, name), name
 

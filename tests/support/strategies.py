@@ -418,12 +418,18 @@ _OWN_DRAW = {
     "clip": {"draw": _draw_clip}, "where": {"draw": _draw_where},
 }
 
+def row_case(name: str, row: Row) -> Case:
+    """The case of the elementwise op ``name`` from its row of tests/op_cases.py."""
+    kw = {"draw": elementwise_draw(row), "ok": row.ok, **_OWN_DRAW.get(name, {})}
+    return Case(row.path or name, row.ref, kw["draw"],
+                dtypes=ALL if row.complex == "yes" else REAL, grad=row.grad, ok=kw["ok"],
+                nondiff=tuple(k for k, p in enumerate(row.fuzz_params or ())
+                              if isinstance(p, Domain)),
+                exact=row.exact, note=row.note)
+
+
 for _name, _row in ELEMENTWISE.items():
-    _kw = {"draw": elementwise_draw(_row), "ok": _row.ok, **_OWN_DRAW.get(_name, {})}
-    case(_row.path or _name, _row.ref, _kw["draw"],
-         dtypes=ALL if _row.complex == "yes" else REAL, grad=_row.grad, ok=_kw["ok"],
-         nondiff=tuple(k for k, p in enumerate(_row.fuzz_params or ()) if isinstance(p, Domain)),
-         exact=_row.exact, note=_row.note)
+    CASES[_row.path or _name] = row_case(_name, _row)
 
 unary("sici", sp.sici, NONZERO, NONZERO)
 unary("fresnel", sp.fresnel, ANY, SMALL)
