@@ -279,6 +279,248 @@ def test_eigs_phase_dependent_loss_raises():
         yaad.imag(v[0, 0]).backward()
 
 
+# ---- second derivatives and forward mode through eigs ----------------------------------------
+
+
+def values(x):
+    """The value of a tensor or an array, as an array (for orderings)."""
+    return x.detach().numpy() if isinstance(x, yaad.Tensor) else np.asarray(x)
+
+
+def hatano_nelson(th, lib=yaad, sparse_=True, n=24):
+    """The Hatano-Nelson ring: hopping e^(+g) to the right and e^(-g) to the left, and a
+    random potential of strength W, th = (g, W); a complex spectrum (the skin effect).
+    A SparseTensor, or dense (``lib``: yaad or jax.numpy)."""
+    rng = np.random.default_rng(3)
+    right = sps.csr_array(sps.diags([np.ones(n - 1), [1.0]], [-1, n - 1]))
+    terms = [right, sps.csr_array(right.T), sps.csr_array(sps.diags(rng.uniform(-1, 1, n)))]
+    s = yaad.sparse.asarray if sparse_ else (lambda m: m.toarray())
+    right, left, pot = (s(m) for m in terms)
+    return lib.exp(th[0]) * right + lib.exp(-th[0]) * left + th[1] * pot
+
+
+def hn_loss(w, v, lib):
+    """Eigenvalues (real and imaginary parts) and phase-invariant eigenvector functions:
+    the inverse participation ratio of v_0 and an overlap |c . v_1|^2."""
+    c = np.linspace(-1.0, 1.0, v.shape[0])
+    return (lib.real(w[0]) + lib.imag(w[1]) ** 2 + lib.sum(lib.abs(v[:, 0]) ** 4)
+            + lib.abs(lib.sum(c * v[:, 1])) ** 2)
+
+
+def hn_sparse(th):
+    w, v = sl.eigs(hatano_nelson(th), k=3, which="LR", tol=1e-14, v0=np.ones(24))
+    order = np.argsort(-values(w).real)
+    return hn_loss(w[order], v[:, order], yaad)
+
+
+HN_TH = np.array([0.4, 1.1])
+
+
+@pytest.mark.filterwarnings("ignore::yaad.func.BatchingWarning")
+def test_eigs_second_derivatives_and_forward_mode_of_the_hatano_nelson_ring():
+    # against the dense yaad.linalg.eig, JAX (jax.lax.linalg.eig with its eigenvector
+    # derivatives: jacfwd of jacfwd, jvp) and central differences of the first derivative
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+
+    def dense(th):
+        w, v = yaad.linalg.eig(hatano_nelson(th, sparse_=False))
+        order = np.argsort(-values(w).real)[:3]
+        return hn_loss(w[order], v[:, order], yaad)
+
+    def with_jax(th):
+        w, v = jax.lax.linalg.eig(hatano_nelson(th, jnp, False), compute_left_eigenvectors=False,
+                                  enable_eigvec_derivs=True)
+        order = jnp.argsort(-jnp.real(jax.lax.stop_gradient(w)))[:3]
+        return hn_loss(w[order], v[:, order], jnp)
+
+    hess = yaad.func.jacrev(yaad.func.grad(hn_sparse))(HN_TH)
+    assert hess.shape == (2, 2) and hess.dtype == np.float64
+    want = np.asarray(jax.jit(jax.jacfwd(jax.jacfwd(with_jax)))(jnp.asarray(HN_TH)))
+    np.testing.assert_allclose(hess, want, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(hess, yaad.func.jacrev(yaad.func.grad(dense))(HN_TH),
+                               rtol=1e-9, atol=1e-10)
+    grad = yaad.func.grad(hn_sparse)
+    fd = np.stack([(grad(HN_TH + e) - grad(HN_TH - e)) / 2e-5 for e in 1e-5 * np.eye(2)])
+    np.testing.assert_allclose(hess, fd, rtol=1e-6, atol=1e-7)
+    t = np.array([0.3, -0.7])
+    np.testing.assert_allclose(yaad.func.hvp(hn_sparse, (HN_TH,), (t,))[1], want @ t,
+                               rtol=1e-9, atol=1e-10)
+    _, tangent = yaad.func.jvp(hn_sparse, (HN_TH,), (t,))
+    _, want_t = jax.jit(lambda x, y: jax.jvp(with_jax, (x,), (y,)))(jnp.asarray(HN_TH),
+                                                                   jnp.asarray(t))
+    np.testing.assert_allclose(tangent, float(want_t), rtol=1e-10)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.filterwarnings("ignore::yaad.func.BatchingWarning")
+def test_eigs_second_derivatives_and_forward_mode_match_dense_eig(complex_):
+    # A phase-invariant loss of eigenvalues and eigenvectors: reverse over reverse
+    # (jacrev of grad), forward over reverse (hvp) and its tangent (jvp) against the dense
+    # yaad.linalg.eig; the tangents of the eigenpairs against central differences of
+    # numpy.linalg.eig (the eigenvectors' phases aligned: v_i^H dv_i = 0)
+    a = sparse(complex_, 9) + sps.eye(N) * 2
+    b = sps.csr_array(sps.diags(RNG.standard_normal(N)))
+    c = vec(True)
+
+    def loss(w, v):
+        return (yaad.real(w[0]) + 0.3 * yaad.imag(w[1]) ** 2
+                + yaad.sum(abs(yaad.matmul(c, v)) ** 2) + yaad.real(w[1] * abs(v[3, 1]) ** 2))
+
+    def top(w, v, count=2):
+        order = np.argsort(-np.abs(values(w)))[:count]
+        return w[order], v[:, order]
+
+    def sparse_loss(th):
+        return loss(*top(*sl.eigs(sparse_op(th, a, b), k=2, which="LM", tol=1e-14)))
+
+    def dense_loss(th):
+        return loss(*top(*yaad.linalg.eig(dense_op(th, a, b))))
+
+    hess = yaad.func.jacrev(yaad.func.grad(dense_loss))(TH0)
+    np.testing.assert_allclose(yaad.func.jacrev(yaad.func.grad(sparse_loss))(TH0), hess,
+                               rtol=1e-9, atol=1e-10)
+    t = np.array([0.3, -1.1])
+    np.testing.assert_allclose(yaad.func.hvp(sparse_loss, (TH0,), (t,))[1], hess @ t,
+                               rtol=1e-9, atol=1e-10)
+    _, tangent = yaad.func.jvp(sparse_loss, (TH0,), (t,))
+    np.testing.assert_allclose(tangent, yaad.func.grad(dense_loss)(TH0) @ t, rtol=1e-10)
+    (w, v), (dw, dv) = yaad.func.jvp(
+        lambda th: top(*sl.eigs(sparse_op(th, a, b), k=2, which="LM", tol=1e-14)), (TH0,),
+        (t,))
+    w, v, dw, dv = (np.asarray(x) for x in (w, v, dw, dv))
+    assert dw.dtype == dv.dtype == np.complex128 and dv.shape == (N, 2)
+    np.testing.assert_allclose(np.sum(v.conj() * dv, axis=0), 0, atol=1e-10)
+
+    def numpy_pairs(e):
+        wd, vd = np.linalg.eig(dense_op(TH0 + e * t, a, b))
+        order = np.argsort(-np.abs(wd))[:2]
+        vd = vd[:, order]
+        phase = np.sum(vd.conj() * v, axis=0)
+        return wd[order], vd * phase / abs(phase)
+
+    (wp, vp), (wm, vm) = numpy_pairs(1e-6), numpy_pairs(-1e-6)
+    np.testing.assert_allclose(dw, (wp - wm) / 2e-6, rtol=1e-7)
+    np.testing.assert_allclose(dv, (vp - vm) / 2e-6, atol=1e-7)
+
+
+def liouvillian_terms(n=4, gamma=0.5):
+    """A dissipative Ising chain (open, n spins): H = -sum Z_i Z_(i+1) - sum g_i Z_i
+    - h sum X_i and decay sqrt(gamma) sigma^-_i, as the Liouvillian L0 + h L1 acting on
+    row-major vec(rho); rho' = -i[H, rho] + sum (c rho c^H - {c^H c, rho} / 2)."""
+    sx = sps.csr_array([[0.0, 1.0], [1.0, 0.0]])
+    sz = sps.csr_array([[1.0, 0.0], [0.0, -1.0]])
+    sm = sps.csr_array([[0.0, 0.0], [1.0, 0.0]])
+
+    def site(o, i):
+        m = sps.eye(1, format="csr")
+        for j in range(n):
+            m = sps.kron(m, o if j == i else sps.eye(2), format="csr")
+        return m
+
+    one = sps.eye(2 ** n, format="csr")
+    h0 = -sum(site(sz, i) @ site(sz, i + 1) for i in range(n - 1)) - sum(
+        (0.3 + 0.06 * i) * site(sz, i) for i in range(n))
+    x = -sum(site(sx, i) for i in range(n))
+
+    def commutator(h):
+        return -1j * (sps.kron(h, one) - sps.kron(one, h.T))
+
+    l0 = commutator(h0)
+    for i in range(n):
+        c = np.sqrt(gamma) * site(sm, i)
+        cc = c.T @ c
+        l0 = l0 + sps.kron(c, c) - 0.5 * sps.kron(cc, one) - 0.5 * sps.kron(one, cc.T)
+    return sps.csr_array(l0), sps.csr_array(commutator(x))
+
+
+@pytest.mark.parametrize("h", [0.4, 1.0])
+def test_liouvillian_gap_second_derivative_against_exact_diagonalisation(h):
+    # The slowest decay rate (the Liouvillian gap) Delta(h) = -Re lambda_1 of a dissipative
+    # Ising chain (256 x 256, non-normal): d^2 Delta / dh^2 by grad of grad, hvp and jvp of
+    # grad, against second-order perturbation theory on numpy.linalg.eig of the dense
+    # Liouvillian (left eigenvectors: rows of V^-1), and second differences of its exact
+    # spectrum. At h = 0.4 the slowest mode is a complex pair (-0.367 +- 3.51i), at h = 1
+    # a real one (-0.467). (Restarted GMRES stalls on the bordered systems of such
+    # eigenvalues, interior to the field of values; the sparse LU does not.)
+    l0, l1 = liouvillian_terms()
+
+    def gap(hh):
+        # (v0: ARPACK's random start missed lambda_1 in about 1 of 20 runs)
+        w = sl.eigs(yaad.sparse.asarray(l0) + hh * yaad.sparse.asarray(l1), k=4, which="LR",
+                    tol=1e-14, v0=np.ones(256), return_eigenvectors=False)
+        return -yaad.real(w[np.argsort(-values(w).real)[1]])
+
+    w, r = np.linalg.eig((l0 + h * l1).toarray())
+    i = np.argsort(-w.real)[1]
+    m = np.linalg.solve(r, l1 @ r)
+    others = np.arange(w.size) != i
+    exact = -np.real(2 * np.sum(m[i, others] * m[others, i] / (w[i] - w[others])))
+    got = yaad.func.grad(yaad.func.grad(gap))(h)
+    assert np.ndim(got) == 0 and np.asarray(got).dtype == np.float64
+    np.testing.assert_allclose(got, exact, rtol=1e-10)
+    np.testing.assert_allclose(yaad.func.hvp(gap, (np.float64(h),), (np.float64(1.0),))[1],
+                               exact, rtol=1e-10)
+    np.testing.assert_allclose(yaad.func.jvp(yaad.func.grad(gap), (h,), (1.0,))[1], exact,
+                               rtol=1e-10)
+    ed = lambda hh: -np.sort(np.linalg.eigvals((l0 + hh * l1).toarray()).real)[-2]  # noqa: E731
+    fd = lambda e: (ed(h + e) - 2 * ed(h) + ed(h - e)) / e ** 2  # noqa: E731
+    np.testing.assert_allclose(got, (4 * fd(1e-3) - fd(2e-3)) / 3, rtol=1e-6)
+
+
+def test_eigs_forward_mode_and_second_order_at_a_degenerate_level():
+    # A non-normal A = S diag(-2, -1, -1, -1, 0.5 .. 3) S^-1 by eigs, k = 4: the "singlet"
+    # and the whole "triplet". As at first order: a tangent that keeps the triplet
+    # degenerate (along A itself: dw = w) has a derivative, one that splits it (along
+    # S diag(0, -1, 0, 1, 0 ..) S^-1, which commutes with A) raises, as does a second
+    # derivative that reaches it: of its sum, or of any loss whose cotangent is
+    # differentiated (every computed pair enters). A second derivative of the singlet is
+    # exact with a constant cotangent (its real part), or with k = 1 (its square): central
+    # differences of the first derivative. The triplet's sum has the first derivative
+    # tr(P dA), P its spectral projector.
+    rng = np.random.default_rng(8)
+    n = 16
+    sv = np.eye(n) + 0.3 * rng.standard_normal((n, n))
+    si = np.linalg.inv(sv)
+    d = np.array([-2.0, -1, -1, -1, *np.linspace(0.5, 3, n - 4)])
+    a = sps.csr_array(sv @ np.diag(d) @ si)
+    split = sps.csr_array(sv @ np.diag([0.0, -1, 0, 1] + [0] * (n - 4)) @ si)
+    e1, e2 = (sps.csr_array(np.where(rng.random((n, n)) < 0.3, rng.standard_normal((n, n)),
+                                     0)) for _ in range(2))
+    s = yaad.sparse.asarray
+
+    def pairs(th, op=None, k=4):
+        op = s(a) + th[0] * s(e1) + th[1] * s(e2) if op is None else op
+        w, v = sl.eigs(op, k=k, which="SR", tol=1e-14, v0=np.ones(n))
+        order = np.argsort(values(w).real)
+        return w[order], v[:, order]
+
+    (w, _), (dw, _) = yaad.func.jvp(lambda t: pairs(None, t * s(a)), (1.0,), (1.0,))
+    np.testing.assert_allclose(dw, w, atol=1e-11)
+    np.testing.assert_allclose(w, [-2, -1, -1, -1], atol=1e-11)
+    with pytest.raises(GaugeError, match="couples the vectors of a degenerate level"):
+        yaad.func.jvp(lambda b: pairs(None, s(a) + b * s(split)), (0.0,), (1.0,))
+    zero = np.zeros(2)
+    for k, f in ((4, lambda w: yaad.real(w[0])), (1, lambda w: yaad.real(w[0]) ** 2)):
+        def singlet(th, k=k, f=f):
+            return f(pairs(th, k=k)[0])
+
+        grad = yaad.func.grad(singlet)
+        fd = np.stack([(grad(zero + e) - grad(zero - e)) / 2e-5 for e in 1e-5 * np.eye(2)])
+        np.testing.assert_allclose(yaad.func.jacrev(grad)(zero), fd, rtol=1e-6, atol=1e-8)
+    with pytest.raises(GaugeError, match="degenerate eigenvalue -1.*compute fewer"):
+        yaad.func.jacrev(yaad.func.grad(lambda th: yaad.real(pairs(th)[0][0]) ** 2))(zero)
+    triplet = lambda th: yaad.sum(yaad.real(pairs(th)[0][1:]))  # noqa: E731
+    p = sv[:, 1:4] @ si[1:4]
+    np.testing.assert_allclose(yaad.func.grad(triplet)(zero),
+                               [np.sum(p.T * e1.toarray()), np.sum(p.T * e2.toarray())],
+                               atol=1e-10)
+    with pytest.raises(GaugeError, match="degenerate eigenvalue -1"):
+        yaad.func.hvp(triplet, (zero,), (np.ones(2),))
+
+
 # ---- expm_multiply --------------------------------------------------------------------------
 
 
@@ -547,12 +789,6 @@ def test_preconditioned_cg_applies_the_preconditioner_and_keeps_the_gradient():
             a.toarray(), np.linalg.solve(a.toarray(), np.ones(N))), rtol=1e-8)
         counts.append(count[0])
     assert counts[0] == 0 and counts[1] > 0
-
-
-def test_forward_mode_raises_where_it_is_not_implemented():
-    a = sparse(False, 3, hermitian=True)
-    with pytest.raises(NotImplementedError, match="forward mode"):
-        yaad.func.jvp(lambda t: sl.eigs(t * yaad.sparse.asarray(a), k=2)[0], (1.0,), (1.0,))
 
 
 def test_dense_tensor_and_float32_operators():

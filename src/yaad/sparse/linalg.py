@@ -12,7 +12,8 @@ vectors (never a dense matrix):
 
 - ``eigsh``: eigenvalues by Hellmann–Feynman, eigenvectors by a MINRES solve projected
   out of the computed eigenvectors (the other computed ones enter as in ``linalg.eigh``);
-- ``eigs``: a bordered GMRES solve per eigenpair (no left eigenvectors needed);
+- ``eigs``: a bordered solve per eigenpair (no left eigenvectors needed; a sparse LU for a
+  sparse matrix, GMRES for a matrix-free operator);
 - ``expm_multiply``: the Taylor steps run backwards (the discrete adjoint, exact);
 - ``cg``, ``minres``, ``gmres``, ``spsolve``: one solve with ``A^H``.
 
@@ -22,8 +23,9 @@ eigenvalues behave as in ``yaad.linalg.eigh``: the gradient is exact where the l
 not depend on the basis of the degenerate subspace or on eigenvector phases, and
 :class:`yaad.linalg.GaugeError` is raised where it does. Solvers that stop above their
 tolerance raise :class:`ConvergenceError`. Second derivatives and forward mode go through
-``eigsh`` (its rules are yaad operations: the projected solves are differentiable MINRES
-solves), ``expm_multiply`` and the linear solvers; through ``eigs`` they raise.
+every solver: ``eigsh`` (its rules are yaad operations: the projected solves are
+differentiable MINRES solves), ``eigs`` (each eigenpair an implicit function, as
+``yaad.func.root``'s), ``expm_multiply`` and the linear solvers.
 """
 
 from __future__ import annotations
@@ -39,10 +41,10 @@ from ..core.grad_mode import enable_grad, no_grad, state
 from ..core.tensor import Tensor, make_tensor
 from ..implicit import (
     ConvergenceError,
+    _any_tensor_in,
     _Implicit,
     data_of,
     differentiable,
-    first_order_only,
     forward_mode_on,
     local,
     not_converged,
@@ -65,7 +67,8 @@ from ..linalg.spectral import (
     require_negligible,
     require_symmetric,
 )
-from ..ops.elementwise import conj, real
+from ..ops.elementwise import conj, imag, real
+from ..ops.reductions import sum as reduce_sum
 from ..ops.shape import stack
 from .array_operator import ArrayOperator
 from .tensor import WRAPPED, SparseTensor, _FunctionPart, asarray, is_operator
@@ -622,53 +625,193 @@ def _shift_inverse(op: ArrayOperator, sigma: Any, hermitian: bool) -> spla.Linea
 
 
 class _Eigs(_Eig):
+    """Eigenpairs of a general operator. Each pair ``(w_i, v_i)`` (``|v_i| = 1``, its phase
+    fixed against the computed vector) is the root of ``A v - w v = 0``,
+    ``(v^H v - 1) / 2 + i Im(v_ref^H v) = 0``, whose Jacobian at the root is the bordered
+    matrix ``[[A - w_i, -v_i], [v_i^H, 0]]``: the first-order rules solve it (tangents) or
+    its adjoint (gradients), and the recorded ones (second derivatives, tangents that are
+    differentiated further) are those of this implicit function
+    (:class:`yaad.implicit._Implicit`), with the same solves."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.lus: dict[int, Any] = {}  # the sparse LUs of the pairs' bordered matrices
+
+    def level(self) -> np.ndarray:
+        """``(k, k)``: pairs of computed eigenvalues in one degenerate level."""
+        w = self.xs[0]
+        mask: np.ndarray = degenerate_pairs(w, self.degeneracy_tol(w)[..., 0], nonzero=False)
+        return mask
+
+    def bordered(self, i: int, rhs_v: np.ndarray, rhs_mu: np.ndarray,
+                 adjoint: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Solve ``K [x; mu] = [rhs_v; rhs_mu]``, ``K = [[A - w_i, -V_b], [V_b^H, 0]]`` (or
+        with ``K^H = [[A^H - conj(w_i), V_b], [-V_b^H, 0]]`` if ``adjoint``). ``V_b`` holds
+        the computed vectors of ``w_i``'s level, ``v_i`` first: a degenerate level is
+        bordered by all of them (one leaves the system singular), and ``mu`` then holds the
+        coefficients along each (for tangents: the level's block of ``V_b^-1 dA V_b``).
+        A sparse matrix ``A``: a sparse LU of ``K`` (kept for the pair's further solves;
+        restarted GMRES stalls on the bordered systems of interior eigenvalues of
+        non-normal operators, e.g. a Liouvillian's); a matrix-free one: GMRES."""
+        w, v = self.xs
+        n = v.shape[0]
+        members = [i, *np.flatnonzero(self.level()[i])]
+        vb, li = v[:, members], w[i]
+        vbh = vb.conj().T
+
+        def apply(x: np.ndarray) -> np.ndarray:
+            z, mu = x[:n], x[n:]
+            if adjoint:
+                return np.concatenate([self.op.rmv(z) - np.conj(li) * z + vb @ mu, -(vbh @ z)])
+            return np.concatenate([self.op.mv(z) - li * z - vb @ mu, vbh @ z])
+
+        rhs = np.concatenate([rhs_v, rhs_mu]).astype(v.dtype)
+        m = rhs.size
+        lu = self._bordered_lu(i, vb, li)
+        if lu is not None:
+            trans = "H" if adjoint else "N"
+            x = lu.solve(rhs, trans)
+            x = x + lu.solve(rhs - apply(x), trans)  # one step of refinement
+        else:
+            a = spla.LinearOperator((m, m), matvec=apply, dtype=v.dtype)
+            x, _ = spla.gmres(a, rhs, rtol=self.tol, atol=0.0, restart=min(m, 50),
+                              maxiter=self.maxiter)
+        reached = np.linalg.norm(apply(x) - rhs) / np.linalg.norm(rhs)
+        if not reached <= 100 * self.tol:
+            raise GaugeError(
+                f"{self.name}: the {'adjoint' if adjoint else 'tangent'} solve for eigenpair "
+                f"{i} stopped at a relative residual {reached:.3g} (tolerance "
+                f"{self.tol:.3g}): the eigenvalue {li:.6g} is (nearly) degenerate, where "
+                f"eigenvectors and their derivatives are not determined, or the solve needs "
+                f"a larger adjoint_maxiter / looser adjoint_tol.")
+        return x[:n], x[n:]
+
+    def _bordered_lu(self, i: int, vb: np.ndarray, li: Any) -> Any:
+        """The sparse LU of pair ``i``'s bordered matrix, or None (a matrix-free operator, or
+        a singular matrix: the residual check then reports it)."""
+        lus = self.lus
+        if i not in lus:
+            a = self.op.sparse()
+            lus[i] = None
+            if a is not None:
+                n, m = vb.shape
+                k = sps.block_array([[sps.csc_array(a) - li * sps.eye_array(n),
+                                      sps.csc_array(-vb)],
+                                     [sps.csc_array(vb.conj().T), None]], format="csc")
+                try:
+                    lus[i] = spla.splu(k.astype(vb.dtype))
+                except RuntimeError:  # exactly singular
+                    pass
+        return lus[i]
 
     def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
                  grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        first_order_only(self.name)
         w, v = self.xs
         gw, gv = grads
-        gw = np.asarray(gw, dtype=w.dtype)
-        gv = np.zeros_like(v) if gv is None else np.asarray(gv, dtype=v.dtype)
-        n, k = v.shape
-        scale = magnitude(gw, gv)
-        self.check_edges(w, v, gw, gv)
-        require_symmetric(gw, w, self.degeneracy_tol(w), magnitude(gw), self.name,
+        gwa = np.zeros_like(w) if gw is None else np.asarray(data_of(gw), dtype=w.dtype)
+        gva = np.zeros_like(v) if gv is None else np.asarray(data_of(gv), dtype=v.dtype)
+        self.check_edges(w, v, gwa, gva)
+        require_symmetric(gwa, w, self.degeneracy_tol(w), magnitude(gwa), self.name,
                           "eigenvalues", "eigenvalue")
-        require_negligible((v.conj() * gv).sum(axis=0).imag, True, scale,
+        require_negligible((v.conj() * gva).sum(axis=0).imag, True, magnitude(gwa, gva),
                            PHASE_ERROR.format(name=self.name, what="eigenvectors"))
-        ybar = np.zeros_like(v)
-        level = degenerate_pairs(w, self.degeneracy_tol(w)[..., 0], nonzero=False)
-        for i in range(k):
-            if not (gw[i] or np.any(gv[:, i])):
-                continue
-            # A degenerate level is bordered by all its computed vectors (one of them leaves
-            # the system singular, and GMRES's minimum-norm answer was a wrong gradient where
-            # ARPACK's vectors of the level are not orthogonal): z is then the dual basis.
-            members = [i, *np.flatnonzero(level[i])]
-            if len(members) > 1 and np.any(gv[:, members]):
+        level = self.level()
+        for i in range(w.size):
+            if level[i].any() and np.any(gva[:, [i, *np.flatnonzero(level[i])]]):
                 raise GaugeError(DEGENERATE_ERROR.format(name=self.name, what="eigenvalues"))
-            vb, li, m = v[:, members], w[i], len(members)
-
-            def bordered(x: np.ndarray, vb: Any = vb, li: Any = li, m: int = m) -> np.ndarray:
-                z, mu = x[:n], x[n:]
-                return np.concatenate([self.op.rmv(z) - np.conj(li) * z + vb @ mu,
-                                       -(vb.conj().T @ z)])
-
-            rhs = np.concatenate([gv[:, i], [gw[i]], np.zeros(m - 1, v.dtype)])
-            a = spla.LinearOperator((n + m, n + m), matvec=bordered, dtype=v.dtype)
-            x, _ = spla.gmres(a, rhs, rtol=self.tol, atol=0.0, restart=min(n + k, 50),
-                              maxiter=self.maxiter)
-            reached = np.linalg.norm(bordered(x) - rhs) / np.linalg.norm(rhs)
-            if not reached <= 100 * self.tol:
-                raise GaugeError(
-                    f"{self.name}: the adjoint solve for eigenpair {i} stopped at a relative "
-                    f"residual {reached:.3g} (tolerance {self.tol:.3g}): the eigenvalue "
-                    f"{li:.6g} is (nearly) degenerate, where eigenvectors and their "
-                    f"derivatives are not determined, or the solve needs a larger "
-                    f"adjoint_maxiter / looser adjoint_tol.")
-            ybar[:, i] = -x[:n]
+        if state.enabled or _any_tensor_in(inputs, xs, grads):
+            # The pairs the gradient reaches: those with a cotangent, or all of them where
+            # the cotangents are themselves differentiated (a pair whose cotangent is 0
+            # here may have a derivative: the Hessian of (w_j - c)^2 at its minimum)
+            if differentiable(gw) or differentiable(gv):
+                pairs = np.arange(w.size)
+            else:
+                pairs = np.flatnonzero(np.any(gva != 0, axis=0) | (gwa != 0))
+            gs = tuple(np.zeros_like(a) if g is None else g for g, a in zip(grads, self.xs))
+            with enable_grad():  # (the selected pairs stay linked to the node's outputs)
+                xs, gs = _pairs(xs, pairs), _pairs(gs, pairs)
+            return self.implicit(pairs).backward(inputs, xs, gs)
+        ybar = np.zeros_like(v)
+        for i in range(w.size):
+            if gwa[i] or np.any(gva[:, i]):
+                members = 1 + int(level[i].sum())
+                z, _ = self.bordered(i, gva[:, i], np.r_[gwa[i], np.zeros(members - 1)], True)
+                ybar[:, i] = -z
         return tuple(self.op.vjp(v, ybar, inputs))
+
+    def jvp(self, inputs: tuple[Any, ...], xs: tuple[Any, ...], ts: tuple[Any, ...]) -> Any:
+        """The tangents ``(dw, dv)``: per pair, ``[[A - w_i, -V_b], [V_b^H, 0]] [dv_i; mu] =
+        [-dA v_i; 0]`` and ``dw_i = mu_0``; ``GaugeError`` where ``dA`` couples the vectors of
+        a degenerate level (``mu``'s other entries), whose eigenvalues' tangents then
+        depend on the basis."""
+        if _any_tensor_in(inputs, xs, ts):  # differentiated further: every pair
+            return self.implicit(np.arange(self.xs[0].size)).jvp(inputs, xs, ts)
+        w, v = self.xs
+        op = self.op
+        with no_grad():
+            dav = np.asarray(data_of(tangent_map(
+                lambda d: [op.closure.call(lambda: op.s @ v, d)], list(inputs), list(ts))[0]))
+        dw, dv = np.zeros_like(w), np.zeros_like(v)
+        scale = magnitude(dav)
+        for i in range(w.size):
+            if not np.any(dav[:, i]):
+                continue
+            members = 1 + int(self.level()[i].sum())
+            dv[:, i], mu = self.bordered(i, -dav[:, i], np.zeros(members, v.dtype), False)
+            require_negligible(mu[1:], True, scale,
+                               DEGENERATE_ERROR.format(name=self.name, what="eigenvalues") +
+                               " (forward mode: the tangent couples the vectors of a "
+                               "degenerate level, so the eigenvalues' tangents depend on the "
+                               "basis too)")
+            dw[i] = mu[0]
+        return dw, dv
+
+    def implicit(self, pairs: np.ndarray) -> _Implicit:
+        """The eigenpairs ``pairs`` as an implicit function, for the recorded rules."""
+        w, v = _pairs(self.xs, pairs)
+        vref = v.conj()
+        op = self.op
+
+        def residual(xl: list[Any], full: list[Any]) -> list[Any]:
+            wl, vl = xl
+            norm = (reduce_sum(conj(vl) * vl, axis=0) - 1) * 0.5
+            return [norm + 1j * imag(reduce_sum(vref * vl, axis=0)), op.s @ vl - vl * wl]
+
+        def solve(r: list[Any], adjoint: bool) -> list[Any]:
+            rw, rv = (np.asarray(data_of(a)) for a in r)
+            top, vecs = np.zeros_like(w), np.zeros_like(v)
+            level = self.level()
+            for j, i in enumerate(pairs):
+                if not (rw[j] or np.any(rv[:, j])):
+                    continue
+                if level[i].any():
+                    raise GaugeError(SECOND_ERROR.format(name=self.name, w=w[j]))
+                vecs[:, j], mu = self.bordered(i, rv[:, j], rw[j:j + 1], adjoint)
+                top[j] = mu[0]
+            return [top, vecs]
+
+        problem = _Implicit(self.name, residual, op.closure, [], [], self.tol, self.maxiter,
+                            solvers=(lambda r: solve(r, False), lambda r: solve(r, True)))
+        problem.xs = [w, v]
+        return problem
+
+
+def _pairs(wv: Any, pairs: np.ndarray) -> tuple[Any, Any]:
+    """The eigenvalues and eigenvectors ``pairs`` of ``(w, v)`` (arrays or tensors)."""
+    w, v = wv
+    if len(pairs) == w.shape[0]:
+        return w, v
+    return w[pairs], v[:, pairs]
+
+
+SECOND_ERROR = (
+    "{name}: a second derivative (create_graph=True, hessian, hvp) or a differentiated "
+    "tangent (jvp under grad, jvp of jvp) reaches the degenerate eigenvalue {w:.6g}, where "
+    "the derivatives of a single eigenpair do not exist (a symmetric function of the level "
+    "has exact first derivatives only). Once the loss's gradient is itself differentiated, "
+    "every computed eigenpair enters: if the loss does not use that level, compute fewer "
+    "eigenpairs (k, sigma) so that it is not among them; otherwise take first derivatives "
+    "only, or split the level (a term that breaks the symmetry behind it).")
 
 
 @no_derivative("v0", "sigma", why="a starting vector and a shift: the eigenpairs depend on neither")
@@ -725,9 +868,14 @@ def eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM"
     Notes
     -----
     The gradient of eigenpair ``(w_i, v_i)`` solves the bordered system
-    ``[[A^H - conj(w_i), v_i], [-v_i^H, 0]] [z; mu] = [gv_i; gw_i]`` by GMRES and is the
-    VJP of ``A(theta) v_i`` at ``-z``: losses must not depend on the phases of the
-    eigenvectors (``GaugeError`` otherwise).
+    ``[[A^H - conj(w_i), v_i], [-v_i^H, 0]] [z; mu] = [gv_i; gw_i]`` (a sparse LU of it for
+    a sparse ``A``, GMRES for a matrix-free one) and is the VJP of ``A(theta) v_i`` at
+    ``-z``: losses must not depend on the phases of the eigenvectors (``GaugeError``
+    otherwise). The tangent (forward mode) solves ``[[A - w_i, -v_i], [v_i^H, 0]]
+    [dv_i; dw_i] = [-dA v_i; 0]``; second derivatives differentiate the eigenpair as the
+    implicit function ``A v = w v``, ``|v| = 1``, its phase held, with the same solves. At a
+    degenerate level, a tangent that couples its vectors and a second derivative that
+    reaches it raise ``GaugeError``.
     """
     op = _operator(A, "sparse.linalg.eigs")
     op.square()
