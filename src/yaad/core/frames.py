@@ -22,3 +22,12 @@ def user_frames() -> Frames:
             frames.append((name, f.f_lineno, f.f_code.co_name))
         f = f.f_back
     return tuple(frames)
+
+
+def called_from_user(skip: str) -> bool:
+    """Whether the innermost frame outside the file ``skip`` (the caller's own file) lies
+    outside the yaad package: a conversion the user's code made, not one inside yaad."""
+    f: FrameType | None = sys._getframe(1)
+    while f is not None and f.f_code.co_filename == skip:
+        f = f.f_back
+    return f is not None and not f.f_code.co_filename.startswith(_PACKAGE)

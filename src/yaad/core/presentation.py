@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .backend import describe, is_foreign, item
-from .frames import user_frames
+from .frames import called_from_user, user_frames
 from .grad_mode import state
 
 
@@ -29,7 +29,8 @@ def read_value(t: Any, kind: str) -> None:
     if state.tracer is not None:
         state.tracer.read(t, kind)
     seen = state.conversions
-    if seen is not None and (t.requires_grad or _has_tangent(t)):
+    if seen is not None and (t.requires_grad or _has_tangent(t)) and called_from_user(
+            __file__):  # (yaad's own conversions, inside its functions, are not the user's)
         seen.append((kind, user_frames()))
 
 
