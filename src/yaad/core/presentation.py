@@ -212,14 +212,13 @@ class ArrayFace:
     def __getstate__(self) -> Any:
         if state.tracer is not None:
             state.tracer.read(self, "pickle")
-        # (object.__getstate__ is new in Python 3.11; mypy checks as of 3.10)
-        return object.__getstate__(self)  # type: ignore[attr-defined]
+        return default_state(self)
 
     def __copy__(self) -> Any:
         """A new tensor object with the same data array (shared) and history."""
         cls = type(self)
         new = cls.__new__(cls)
-        own = object.__getstate__(self)  # type: ignore[attr-defined]  # (as above)
+        own = default_state(self)
         # (own: (None, slots) or a dict)
         dict_part, slots = own if isinstance(own, tuple) else (own, None)
         for part in (dict_part, slots):
@@ -227,7 +226,7 @@ class ArrayFace:
                 object.__setattr__(new, name, value)
         return new
 
-    def __deepcopy__(self, memo: dict) -> Any:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         """A new tensor with copies of the value and the state; a computed tensor (one
         with a ``grad_fn``) raises, as in PyTorch: its copy would hold a copy of its graph,
         whose backward reaches copies of the leaves, never the user's."""
@@ -249,6 +248,33 @@ class ArrayFace:
             for name, value in (part or {}).items():
                 object.__setattr__(new, name, copy.deepcopy(value, memo))
         return new
+
+
+def default_state(obj: Any) -> Any:
+    """What Python 3.11's ``object.__getstate__`` returns for ``obj``, on Python 3.10 too:
+    the instance dict (``None`` when empty), or ``(dict or None, {slot: value})`` when
+    slots are set."""
+    builtin = getattr(object, "__getstate__", None)  # (new in Python 3.11)
+    return builtin(obj) if builtin is not None else state_of_slots(obj)
+
+
+def state_of_slots(obj: Any) -> Any:
+    """``object.__getstate__(obj)`` as Python 3.11 computes it, read from the instance
+    dict and the ``__slots__`` of the classes (for Python 3.10, which lacks it)."""
+    own = getattr(obj, "__dict__", None) or None
+    slots: dict[str, Any] = {}
+    for cls in type(obj).__mro__:
+        names = cls.__dict__.get("__slots__", ())
+        for name in (names,) if isinstance(names, str) else names:
+            if name in ("__dict__", "__weakref__") or name in slots:
+                continue
+            stored = f"_{cls.__name__.lstrip('_')}{name}" if (
+                name.startswith("__") and not name.endswith("__")) else name
+            try:
+                slots[stored] = object.__getattribute__(obj, stored)
+            except AttributeError:
+                pass
+    return (own, slots) if slots else own
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
