@@ -119,6 +119,47 @@ def test_expm_gradient_by_both_routes_and_oracles(name):
     np.testing.assert_allclose(g, want, rtol=tol, atol=tol * scale)
 
 
+def _expm_forward_inputs():
+    """Every class of input the direct route to SciPy's Pade kernels must tell apart."""
+    upper = np.triu(_rand((4, 4)))
+    strided = _rand((8, 8))[::2, ::2]
+    return {
+        **_expm_inputs(),
+        "2x2": _rand((2, 2)),
+        "8x8 block (expm's VJP)": np.block([[_rand((4, 4)) / 3, _rand((4, 4))],
+                                            [np.zeros((4, 4)), _rand((4, 4)) / 3]]),
+        "tiny norm": 1e-9 * _rand((4, 4)),
+        "huge norm (many squarings)": 30 * _rand((4, 4)),
+        "upper triangular": upper,
+        "lower triangular": upper.T.copy(),
+        "zeros at [0,1] and [1,0] only": _rand((4, 4)) * (1 - np.eye(4)[[1, 0, 2, 3]]),
+        "diagonal": np.diag(_rand(4)),
+        "transposed (F-ordered)": _rand((5, 5)).T,
+        "strided": strided,
+        "1x1": _rand((1, 1)),
+        "0x0": np.zeros((0, 0), complex),
+        "integer": np.arange(9).reshape(3, 3) % 4,
+        "complex64": _rand((3, 3), np.complex64),
+        "nan": np.full((3, 3), np.nan) + 0j,
+    }
+
+
+@pytest.mark.parametrize("name", list(_expm_forward_inputs()))
+def test_expm_equals_scipy_bit_for_bit(name):
+    # SciPy's kernels called directly for one generic matrix; SciPy's expm for the rest
+    a = _expm_forward_inputs()[name]
+    want = sla.expm(a.astype(np.promote_types(a.dtype, np.float64)))
+    if a.dtype in (np.float32, np.complex64):
+        want = want.astype(np.complex64 if want.dtype.kind == "c" else np.float32)
+    got = yaad.linalg.expm(yaad.tensor(a)).numpy()
+    assert got.shape == a.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert yaad.linalg.expm(a).base is None  # (never a view of the kernels' workspace)
+    if a.size and np.isfinite(a).all() and a.dtype == np.complex128 and a.ndim == 2:
+        np.testing.assert_allclose(got, torch.linalg.matrix_exp(torch.tensor(a)).numpy(),
+                                   rtol=1e-10, atol=1e-12 * np.abs(want).max())
+
+
 def test_expm_second_derivative_still_runs_through_the_ops():
     # d/dt of the gradient of tr(expm(t A)) at t: tr(A expm(t A) A) (analytic)
     a = _rand((3, 3)) / 2
