@@ -422,3 +422,66 @@ def test_function_saving_its_outputs_has_second_derivatives_as_in_torch(shape):
     np.testing.assert_allclose(F.jacrev(F.grad(lambda x: yaad.sum(Inv.apply(x))))(x0),
                                np.diag(2 / x0.reshape(-1) ** 3).reshape(shape + shape),
                                rtol=1e-12)
+
+
+def _kept_on_ctx(lib):
+    """Cube and Exp keeping what backward needs as attributes of ctx (``ctx.x = x``), not
+    with save_for_backward: a common way in PyTorch code."""
+    base = yaad.Function if lib is yaad else lib.autograd.Function
+    exp = np.exp if lib is yaad else lib.exp
+
+    class Cube(base):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x = x
+            ctx.pair = (x, 3.0)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.pair[1] * ctx.x ** 2
+
+    class Exp(base):
+        @staticmethod
+        def forward(ctx, x):
+            y = exp(x)
+            ctx.y = y
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.y
+
+    return Cube, Exp
+
+
+def test_inputs_and_outputs_kept_on_ctx_have_second_derivatives_as_in_torch():
+    # They were the arrays forward saw, constants to a recorded backward: the second
+    # derivative of sum(cube(x)^2 + exp(x)^2) came out 18 x^4 + 2 e^(2x), not 30 x^4 + 4 e^(2x).
+    import torch
+
+    x0 = np.array([0.5, 1.0, 1.5])
+
+    def loss(lib, x):
+        cube, ex = _kept_on_ctx(lib)
+        return (cube.apply(x) ** 2).sum() + (ex.apply(x) ** 2).sum()
+
+    xt = torch.tensor(x0, requires_grad=True)
+    (gt,) = torch.autograd.grad(loss(torch, xt), xt, create_graph=True)
+    (ht,) = torch.autograd.grad(gt.sum(), xt)
+    x = yaad.tensor(x0, requires_grad=True)
+    (g,) = yaad.autograd.grad(loss(yaad, x), x, create_graph=True)
+    (h,) = yaad.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(g.data, gt.detach().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(h, ht.numpy(), rtol=1e-13)
+    np.testing.assert_allclose(h, 30 * x0 ** 4 + 4 * np.exp(2 * x0), rtol=1e-13)
+    np.testing.assert_allclose(F.jacrev(F.grad(lambda x: loss(yaad, x)))(x0), np.diag(ht.numpy()),
+                               rtol=1e-13)
+    # first order is unchanged, and so are the attributes once backward has run
+    cube, _ = _kept_on_ctx(yaad)
+    x = yaad.tensor(x0, requires_grad=True)
+    y = cube.apply(x)
+    ctx = y.grad_fn.kw["ctx"]
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad, 3 * x0 ** 2, rtol=1e-15)
+    assert isinstance(ctx.x, np.ndarray) and isinstance(ctx.pair[0], np.ndarray)

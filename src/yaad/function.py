@@ -7,8 +7,9 @@ that record it (``checkpoint``, compile); :mod:`yaad.autograd` exports it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -78,6 +79,28 @@ class FunctionCtx:
         view = self._view
         return tuple(view(v) for v in self._saved) if view is not None else self._saved
 
+    @contextlib.contextmanager
+    def _linked(self, args: tuple[Any, ...], ans: Any) -> Iterator[None]:
+        """While a rule runs: saved values, and forward's inputs and outputs kept as
+        attributes (``ctx.x = x``, also inside a tuple or list), are the rule's ``args``
+        and ``ans``, linked into the graph when backward is recorded (as PyTorch's
+        ``ctx.x`` is the tensor itself)."""
+        view = self._view = self._viewer(args, ans)
+        kept = {name: v for name, v in vars(self).items() if name not in _CTX_OWN}
+        try:
+            for name, v in kept.items():
+                if type(v) in (tuple, list):
+                    seen = type(v)(view(e) for e in v)
+                    if any(a is not b for a, b in zip(seen, v)):
+                        object.__setattr__(self, name, seen)
+                elif view(v) is not v:
+                    object.__setattr__(self, name, view(v))
+            yield
+        finally:
+            self._view = None
+            for name, v in kept.items():
+                object.__setattr__(self, name, v)
+
     def _viewer(self, args: tuple[Any, ...], ans: Any) -> Callable[..., Any]:
         """Map forward's input and output arrays to the rule's ``args`` and ``ans``."""
         pairs = list(zip(self._inputs, args))
@@ -92,6 +115,10 @@ class FunctionCtx:
             return v
 
         return view
+
+
+# the attributes of a ctx that are its own (the rest are the user's: ctx.alpha = 2)
+_CTX_OWN = frozenset(vars(FunctionCtx(()))) | {"_single"}
 
 
 class Function:
@@ -211,11 +238,8 @@ def _function_op(cls: type[Function]) -> Op:
                     grads.append(np.zeros(outs[k].shape, dtype=outs[k].dtype))
                 else:
                     grads.append(gs[k])
-            ctx._view = ctx._viewer(args, ans)
-            try:
+            with ctx._linked(args, ans):
                 result = cls.backward(ctx, *grads)
-            finally:
-                ctx._view = None
             result = result if isinstance(result, tuple) else (result,)
             n = len(args)
             if len(result) > n and all(r is None for r in result[n:]):
@@ -237,11 +261,8 @@ def _function_op(cls: type[Function]) -> Op:
         tangents = [t if k == i else
                     np.zeros(np.shape(a), dtype=a.dtype) if hasattr(a, "dtype") else None
                     for k, a in enumerate(args)]
-        ctx._view = ctx._viewer(args, out)
-        try:
+        with ctx._linked(args, out):
             return cls.jvp(ctx, *tangents)
-        finally:
-            ctx._view = None
 
     op = Op(forward=forward, name=name, vjps=(vjp,), jvps=(jvp,), save_args=True,
             save_ans=cls._save_outputs, nout=1, variadic=True, elementwise=False,
