@@ -2,7 +2,7 @@
 every parameter), second derivatives, the support's ends, invalid parameters, frozen
 distributions and errors.
 
-The registry-driven fuzz cases (tests/support/strategies.py, ``stats.*``) check values against
+The registry-driven fuzz cases (tests/op_cases/stats.py, ``stats.*``) check values against
 SciPy and gradients against finite differences on random broadcast inputs.
 """
 

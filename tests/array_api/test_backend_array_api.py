@@ -58,7 +58,7 @@ def test_dask_array_kept_lazy_and_repr_computes_nothing():
 
 
 # ---- the op-case table on array_api_strict arrays ---------------------------------------
-# Every row of tests/op_cases.py either runs on array_api_strict arrays, with values and
+# Every row of tests/op_cases/elementwise.py either runs on array_api_strict arrays, with values and
 # gradients (reverse and forward mode) equal to NumPy's and results that stay
 # array_api_strict arrays, or raises yaad.BackendError naming the op and the backend. Any
 # other outcome (a silent conversion to NumPy, a wrong value, another error) fails.

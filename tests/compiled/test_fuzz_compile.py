@@ -12,7 +12,7 @@ from the pool (an argmax, a count of ``> 0``) as a slice bound or step, a reshap
 an axis, a repeat count, a list index or a ``range``; ``copy.copy``, ``copy.deepcopy`` and
 ``pickle`` of tensors; a class attribute changed between calls; ``try: log(x)`` under a
 RuntimeWarning-error filter or ``np.errstate(divide="raise")``; the other steps are ops of
-``yaad.registry`` called as ``tests/support/strategies.py`` draws them. The loss mixes the
+``yaad.registry`` called as ``tests/op_cases/`` draws them. The loss mixes the
 results with fixed weights.
 Its gradients come from ``.backward()`` (the implicit seed 1, which the compiled backward
 treats apart), from ``.backward(seed)``, or from ``autograd.grad(create_graph=True)``
@@ -47,8 +47,8 @@ from hypothesis import Phase, given, note
 from hypothesis import strategies as st
 
 import yaad as Y
+from tests.op_cases import CASES, available
 from tests.support.reliability import FUZZ_PROGRAMS, fuzz_settings
-from tests.support.strategies import CASES, available
 from yaad import CompileWarning
 from yaad.compiled import native
 from yaad.core.backend import dtype_kind
@@ -341,7 +341,7 @@ def _vjp_step(rng, prog):
     return f"vjp of stages[{kind}] (h, cotangent inputs{', detached' if detach else ''})", fn
 
 
-# ---- registry ops, as strategies.py draws them ------------------------------------------------
+# ---- registry ops, as tests/op_cases draws them ---------------------------------------------
 
 _CASE_KEYS = sorted(k for k, c in CASES.items() if available(c.path))
 

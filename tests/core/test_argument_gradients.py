@@ -5,7 +5,7 @@ derivative is implemented used to get None, e.g. an ODE solver's times).
 The walk: every public function of ``yaad``, ``yaad.linalg``, ``yaad.fft``, ``yaad.stats``,
 ``yaad.func``, ``yaad.nn.functional``, ... is
 
-- a case of the op table (``support/strategies.py``): its arguments that are not
+- a case of the op table (``tests/op_cases/``): its arguments that are not
   differentiated (``Case.nondiff``, and every argument of a case without gradient) are
   passed as tensors requiring grad, and each must raise, get a gradient, or give a
   result without a floating point value (nothing to differentiate);
@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yaad
-from tests.support.strategies import CASES, available, resolve
+from tests.op_cases import CASES, available, resolve
 
 MODULES = ["", "linalg", "fft", "stats", "func", "nn.functional", "nn.init", "integrate",
            "sparse", "sparse.linalg", "signal", "optimize", "implicit", "autograd"]
@@ -229,8 +229,9 @@ def test_every_public_function_is_walked():
                      if p not in cases and p not in probed and p not in NOT_WALKED
                      and id(fn) not in ids and p.replace("func.", "implicit.") not in probed)
     assert not missing, (
-        f"public functions no walk covers: {missing}. Add a case to tests/support/"
-        f"strategies.py, a probe to PROBES here, or list them in NOT_WALKED with the reason")
+        f"public functions no walk covers: {missing}. Add a case to tests/op_cases/ (the "
+        f"module of its family), a probe to PROBES here, or list them in NOT_WALKED with "
+        f"the reason")
     stale = sorted(p for p in [*probed, *NOT_WALKED] if not available(p))
     assert not stale, f"walked names that are not public: {stale}"
     assert len(PROBES) >= 35 and len(cases) >= 300

@@ -16,9 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import yaad
+from tests.op_cases import CASES, available
 from tests.support.op_calls import as_inputs
 from tests.support.reliability import fuzz_settings
-from tests.support.strategies import CASES, F32, available
+from tests.support.strategies import F32
 
 
 def leaf(values, dtype=np.float64):

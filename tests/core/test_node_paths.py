@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yaad
-from tests.support.strategies import CASES, Call, builtin_ops
+from tests.op_cases import CASES, Call, builtin_ops
 from yaad.core.graph import Node, ShapeDtype
 from yaad.core.op import _fast_arity, apply, registry
 

@@ -22,9 +22,16 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 import yaad
-from tests.op_cases import RULE_TERMS
+from tests.op_cases import (
+    CASES,
+    RULE_TERMS,
+    Call,
+    Case,
+    available,
+    builtin_ops,
+    covered_ops,
+)
 from tests.support.reliability import fuzz_settings
-from tests.support.strategies import CASES, Call, Case, available, builtin_ops, covered_ops
 from yaad.func import BatchingWarning, jvp, vjp, vmap
 from yaad.modes import batched_values as batching
 from yaad.modes.batch import rule_of
@@ -272,5 +279,5 @@ def test_every_registered_op_has_a_batching_rule_and_a_case():
     stale = set(FALLBACK) - set(ops) - decorated
     assert not stale, f"FALLBACK names what no longer runs per example: {stale}"
     uncovered = sorted(set(ops) - covered_ops() - set(RULE_TERMS))  # (checked by their rule's op)
-    assert not uncovered, (f"ops without a case in tests/op_cases.py (elementwise) or "
-                           f"tests/support/strategies.py CASES: {uncovered}")
+    assert not uncovered, (f"ops without a case in tests/op_cases/ (a row in elementwise.py, "
+                           f"or a case(...) in the module of its family): {uncovered}")

@@ -1,7 +1,8 @@
 """Table-driven tests of every elementwise op: forward against NumPy/SciPy, gradients and
 second derivatives against finite differences, dtypes, broadcasting, subgradients.
 
-The table is ``tests/op_cases.py`` (read by the fuzz and second-order suites too): it must
+The table is ``tests/op_cases/elementwise.py`` (read by the fuzz and second-order suites too): it
+must
 cover every elementwise op in ``yaad.registry``, and a new op without a row fails
 ``test_table_covers_every_elementwise_op``.
 """
@@ -15,13 +16,12 @@ import numpy as np
 import pytest
 
 import yaad
-from tests.op_cases import ELEMENTWISE, NO_GRADIENT, row_function, row_inputs
+from tests.op_cases import ELEMENTWISE, NO_GRADIENT, resolve, row_function, row_inputs
 from tests.support.arrays import assert_like_numpy
-from tests.support.strategies import resolve
 from yaad.ops import elementwise as ew
 from yaad.testing import gradcheck, gradgradcheck
 
-CASES = ELEMENTWISE  # one row an op: tests/op_cases.py
+CASES = ELEMENTWISE  # one row an op: tests/op_cases/elementwise.py
 
 
 def _elementwise_op_names() -> set:
@@ -40,14 +40,14 @@ def test_table_covers_every_elementwise_op():
     covered = set(CASES) | set(NO_GRADIENT)
     assert not names - covered, (
         f"elementwise ops without a test row: {names - covered}: add a row to "
-        "ELEMENTWISE (or NO_GRADIENT) in tests/op_cases.py")
+        "ELEMENTWISE (or NO_GRADIENT) in tests/op_cases/elementwise.py")
     assert not covered - names, f"test rows for ops that do not exist: {covered - names}"
 
 
 def test_a_new_op_without_a_row_fails(monkeypatch):
     # Guards the guard: an op declared in ops/elementwise.py (its source row) fails the
-    # coverage of this table and of the fuzz table until tests/op_cases.py has its row.
-    from tests.support.strategies import builtin_ops, covered_ops
+    # coverage of this table and of the fuzz table until tests/op_cases/elementwise.py has its row.
+    from tests.op_cases import builtin_ops, covered_ops
 
     monkeypatch.setattr(ew, "_rows", list(ew._rows))
     fake = ew.elementwise_op("fake_sin", np.sin, lambda _a, x: yaad.cos(x))

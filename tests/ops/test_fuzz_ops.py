@@ -16,10 +16,17 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import yaad
-from tests.op_cases import RULE_TERMS
+from tests.op_cases import (
+    CASES,
+    RULE_TERMS,
+    Call,
+    Case,
+    available,
+    builtin_ops,
+    covered_ops,
+)
 from tests.support.op_calls import as_inputs, assert_same_forward, draw_call, outputs
 from tests.support.reliability import fuzz_settings
-from tests.support.strategies import CASES, Call, Case, available, builtin_ops, covered_ops
 from yaad.testing import gradcheck
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
@@ -131,7 +138,8 @@ def test_every_registered_op_has_a_fuzz_case():
     missing = sorted(set(builtin_ops()) - covered_ops() - set(RULE_TERMS))
     assert not missing, (
         f"ops in yaad.registry without a fuzz case (an elementwise op: a row in "
-        f"tests/op_cases.py; another: an entry in tests/support/strategies.py CASES, with "
+        f"tests/op_cases/elementwise.py; another: a case(...) in the module of its family in "
+        f"tests/op_cases/ (shape.py, reductions.py, products.py, linalg.py, ...), with "
         f"its input domain and NumPy oracle): {missing}")
 
 

@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import yaad
+from tests.op_cases import CASES, available
 from tests.support.op_calls import as_inputs, assert_same_forward, draw_call
 from tests.support.reliability import fuzz_settings
-from tests.support.strategies import CASES, available
 from yaad.bindings import numpy_protocols as nd
 
 _DISPATCHER = type(np.concatenate)

@@ -2,7 +2,7 @@
 jax.scipy.signal, jax.scipy.linalg) and PyTorch, gradients of ``sum Re(conj(w) f)`` for
 random cotangents ``w``; and the cases a finite difference cannot see.
 
-The registry-driven fuzz cases (tests/support/strategies.py) check values against NumPy/SciPy
+The registry-driven fuzz cases (tests/op_cases/) check values against NumPy/SciPy
 and gradients against finite differences on random inputs.
 """
 

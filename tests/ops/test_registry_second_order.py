@@ -66,7 +66,8 @@ def test_rule_terms_are_ops_of_the_library():
 # The library's ops without a VJP rule, and why none is due. Any other op without one
 # fails test_every_op_without_a_rule_is_listed: give it rules, or a reason here.
 NOT_DIFFERENTIABLE = {
-    **{name: row.why for name, row in NO_GRADIENT.items()},  # elementwise: tests/op_cases.py
+    # elementwise: tests/op_cases/elementwise.py
+    **{name: row.why for name, row in NO_GRADIENT.items()},
     **dict.fromkeys(["all", "any"], "boolean output"),
     **dict.fromkeys(["argmax", "argmin", "argsort", "argpartition", "argwhere",
                      "searchsorted", "count_nonzero", "linalg.matrix_rank"],
@@ -164,7 +165,7 @@ COND = np.array([[True, False, True], [False, True, False]])
 Z = 0.5 + 0.5j
 
 CASES = {
-    # elementwise: the rows of tests/op_cases.py (from_row), and these
+    # elementwise: the rows of tests/op_cases/elementwise.py (from_row), and these
     "sici": unary(0.3, 2, z=1 + 0.5j), "fresnel": unary(z=Z),
     # shape and indexing
     "alias": same((real(2, 3),), (cplx(2, 3),)),
@@ -325,7 +326,7 @@ CASES = {
 
 
 def from_row(row, more=None):
-    """The cases of an elementwise op (a row of tests/op_cases.py): real inputs in its
+    """The cases of an elementwise op (a row of tests/op_cases/elementwise.py): real inputs in its
     domains, and complex ones where it is defined on complex numbers (to order 1 where its
     second derivatives are checked on real input only); then ``more``'s."""
     def make(fn):
@@ -611,8 +612,8 @@ def test_every_op_has_a_case(name):
     assert name in CASES, (
         f"op '{name}' is in yaad.registry but has no entry in CASES of "
         f"tests/ops/test_registry_second_order.py (an elementwise op: a row in "
-        f"tests/op_cases.py): add inputs for it (real, and complex where it is defined) so "
-        f"its second derivatives and forward mode are checked")
+        f"tests/op_cases/elementwise.py): add inputs for it (real, and complex where it is "
+        f"defined) so its second derivatives and forward mode are checked")
     kinds = {any(np.iscomplexobj(x) for x in inputs) for _, inputs, _ in build(
         name, registry[name].fn)}
     assert kinds, f"op '{name}' has an empty entry in CASES"
@@ -623,7 +624,7 @@ def test_every_op_has_a_jax_twin_or_a_reason(name):
     assert name in NO_JAX or jax_twin(name) is not None, (
         f"op '{name}' has no JAX twin: name JAX's function in _jax_twins() of "
         f"tests/ops/test_registry_second_order.py, or the reason JAX lacks it in NO_JAX (an "
-        f"elementwise op: jax= or no_jax= in its row of tests/op_cases.py)")
+        f"elementwise op: jax= or no_jax= in its row of tests/op_cases/elementwise.py)")
 
 
 def test_every_op_without_a_rule_is_listed():
@@ -810,7 +811,7 @@ def _complex_case(p):
 
 def test_every_op_defined_on_complex_numbers_has_a_complex_case():
     # strategies.CASES says which ops take complex inputs (their NumPy oracle does)
-    from tests.support.strategies import CASES as DOMAINS
+    from tests.op_cases import CASES as DOMAINS
 
     takes_complex = set()
     for c in DOMAINS.values():

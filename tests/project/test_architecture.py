@@ -397,7 +397,7 @@ def test_core_functions_stay_short():
 
 # Test folders that mirror no source folder: shared helpers, stored oracle values,
 # PyTorch's mechanics run side by side, and the checks of the project as a whole.
-TEST_FOLDERS_OF_NO_SOURCE = {"support", "data", "conformance", "project"}
+TEST_FOLDERS_OF_NO_SOURCE = {"support", "op_cases", "data", "conformance", "project"}
 
 
 def test_test_tree_mirrors_the_source():

@@ -29,13 +29,13 @@ import pytest
 import yaad
 from tests.core import test_argument_gradients as walked
 from tests.modes import test_vmap_ops as vmap_ops
-from tests.op_cases import ELEMENTWISE
+from tests.op_cases import CASES, ELEMENTWISE
+from tests.op_cases.elementwise import row_case
 from tests.ops import test_elementwise as elementwise_table
 from tests.ops import test_fuzz_ops as fuzz_ops
 from tests.ops import test_registry_second_order as second_order
 from tests.project import test_packaging as packaging
 from tests.project import test_stubs as stubs
-from tests.support import strategies
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "architecture.md"
@@ -56,8 +56,9 @@ class Cause:
         return self.place if isinstance(self.place, str) else self.place[kind]
 
 
-CASE = {"elementwise": "tests/op_cases.py", "linalg": "tests/support/strategies.py"}
-SECOND = {"elementwise": "tests/op_cases.py", "linalg": "tests/ops/test_registry_second_order.py"}
+ROWS = "tests/op_cases/elementwise.py"
+CASE = {"elementwise": ROWS, "linalg": "tests/op_cases/linalg.py"}
+SECOND = {"elementwise": ROWS, "linalg": "tests/ops/test_registry_second_order.py"}
 JAX = {"elementwise": "jax=", "linalg": "NO_JAX"}
 STUB = "tools/generate_stubs.py"
 JAX_VALUES = "tests/data/jax_second_order.npz"
@@ -91,7 +92,7 @@ def _without_a_rule(name: str) -> None:
 CHECKS: dict[str, tuple[Callable[[str], None], list[Cause]]] = {
     "tests/ops/test_elementwise.py::test_table_covers_every_elementwise_op": (
         lambda name: elementwise_table.test_table_covers_every_elementwise_op(),
-        [Cause("without a test row", "tests/op_cases.py")]),
+        [Cause("without a test row", ROWS)]),
     "tests/ops/test_fuzz_ops.py::test_every_registered_op_has_a_fuzz_case": (
         lambda name: fuzz_ops.test_every_registered_op_has_a_fuzz_case(),
         [Cause("without a fuzz case", CASE)]),
@@ -216,14 +217,14 @@ class _Filler:
     def fill(self, place: str) -> None:
         getattr(self, "_" + re.sub(r"\W", "_", place))()
 
-    def _tests_op_cases_py(self, **fields: str) -> None:  # the row; the tables made of rows
+    def _tests_op_cases_elementwise_py(self, **fields: str) -> None:  # the row; its tables
         row = dataclasses.replace(ELEMENTWISE["expm1"], **fields)
         self.mp.setitem(ELEMENTWISE, self.name, row)
-        self.mp.setitem(strategies.CASES, self.name, strategies.row_case(self.name, row))
+        self.mp.setitem(CASES, self.name, row_case(self.name, row))
         self.mp.setitem(second_order.CASES, self.name, second_order.from_row(row))
 
     def _jax_(self) -> None:  # (the row's field: JAX's function, named otherwise)
-        self._tests_op_cases_py(jax="jax.numpy.expm1")
+        self._tests_op_cases_elementwise_py(jax="jax.numpy.expm1")
 
     def _NOT_DIFFERENTIABLE(self) -> None:
         self.mp.setitem(second_order.NOT_DIFFERENTIABLE, self.name, "a probe")
@@ -231,10 +232,9 @@ class _Filler:
     def _batch_(self) -> None:
         self.mp.setattr(yaad.registry[self.name], "batch", "broadcast")
 
-    def _tests_support_strategies_py(self) -> None:
+    def _tests_op_cases_linalg_py(self) -> None:
         path = self.name  # (linalg.probe_det: also the public path)
-        self.mp.setitem(strategies.CASES, path,
-                        dataclasses.replace(strategies.CASES["linalg.det"], path=path))
+        self.mp.setitem(CASES, path, dataclasses.replace(CASES["linalg.det"], path=path))
 
     def _tests_ops_test_registry_second_order_py(self) -> None:
         self.mp.setitem(second_order.CASES, self.name, second_order.CASES["linalg.det"])
@@ -384,6 +384,6 @@ def test_the_forced_places_are_the_places_the_page_lists(kind, forced):
 def test_the_probes_find_the_places_the_issue_named(forced):
     # Guards the guard: the elementwise op's stub and the linalg function's second-order
     # table (the places the page missed, issue 29), the batching rule, the cases.
-    assert set(forced["elementwise"]) == {STUB, "tests/op_cases.py", "jax=", JAX_VALUES}
+    assert set(forced["elementwise"]) == {STUB, ROWS, "jax=", JAX_VALUES}
     assert set(forced["linalg"]) == {"tests/ops/test_registry_second_order.py", "batch=",
-                                     "NO_JAX", "tests/support/strategies.py", JAX_VALUES}
+                                     "NO_JAX", "tests/op_cases/linalg.py", JAX_VALUES}

@@ -2,8 +2,8 @@
 
 - ``arrays``: seeded random arrays of any dtype, a NumPy-likeness check, a forward-mode
   check against central differences;
-- ``strategies``: hypothesis strategies and the fuzz table of every registered op (its
-  elementwise part is read from ``tests/op_cases.py``);
+- ``strategies``: hypothesis strategies (shapes, dtypes, axes, indices, values in a domain)
+  and the vocabulary of the op table ``tests/op_cases/`` (``Domain``, ``Call``, the dtypes);
 - ``linalg_inputs``: well-conditioned random matrices for the linear-algebra tests;
 - ``reliability``: the switches of the long (``make fuzz``) runs.
 """

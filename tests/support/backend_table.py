@@ -1,4 +1,4 @@
-"""The op-case table (tests/op_cases.py) run on another array library's arrays, against
+"""The op-case table (tests/op_cases/elementwise.py) run on another array library's arrays, against
 the same calls on NumPy arrays: used by tests/array_api/test_backend_array_api.py (array_api_strict)
 and tests/array_api/test_backend_cupy.py (CuPy, where a GPU is present)."""
 
@@ -11,8 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 import yaad
-from tests.op_cases import ELEMENTWISE, row_function, row_inputs
-from tests.support.strategies import resolve
+from tests.op_cases import ELEMENTWISE, resolve, row_function, row_inputs
 from yaad.core.backend import BackendError
 
 

@@ -1,14 +1,19 @@
-"""Calls drawn from the fuzz table (support.strategies.CASES) made on tensors, and their
+"""Calls drawn from the op table (tests.op_cases.CASES) made on tensors, and their
 results compared with NumPy's: shared by the fuzz, coverage and gradient-semantics tests."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 from hypothesis import note
 from hypothesis import strategies as st
 
 import yaad
-from tests.support.strategies import Call, Case
+from tests.support.strategies import Call
+
+if TYPE_CHECKING:
+    from tests.op_cases import Case
 
 
 def as_inputs(case: Case, call: Call) -> list:

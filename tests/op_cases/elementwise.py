@@ -18,58 +18,41 @@ new elementwise op needs its source row in ``yaad/ops/elementwise.py`` and one r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
+import hypothesis.extra.numpy as npst
 import numpy as np
 import scipy.special as sp
+from hypothesis import strategies as st
 
+from tests.op_cases.table import CASES, Case, case, other_dtype
+from tests.support.strategies import (
+    ALL,
+    ANY,
+    C128,
+    F64,
+    GT1,
+    HALVES,
+    INTS,
+    NONINT,
+    NONZERO,
+    POS,
+    PROB,
+    REAL,
+    RIGHT,
+    SMALL,
+    UNIT,
+    Call,
+    Domain,
+    Ints,
+    broadcastable_shapes,
+    elements,
+    shapes,
+    special_values,
+    values,
+)
 from yaad.ops import parameter_derivatives as pd
-
-# ---- where inputs are drawn ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Domain:
-    """Where values are drawn: intervals for the real part and for the imaginary part."""
-
-    real: tuple = ((-2.0, 2.0),)
-    imag: tuple = ((-1.5, 1.5),)
-
-
-def intervals_between_integers(lo: int = -3, hi: int = 3, margin: float = 0.1,
-                               offset: float = 0.0) -> tuple:
-    """``(k + offset + margin, k + 1 + offset - margin)`` for k in [lo, hi)."""
-    return tuple((k + offset + margin, k + 1 + offset - margin) for k in range(lo, hi))
-
-
-ANY = Domain()
-POS = Domain(real=((0.3, 3.0),))
-RIGHT = Domain(real=((0.3, 3.0),), imag=((-2.0, 2.0),))  # complex: right half plane
-UNIT = Domain(real=((-0.85, 0.85),), imag=((-0.8, 0.8),))
-NONZERO = Domain(real=((-3.0, -0.3), (0.3, 3.0)), imag=((-2.0, -0.3), (0.3, 2.0)))
-NONINT = Domain(real=intervals_between_integers())
-SMALL = Domain(real=((-1.0, 1.0),), imag=((-1.0, 1.0),))
-GT1 = Domain(real=((1.2, 3.0),), imag=((-2.0, 2.0),))
-PROB = Domain(real=((0.05, 0.95),))
-HALVES = intervals_between_integers(offset=0.5)
-
-
-@dataclass(frozen=True)
-class Ints:
-    """Integer arrays in ``[lo, hi]`` (an order the fuzzer draws, not differentiated)."""
-
-    lo: int
-    hi: int
-
-
-@dataclass(frozen=True)
-class Call:
-    """One call: positional and keyword arguments (arrays are the candidate inputs)."""
-
-    args: tuple
-    kwargs: dict = field(default_factory=dict)
-
 
 # ---- the row --------------------------------------------------------------------------------
 
@@ -345,10 +328,6 @@ _I = np.array([12, 7, 0, 3, 255, 40])
 _J = np.array([8, 21, 5, 2, 3, 6])
 _B = np.array([True, False, True, False, True, True])
 _Z = np.array([1 + 2j, 3 + 0j, -1j, 0j, 2.5 + 0j, 1 + 1e-20j])
-F32, F64, C64, C128 = (np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
-REAL = (F32, F64)
-ALL = (F32, F64, C64, C128)
-INTS = (np.dtype("int64"), np.dtype("int32"), np.dtype("uint8"))
 
 
 @dataclass(frozen=True)
@@ -420,13 +399,162 @@ def row_function(row: Row, fn: Callable) -> Callable:
     return lambda *xs: fn(*row.params, *xs, *row.after)
 
 
-# Terms of other ops' rules whose value is 0 and whose derivative is not (a derivative the
-# chain rule misses): finite differences of the value cannot check them; the tests named
-# check them through the op whose rule uses them.
-RULE_TERMS = {
-    "linalg.eigh_level_curvature": "test_degenerate_spectra.py::test_second_derivatives_of_a_"
-                                   "loss_curved_across_a_level",
-    "linalg.eigh_level_term": "its third derivative raises (test_degenerate_spectra.py)",
-    "linalg.eigh_split_guard": "test_degenerate_spectra.py::test_second_derivatives_of_a_"
-                               "loss_curved_across_a_level",
+# ---- the fuzz table's rows (tests/op_cases/table.py: Case) --------------------------------
+
+
+def _dom(dtype, dom: Domain, cdom: Domain | None) -> Domain:
+    return (cdom or dom) if np.dtype(dtype).kind == "c" else dom
+
+
+def unary(path, ref, dom=ANY, cdom=None, real_only=False, grad="smooth", ok=None,
+          shape=None, **kw):
+    """An elementwise function of one array."""
+    shape = shape or shapes()
+
+    def draw(data, dtype):
+        s = data.draw(shape)
+        return Call((data.draw(values(dtype, s, _dom(dtype, dom, cdom))),))
+
+    return case(path, ref, draw, dtypes=REAL if real_only else ALL, grad=grad, ok=ok, **kw)
+
+
+def nondiff(path, ref, nin=1, kinds=ALL, special=True):
+    """A function whose result carries no gradient (comparisons, tests, bit operations)."""
+
+    def draw(data, dtype):
+        s = data.draw(broadcastable_shapes(nin))
+        if np.dtype(dtype).kind in "fc" and special:
+            return Call(tuple(data.draw(special_values(dtype, sh)) for sh in s))
+        dom = Domain(real=((0, 7),)) if np.dtype(dtype).kind in "iu" else ANY
+        return Call(tuple(data.draw(values(dtype, sh, dom)) for sh in s))
+
+    return case(path, ref, draw, dtypes=kinds, grad="none")
+
+
+# ---- elementwise: one row an op in tests/op_cases.py ---------------------------------
+
+
+def _drawn_params(data, row: Row, shapes_: tuple) -> tuple:
+    """The arguments before the inputs: drawn (``row.fuzz_params``) or fixed."""
+    if row.fuzz_params is None:
+        return row.params
+    out = []
+    for p, s in zip(row.fuzz_params, shapes_):
+        if isinstance(p, Ints):
+            out.append(data.draw(npst.arrays(np.int64, s, elements=st.integers(p.lo, p.hi))))
+        else:
+            out.append(data.draw(values(F64, s, p)))
+    return tuple(out)
+
+
+def elementwise_draw(row: Row) -> Callable:
+    """Draw a call of ``row``'s op: inputs in its domains, broadcast shapes (0-d and 0-size
+    ones included); with two inputs, sometimes of another float dtype (NumPy's promotion)
+    or a Python scalar (NumPy 2 never upcasts for it)."""
+    n, nparams = len(row.domains), len(row.params)
+
+    def draw(data, dtype):
+        if n == 1 and not nparams:
+            shs = (data.draw(shapes()),)
+        else:
+            shs = data.draw(broadcastable_shapes(nparams + n))
+        params = _drawn_params(data, row, shs[:nparams])
+        dts = [dtype] * n
+        if n == 2:
+            dts[1] = other_dtype(data, dtype, row.complex != "yes")
+        arrs = [data.draw(values(dt, sh, row.domain(k, dt)))
+                for k, (dt, sh) in enumerate(zip(dts, shs[nparams:]))]
+        k = data.draw(st.integers(0, 5)) if n == 2 and row.scalars else 5
+        if k < 2:  # a Python scalar operand
+            kind = C128 if np.dtype(dtype).kind == "c" else F64
+            arrs[k] = data.draw(elements(kind, row.domain(k, kind)))
+        return Call((*params, *arrs, *row.after))
+
+    return draw
+
+
+def _draw_multigammaln(data, dtype):
+    d = data.draw(st.integers(1, 4))
+    a = data.draw(values(dtype, data.draw(shapes()), Domain(real=((0.5 * d + 0.2, 4.0),))))
+    return Call((a, d))
+
+
+def _draw_betainc(data, dtype):
+    sa, sb, sx = data.draw(broadcastable_shapes(3))
+    return Call((data.draw(values(dtype, sa, POS)), data.draw(values(dtype, sb, POS)),
+                 data.draw(values(dtype, sx, PROB))))
+
+
+def _draw_gammainc_da(data, dtype):
+    sa, sx = data.draw(broadcastable_shapes(2))
+    return Call((1, data.draw(values(dtype, sa, POS)), data.draw(values(dtype, sx, POS))))
+
+
+def _draw_betainc_dab(data, dtype):
+    i = data.draw(st.integers(0, 1))
+    return Call((i, 1 - i) + _draw_betainc(data, dtype).args)
+
+
+def _draw_round(data, dtype):
+    x = data.draw(values(dtype, data.draw(shapes()), SMALL))
+    return Call((x,), {"decimals": data.draw(st.integers(0, 2))})
+
+
+def _round_ok(call):
+    x, d = call.args[0], call.kwargs.get("decimals", 0)
+    t = np.abs(np.concatenate([np.ravel(x.real), np.ravel(x.imag)])) * 10.0 ** d
+    return bool(np.all(np.abs(t - np.floor(t) - 0.5) > 0.02))
+
+
+def _draw_clip(data, dtype):
+    sx, slo, shi = data.draw(broadcastable_shapes(3))
+    x = data.draw(values(dtype, sx))
+    kind = data.draw(st.sampled_from(["arrays", "scalars", "lo", "hi"]))
+    if kind == "arrays":
+        lo = data.draw(values(dtype, slo, Domain(real=((-2.0, -0.1),))))
+        hi = data.draw(values(dtype, shi, Domain(real=((0.1, 2.0),))))
+    else:
+        lo = None if kind == "hi" else data.draw(st.floats(-2, -0.1))
+        hi = None if kind == "lo" else data.draw(st.floats(0.1, 2))
+    return Call((x, lo, hi))
+
+
+def _draw_where(data, dtype):
+    sc, sx, sy = data.draw(broadcastable_shapes(3))
+    cond = data.draw(npst.arrays(np.bool_, sc))
+    x = data.draw(values(dtype, sx))
+    y = data.draw(values(other_dtype(data, dtype, False), sy))
+    return Call((cond, x, y))
+
+
+# Ops whose calls are drawn otherwise (a parameter drawn with the inputs, an argument
+# that may be None or a keyword): the draw, and what else differs from the row.
+_OWN_DRAW = {
+    "multigammaln": {"draw": _draw_multigammaln},
+    "gammainc_da": {"draw": _draw_gammainc_da}, "betainc_dab": {"draw": _draw_betainc_dab},
+    "round": {"draw": _draw_round, "ok": _round_ok},
+    "clip": {"draw": _draw_clip}, "where": {"draw": _draw_where},
 }
+
+
+def row_case(name: str, row: Row) -> Case:
+    """The case of the elementwise op ``name`` from its row."""
+    kw = {"draw": elementwise_draw(row), "ok": row.ok, **_OWN_DRAW.get(name, {})}
+    return Case(row.path or name, row.ref, kw["draw"],
+                dtypes=ALL if row.complex == "yes" else REAL, grad=row.grad, ok=kw["ok"],
+                nondiff=tuple(k for k, p in enumerate(row.fuzz_params or ())
+                              if isinstance(p, Domain)),
+                exact=row.exact, note=row.note)
+
+
+for _name, _row in ELEMENTWISE.items():
+    CASES[_row.path or _name] = row_case(_name, _row)
+
+unary("sici", sp.sici, NONZERO, NONZERO)
+unary("fresnel", sp.fresnel, ANY, SMALL)
+
+# ---- no gradient -----------------------------------------------------------------------
+
+for _name, _nogradient in NO_GRADIENT.items():
+    nondiff(_name, _nogradient.ref, len(_nogradient.args), kinds=_nogradient.kinds)
+
