@@ -374,6 +374,41 @@ def test_t_with_infinite_df_is_the_normal(method):
     assert abs(float(big.grad)) < 1e-7
 
 
+def test_t_at_large_finite_df_keeps_its_digits():
+    """lgamma((df + 1) / 2) - lgamma(df / 2) - log(df) / 2 cancels at large df: the log
+    density at x = 1 was off by 2e-4 at df = 1e12, was +1.66 at df = 1e15 and -24.1 at
+    df = 1e20 (SciPy: -1.4189385; PyTorch's StudentT is as wrong as yaad was). The oracle:
+    mpmath, for the value and the derivative in df."""
+    import mpmath
+
+    def exact(x, df):
+        with mpmath.extradps(25 + int(mpmath.log10(df))):  # (it cancels in mpmath too)
+            x, df = mpmath.mpf(x), mpmath.mpf(df)
+            return (mpmath.loggamma((df + 1) / 2) - mpmath.loggamma(df / 2)
+                    - mpmath.log(df * mpmath.pi) / 2 - (df + 1) / 2 * mpmath.log1p(x * x / df))
+
+    x = np.array([-3.0, 0.0, 1.0, 2.5])
+    for d in (3.0, 49.9, 50.1, 1e3, 1e6, 1e10, 1e15, 1e20, 1e300):
+        df = yaad.tensor(np.array(d), requires_grad=True)
+        xt = yaad.tensor(x, requires_grad=True)
+        out = S.t.logpdf(xt, df)
+        want = [float(exact(v, d)) for v in x]
+        np.testing.assert_allclose(out.data, want, rtol=2e-15, err_msg=f"df={d}")
+        np.testing.assert_allclose(out.data, ss.t.logpdf(x, d), rtol=1e-12)  # (SciPy's 7e-14)
+        yaad.sum(out).backward()
+        with mpmath.extradps(25 + int(np.log10(d))):
+            ddf = float(sum(mpmath.diff(lambda v, xi=xi: exact(xi, v), mpmath.mpf(d)) for xi in x))
+        # (an absolute eps x^2 / df: the x term's own cancellation, O(1/df^2) from O(1/df);
+        # at df = 1e300, 1/df^2 underflows and the derivative is -x^2 / (2 df))
+        err = abs(float(df.grad) - ddf)
+        assert d > 1e100 or err <= 1e-13 * abs(ddf) + 1e-15 * x @ x / d, (d, ddf)
+        np.testing.assert_allclose(xt.grad, -(d + 1) * x / (d + x * x), rtol=1e-14)
+    # the cdf's derivative in x is the density
+    x1 = yaad.tensor(np.array(1.0), requires_grad=True)
+    S.t.cdf(x1, 1e15).backward()
+    np.testing.assert_allclose(x1.grad, ss.norm.pdf(1.0), rtol=1e-14)
+
+
 # ---- parameters' derivatives at an edge of the support, against PyTorch ---------------------
 #
 # At an edge (x = 0 for gamma, beta, lognorm; k = 0 with mu = 0), the value is the limit from

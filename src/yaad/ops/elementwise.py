@@ -442,12 +442,23 @@ betainc = elementwise_op("betainc", sp.betainc,
 
 
 def _t_log_density(df, t):
-    """Log of Student's t density; at ``df = inf`` the normal's (its limit, as SciPy)."""
+    """Log of Student's t density; at ``df = inf`` the normal's (its limit, as SciPy).
+
+    Its normalisation ``lgamma(a + 1/2) - lgamma(a) - log(2 a pi) / 2`` (``a = df / 2``)
+    cancels for large ``df``: above ``df = 50`` it is the asymptotic series
+    ``-log(2 pi) / 2 - 1/(8a) + 1/(192 a^3) - 1/(640 a^5) + 17/(14336 a^7)`` (the next
+    term is below 1e-16 there; mpmath gives the coefficients)."""
     normal = isinf(df)
     df = where(normal, 1.0, df)  # (no inf - inf computed in the branch not taken)
+    large = df > 50
+    r = 2 / where(large, df, 100.0)  # 1 / a (each branch sees only its own df)
+    r2 = r * r
+    series = r * (-1 / 8 + r2 * (1 / 192 + r2 * (-1 / 640 + r2 * (17 / 14336))))
+    small = where(large, 1.0, df)
+    head = where(large, series - 0.5 * math.log(2 * math.pi),
+                 gammaln(0.5 * (small + 1)) - gammaln(0.5 * small) - 0.5 * log(small * math.pi))
     return where(normal, -0.5 * t * t - 0.5 * math.log(2 * math.pi),
-                 gammaln(0.5 * (df + 1)) - gammaln(0.5 * df) - 0.5 * log(df * math.pi)
-                 - 0.5 * (df + 1) * log1p(t * t / df))
+                 head - 0.5 * (df + 1) * log1p(t * t / df))
 
 
 def _stdtr_ddf(df, t):
