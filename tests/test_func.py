@@ -678,3 +678,34 @@ def test_a_conversion_beside_a_differentiated_output_is_fine():
     assert aux == {"loss": 5.0, "first": 1.0}
     np.testing.assert_allclose(F.grad(lambda w: (w * w).sum() * float(w.sum().detach()))(
         np.array([1.0, 2.0])), [6.0, 12.0])
+
+
+@pytest.mark.parametrize("kind", ["float", "int", "complex", "item", "tolist", "detach"])
+def test_a_conversion_of_a_tensor_requiring_grad_warns_as_in_torch(kind):
+    """float() of a tensor that requires grad warns (the number carries no gradient: a
+    partial cut is not silent), as PyTorch does; int(), item(), tolist() and a detached
+    tensor do not, as in PyTorch. complex() warns too, where PyTorch is silent (the same
+    cut, for a complex parameter)."""
+    import warnings
+
+    import torch
+
+    convert = {"float": float, "int": int, "complex": complex,
+               "item": lambda t: t.item(), "tolist": lambda t: t.tolist(),
+               "detach": lambda t: float(t.detach())}[kind]
+
+    def warned(lib):
+        x = lib.tensor(2.0, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = convert(x * x)
+        return value, [str(w.message) for w in caught if w.category is UserWarning]
+
+    (ours, our_warnings), (theirs, _) = warned(yaad), warned(torch)
+    assert ours == theirs and type(ours) is type(theirs)
+    # PyTorch 2.13 warns for float() only, once per process (TORCH_WARN_ONCE: an earlier
+    # test may have used it up, so its warnings cannot be compared here run by run).
+    assert bool(our_warnings) == (kind in ("float", "complex")), our_warnings
+    if our_warnings:
+        assert f"{kind}() of a tensor that requires grad" in our_warnings[0]
+        assert "detach()" in our_warnings[0]

@@ -10,6 +10,7 @@ a guard, or a reason to run eagerly.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Iterator
 
 import numpy as np
@@ -32,6 +33,20 @@ def read_value(t: Any, kind: str) -> None:
     if seen is not None and (t.requires_grad or _has_tangent(t)) and called_from_user(
             __file__):  # (yaad's own conversions, inside its functions, are not the user's)
         seen.append((kind, user_frames()))
+
+
+def warn_cut(t: Any, kind: str) -> None:
+    """PyTorch's warning for ``float(t)`` of a tensor that requires grad, made by the
+    user's code (and for ``complex(t)``, where PyTorch is silent): the number carries no
+    gradient, so whatever is computed from it is cut from the graph without a word.
+    ``int(t)`` (an integer has no derivative), ``t.item()`` and ``t.detach()`` say so
+    explicitly and do not warn, as in PyTorch."""
+    if called_from_user(__file__):
+        warnings.warn(
+            f"{kind}() of a tensor that requires grad (shape {t.shape}, {t.dtype}): the "
+            f"Python number carries no gradient, so what is computed from it is cut from "
+            f"the graph. Call t.detach() (or t.item()) first to mean a constant, or keep "
+            f"it a tensor.", UserWarning, stacklevel=3)
 
 
 def _has_tangent(t: Any) -> bool:
@@ -128,6 +143,8 @@ class ArrayFace:
     def __float__(self) -> float:
         if state.tracer is not None or state.conversions is not None:
             read_value(self, "float")
+        if self.requires_grad:
+            warn_cut(self, "float")
         return float(self._data)
 
     def __int__(self) -> int:
@@ -138,6 +155,8 @@ class ArrayFace:
     def __complex__(self) -> complex:
         if state.tracer is not None or state.conversions is not None:
             read_value(self, "complex")
+        if self.requires_grad:
+            warn_cut(self, "complex")
         return complex(self._data)
 
     def __index__(self) -> int:
