@@ -730,3 +730,28 @@ def test_k_holding_whole_levels_is_exact(k, which, level):
     f(b).backward()
     fd = central(lambda t: float(f(yaad.tensor(t)).item()), 0.0, 1.0)
     np.testing.assert_allclose(float(b.grad.item()), fd, atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "forward mode through the vectors of an exactly degenerate level: the JVP's vector "
+    "tangents are taken in the solver's basis, where the tangent's block on the level is "
+    "not diagonal, so a reconstruction (U diag(S) Vh, V diag(w) V^H) misses the level's "
+    "off-diagonal part; exact needs the primal basis chosen by the tangent (or a "
+    "GaugeError raised only when the vectors' tangent is used). Reverse mode is exact."))
+@pytest.mark.parametrize("solver", ["svd", "eigh"])
+def test_jvp_of_a_reconstruction_through_a_degenerate_level(solver):
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    a = q @ np.diag([2.0, 2.0, 1.0]) @ q.T
+    t = rng.standard_normal((3, 3))
+    t = t + t.T
+    if solver == "svd":
+        def f(x):
+            u, s, vh = L.svd(x)
+            return (u * s[None, :]) @ vh
+    else:
+        def f(x):
+            w, v = L.eigh(x)
+            return (v * w[None, :]) @ yaad.conj(v).T
+    _, tangent = yaad.func.jvp(f, (a,), (t,))
+    np.testing.assert_allclose(np.asarray(tangent), t, atol=1e-10)  # f(a) = a

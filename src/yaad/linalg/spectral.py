@@ -662,12 +662,10 @@ def level_rotation(w: Any, v: Any, t: Any, tol: Any) -> Any:
     basis), and the rule of a second derivative (forward over reverse) takes the level's
     basis from the same ``R``, so that both describe one split.
     """
-    wd, vd, td = data_of(w), data_of(v), data_of(t)
-    if not (isinstance(wd, np.ndarray) and isinstance(td, np.ndarray)) or tuple(
-            td.shape) != tuple(t.shape) or tuple(vd.shape) != tuple(v.shape):
+    if not _plain_tangent(t, w, v, tol) or tuple(data_of(v).shape) != tuple(v.shape):
         return None
-    flat = degenerate_pairs(wd, tol if isinstance(tol, np.ndarray) else data_of(tol),
-                            nonzero=False)
+    wd, vd, td, tl = _on_host(w, v, t, tol)
+    flat = degenerate_pairs(wd, tl, nonzero=False)
     if not flat.any():
         return None
     p = _conj_t(vd) @ ((td + _conj_t(td)) / 2) @ vd
@@ -682,7 +680,7 @@ def level_rotation(w: Any, v: Any, t: Any, tol: Any) -> Any:
                     block = np.ix_(range(start, i), range(start, i))
                     r[idx][block] = np.linalg.eigh(p[idx][block])[1]
                 start = i
-    return r
+    return _like(r, t)
 
 
 def _curved_levels(gw: Any, w: Any, v: Any, a: Any, flat: Any, tol: Any) -> Any:
@@ -943,11 +941,33 @@ def _components(adjacent: np.ndarray) -> list[np.ndarray]:
 
 
 def _plain_tangent(t: Any, *values: Any) -> bool:
-    """Whether the level splits can be computed: NumPy arrays, and a tangent of the
-    primal's own shape (not batched by vmap: jacfwd then keeps the basis's numbers)."""
+    """Whether the level splits can be computed: arrays NumPy can read in place (NumPy's,
+    or another library's on the CPU, through DLPack), and a tangent of the primal's own
+    shape (not batched by vmap: jacfwd then keeps the basis's numbers)."""
+    return tuple(data_of(t).shape) == tuple(t.shape) and _on_host(t, *values) is not None
+
+
+def _on_host(*xs: Any) -> Any:
+    """The values of tensors or arrays ``xs`` as NumPy arrays (another library's CPU array
+    read through DLPack, not copied), or None when one cannot be (a GPU array)."""
+    out = []
+    for x in xs:
+        d = data_of(x) if isinstance(x, Tensor) else x
+        if isinstance(d, (int, float, complex, np.generic)):
+            d = np.asarray(d)
+        elif not isinstance(d, np.ndarray):
+            try:
+                d = np.from_dlpack(d)
+            except (TypeError, AttributeError, BufferError, RuntimeError, ValueError):
+                return None
+        out.append(d)
+    return out
+
+
+def _like(result: np.ndarray, t: Any) -> Any:
+    """The constant array ``result`` in the array library of the tangent ``t``."""
     td = data_of(t)
-    return isinstance(td, np.ndarray) and tuple(td.shape) == tuple(t.shape) and all(
-        isinstance(data_of(x), np.ndarray) for x in values)
+    return result if isinstance(td, np.ndarray) else namespace(td).asarray(result)
 
 
 def _eig_level_split(w: Any, dp: Any, t: Any, tol: Any) -> Any:
@@ -963,11 +983,10 @@ def _eig_level_split(w: Any, dp: Any, t: Any, tol: Any) -> Any:
     own: a single member of ``eigvals(a)`` itself has no derivative.) A level whose
     block is not diagonalisable keeps ``diag(dP)``: its trace, which a symmetric function
     of the level needs, is right in any basis."""
-    if not _plain_tangent(t, w, dp):
+    if not _plain_tangent(t, w, dp, tol):
         return None
-    wd, pd = data_of(w), data_of(dp)
-    flat = degenerate_pairs(wd, tol if isinstance(tol, np.ndarray) else data_of(tol),
-                            nonzero=False)
+    wd, pd, tl = _on_host(w, dp, tol)
+    flat = degenerate_pairs(wd, tl, nonzero=False)
     if not flat.any():
         return None
     n = wd.shape[-1]
@@ -986,7 +1005,7 @@ def _eig_level_split(w: Any, dp: Any, t: Any, tol: Any) -> Any:
             cols[:, members] = vecs[:, rates]
             x[idx][block] = cols
             x_inv[idx][block] = np.linalg.inv(cols)
-    return x, x_inv
+    return _like(x, t), _like(x_inv, t)
 
 
 eig_op = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp,
@@ -1258,10 +1277,9 @@ def _svd_level_values(s: Any, u1: Any, v1: Any, t: Any, dp: Any, tol: Any, ds: A
     negative (``diag(U^H da V)`` there had the sign of the basis's pair). Both are written
     as ``Re(x^H da y)`` with constant vectors ``x``, ``y``, so ``ds`` stays linear in the
     tangent's graph (second order). A tangent batched by vmap keeps ``ds``."""
-    if not _plain_tangent(t, s, u1, v1):
+    if not _plain_tangent(t, s, u1, v1, dp, tol):
         return ds
-    sd, ud, vd, td = data_of(s), data_of(u1), data_of(v1), data_of(t)
-    tl = tol if isinstance(tol, np.ndarray) else data_of(tol)
+    sd, ud, vd, td, pd, tl = _on_host(s, u1, v1, t, dp, tol)
     flat = degenerate_pairs(sd, tl, nonzero=True)
     zero = sd <= tl
     if not (flat.any() or zero.any()):
@@ -1271,7 +1289,6 @@ def _svd_level_values(s: Any, u1: Any, v1: Any, t: Any, dp: Any, tol: Any, ds: A
     batch = np.broadcast_shapes(td.shape[:-2], ud.shape[:-2])
     xs = np.broadcast_to(ud, batch + (m, k)).astype(dtype)
     ys = np.broadcast_to(vd, batch + (n, k)).astype(dtype)
-    pd = data_of(dp)
     for idx in np.ndindex(batch):
         fl = flat[idx] if flat.ndim > 2 else flat
         for level in _components(fl):
@@ -1289,8 +1306,8 @@ def _svd_level_values(s: Any, u1: Any, v1: Any, t: Any, dp: Any, tol: Any, ds: A
             xs[idx][:, z] = p_left @ left[:, :z.size]
             ys[idx][:, z] = p_right @ right_h[:z.size].conj().T
     # Re(x_j^H da y_j), with x, y constants (the values' tangents stay linear in da)
-    x_da_y = _sum(conj(xs) * matmul(t, ys) if np.iscomplexobj(xs) else xs * matmul(t, ys),
-                  axis=-2)
+    xs, ys, cx = _like(xs, t), _like(ys, t), np.iscomplexobj(xs)
+    x_da_y = _sum(conj(xs) * matmul(t, ys) if cx else xs * matmul(t, ys), axis=-2)
     return real(x_da_y) if is_complex(x_da_y) else x_da_y
 
 
