@@ -272,7 +272,7 @@ class Field:
             return None
         ins = np.array([(regions[a].off, regions[a].n) if a in regions else (-1, 0)
                         for a in range(len(arrays))], np.int64).reshape(-1, 2)
-        R, Z = program.workspace([args[a]._data for a in params])
+        R, Z = program.workspace([data_of(args[a]) for a in params])
         return program, ins, np.array([(v.off, v.n) for v in outs], np.int64), R, Z
 
     def vjp(self, y: np.ndarray, t: float, cot: np.ndarray) -> tuple[np.ndarray, float, list]:
