@@ -11,7 +11,9 @@ ones, searchsorted, Python branching and looping on values (``float()``, ``int()
 from the pool (an argmax, a count of ``> 0``) as a slice bound or step, a reshape entry,
 an axis, a repeat count, a list index or a ``range``; ``copy.copy``, ``copy.deepcopy`` and
 ``pickle`` of tensors; a class attribute changed between calls; ``try: log(x)`` under a
-RuntimeWarning-error filter or ``np.errstate(divide="raise")``; the other steps are ops of
+RuntimeWarning-error filter or ``np.errstate(divide="raise")``; a layer ``act(x @ W + b)``
+(one BLAS call in the replay, ``compiled/chains.py``) in float64 or complex, W
+transposed or not, every broadcasting bias or none; the other steps are ops of
 ``yaad.registry`` called as ``tests/op_cases/`` draws them. The loss mixes the
 results with fixed weights.
 Its gradients come from ``.backward()`` (the implicit seed 1, which the compiled backward
@@ -57,7 +59,7 @@ NORMAL_PROGRAMS = 300
 N_PROGRAMS = FUZZ_PROGRAMS or NORMAL_PROGRAMS
 REPLAYS = 5
 COUNTS = {"programs": 0, "calls": 0, "replayed": 0, "eager": 0, "recorded": 0,
-          "mismatches": 0, "eager programs": 0, "native programs": 0}
+          "mismatches": 0, "eager programs": 0, "native programs": 0, "chain programs": 0}
 REASONS: Counter = Counter()  # why programs fell back (compiled.explain(), no location)
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
@@ -341,6 +343,57 @@ def _vjp_step(rng, prog):
     return f"vjp of stages[{kind}] (h, cotangent inputs{', detached' if detach else ''})", fn
 
 
+_ACTS = ["tanh", "expit", "relu", "softplus", "exp", "sin", None]
+
+
+def _linear_step(rng, prog):
+    """A layer ``act(x @ W + b)`` (``compiled/chains.py`` fuses it into one BLAS call): x
+    from the matrix, W and b program inputs (flipped like the others: NaN, infinities,
+    zeros of both signs), in float64 or complex128 (as the registry ops here: the fuzzer's
+    tolerances are double precision ones; tests/compiled/test_matrix_chains.py has the
+    single precision layers); W passed transposed (read as ``W.mT``, Fortran-ordered) or
+    not; the bias of every broadcasting shape, a Python float, before or after the product,
+    or none; an activation or none."""
+    k = int(rng.integers(2, 5))
+    dtype = [np.float64, np.complex128][rng.integers(2)]
+    complex_ = dtype is np.complex128
+    acts = ["tanh", "exp", "sin", None] if complex_ else _ACTS
+    act = acts[rng.integers(len(acts))]
+    bias = ["row", "row2d", "full", "col", "scalar", "none"][rng.integers(6)]
+    if act is None and bias == "none":
+        bias = "row"
+    transposed = bool(rng.integers(2))
+    before = bool(rng.integers(2))
+
+    def draw(shape):
+        a = np.round(rng.standard_normal(shape), 1)
+        if complex_:
+            a = a + 1j * np.round(rng.standard_normal(shape), 1)
+        return a.astype(dtype)
+
+    first = len(prog.inputs)
+    w = draw((k, 3) if transposed else (3, k))
+    prog.inputs.append(w)
+    shapes = {"row": (k,), "row2d": (1, k), "full": (3, k), "col": (3, 1)}
+    if bias in shapes:
+        prog.inputs.append(draw(shapes[bias]))
+    prog.grad += [True] * (len(prog.inputs) - first)
+    prog.finite += [False] * (len(prog.inputs) - first)
+
+    def fn(p):
+        x = p["m"] * (1 + 0.5j) if complex_ else p["m"]
+        wt = p["in"][first]
+        z = x @ (wt.mT if transposed else wt)
+        if bias != "none":
+            b = 0.5 if bias == "scalar" else p["in"][first + 1]
+            z = b + z if before else z + b
+        return z if act is None else getattr(Y, act)(z)
+
+    what = f"{act}({'b + ' if before else ''}x @ W{'.mT' if transposed else ''}" \
+           f"{' + b' if not before else ''}), bias {bias}, {np.dtype(dtype).name}"
+    return what, fn
+
+
 # ---- registry ops, as tests/op_cases draws them ---------------------------------------------
 
 _CASE_KEYS = sorted(k for k, c in CASES.items() if available(c.path))
@@ -387,6 +440,8 @@ def draw_program(data) -> Program:
     for _ in range(int(rng.integers(1, 5))):
         if rng.random() < 0.1:
             prog.steps.append(_vjp_step(rng, prog))
+        elif rng.random() < 0.1:
+            prog.steps.append(_linear_step(rng, prog))
         elif rng.random() < 0.3:
             case, call, pos = _case_step(data)
             first = len(prog.inputs)
@@ -582,12 +637,21 @@ def _run_program(prog: Program, rng, f, convert, counts: dict) -> None:
                       end.fused_bwd[0], native._Program)
            for end in _ends(c)):
         counts["native programs"] += 1
+    if any(getattr(v, "_yaad_linear", False) for fn in _generated(c)
+           for v in fn.__globals__.values()):
+        counts["chain programs"] += 1
     if c.stats["eager"]:
         counts["eager programs"] += 1
         REASONS.update(re.sub(r" at \S+:\d+,?", "", why) for why in c.explain())
         assert any(issubclass(w.category, CompileWarning) for w in caught), \
             "a call ran eagerly without a CompileWarning"
     counts["programs"] += 1
+
+
+def _generated(c) -> list:
+    """The generated functions of a compiled function (forward calls, backward programs)."""
+    out = [tree.call for tree in c._trees.values() if tree.call is not None]
+    return out + [end.bwd for end in _ends(c) if end.bwd is not None]
 
 
 def _ends(c) -> list:
@@ -644,6 +708,7 @@ def test_zz_counts():
           f"{COUNTS['replayed']} replayed, {COUNTS['recorded']} recorded, "
           f"{COUNTS['eager']} eager ({COUNTS['eager programs']} programs fell back), "
           f"{COUNTS['native programs']} programs replayed by the native backend, "
+          f"{COUNTS['chain programs']} with a product fused with its bias or activation, "
           f"{COUNTS['mismatches']} mismatches")
     for why, k in REASONS.most_common():
         print(f"  fell back {k} times: {why}")
@@ -651,4 +716,5 @@ def test_zz_counts():
         assert COUNTS["mismatches"] == 0
         assert COUNTS["replayed"] >= n // 4, "the fuzzer must mostly exercise replays"
         assert COUNTS["native programs"] >= 1, "and the native backend"
+        assert COUNTS["chain programs"] >= 1, "and the matrix chains"
 

@@ -20,6 +20,7 @@ from ..core.backend import any_foreign, item
 from ..core.backend import call as call_foreign
 from ..core.op import registry
 from ..ops import products
+from . import rowwise
 from .product_ops import TRACE_MM
 from .tape import Alias, Const, Entry, Guard, Load, Slot, SlotTuple, float_context
 
@@ -29,7 +30,8 @@ class Namespace:
 
     def __init__(self) -> None:
         self.env: dict[str, Any] = {"np": np, "_bcast": broadcast_copy,
-                                    "_scatter": scatter_at, "_stack_into": stack_into}
+                                    "_scatter": scatter_at, "_stack_into": stack_into,
+                                    "_mean_of": mean_of, "_rowwise": rowwise}
         self._ids: dict[int, str] = {}
 
     def name(self, obj: Any, prefix: str = "c") -> str:
@@ -344,6 +346,66 @@ def _astype(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     return f"{a[0]}.astype({a[1]})"
 
 
+def _axis_arg(it: Entry, names: tuple, defaults: tuple) -> tuple | None:
+    """The values of the arguments ``names`` after the first (positional or keyword), or
+    None where one is not a recorded constant or is unknown."""
+    vals = dict(zip(names, defaults))
+    if len(it.args) > 1 + len(names) or set(it.kw or ()) - set(names):
+        return None
+    vals.update(zip(names, it.args[1:]))
+    vals.update(it.kw or {})
+    if any(type(v) is Slot or type(v) is SlotTuple for v in vals.values()):
+        return None
+    return tuple(vals[n] for n in names)
+
+
+def _rows(name: str):
+    # softmax and log_softmax over the last axis, the shift by the row maxima in numba (see
+    # rowwise.py)
+    def t(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+        from . import rowwise
+
+        got = _axis_arg(it, ("axis",), (None,))
+        if got is None or not rowwise.applies(it.args[0], got[0], shapes):
+            return None
+        return f"_rowwise.{name}({a[0]})"
+    return t
+
+
+_MEAN_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
+
+
+def mean_of(a: np.ndarray, axis: Any, keepdims: bool, n: Any) -> Any:
+    """``np.mean(a, axis, keepdims=keepdims)`` for a float or complex ``a`` of ``n``
+    elements along ``axis`` (``n`` a NumPy ``intp``): NumPy's own steps (its sum, then the
+    division by the count, in the dtype that division has), without its Python."""
+    s = np.add.reduce(a, axis, None, None, keepdims)
+    if type(s) is np.ndarray:
+        return np.true_divide(s, n, out=s, casting="unsafe")
+    return s.dtype.type(s / n)
+
+
+def _mean(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    # (the op computes np.sum(a) / n for float64 and complex128, which is numpy.mean)
+    r = it.args[0]
+    got = _axis_arg(it, ("axis", "dtype", "out", "keepdims"), (None, None, None, False))
+    if got is None or type(r) is not Slot or not _is_array(r, shapes):
+        return None
+    axis, dtype, out, keepdims = got
+    shape = shapes(r.i)
+    if dtype is not None or out is not None or shapes.dtype[r.i] not in _MEAN_DTYPES:
+        return None
+    try:
+        axes = (tuple(range(len(shape))) if axis is None else
+                np.lib.array_utils.normalize_axis_tuple(axis, len(shape)))
+    except (TypeError, ValueError, np.exceptions.AxisError):
+        return None
+    n = math.prod(shape[k] for k in axes)
+    if not n or type(keepdims) is not bool:
+        return None  # (an empty mean warns)
+    return f"_mean_of({a[0]}, {None if axis is None else axes!r}, {keepdims!r}, np.intp({n}))"
+
+
 _TEMPLATES = {
     "add": _binary("+"), "subtract": _binary("-"), "multiply": _binary("*"),
     "divide": _binary("/"), "matmul": _binary("@"), "negative": _negative,
@@ -352,6 +414,7 @@ _TEMPLATES = {
     "sum": _sum, "getitem": _getitem, "conjugate": _conj, "broadcast_to": _broadcast,
     "scatter_add": _scatter, "tensordot": _tensordot, "moveaxis": _moveaxis,
     "stack": _stack, "concatenate": _concatenate, "astype": _astype,
+    "log_softmax": _rows("log_softmax"), "softmax": _rows("softmax"), "mean": _mean,
 }
 _BY_OP: dict[int, Any] = {}
 
@@ -553,12 +616,15 @@ def shape_of(v: Any) -> tuple:
 
 class SlotInfo:
     """Recorded shapes of slots, for generated code: ``info(s)`` is slot ``s``'s shape,
-    ``info(s, True)`` whether it held an ndarray."""
+    ``info(s, True)`` whether it held an ndarray, ``info.dtype[s]`` its dtype (None: it had
+    none)."""
 
     def __init__(self, values: list) -> None:
         self.shape = [shape_of(v) for v in values]
         self.array = [isinstance(v, np.ndarray) for v in values]
         self.generic = [isinstance(v, np.generic) for v in values]
+        self.dtype = [getattr(v, "dtype", None) for v in values]
+        self.numba = False  # whether generated code may call numba kernels (see rowwise.py)
 
     def __call__(self, s: int, kind: Any = False) -> Any:
         if kind == "generic":

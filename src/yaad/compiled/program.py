@@ -30,7 +30,7 @@ from ..core.hooks import own as own_array
 from ..core.lazy import is_lazy
 from ..core.op import Op
 from ..core.tensor import Tensor, make_tensor
-from . import codegen, fused, native
+from . import chains, codegen, fused, native
 from .codegen import Namespace, item_defs, item_uses, shape_of
 from .reverse import reachable, reverse
 from .rewrite import simplify
@@ -129,6 +129,8 @@ class End:
         self.foreign = rec.foreign
         self.native_only = fuse == "native"  # (see kernel)
         fuse = bool(fuse) and self.foreign is None
+        # (the NumPy replay may call numba's loops too: see rowwise.py)
+        self.numba = fuse and fused.available()
         # What the fused backend needs, until it has been tried (see try_fuse).
         self.to_fuse = (rec.value, len([s for s in rec.src if s[0] == "in"])) if fuse \
             else None
@@ -168,6 +170,7 @@ class End:
             self._build_backward(rec)
         self.needs = self._needs()
         self.info = codegen.SlotInfo(rec.value)
+        self.info.numba = self.numba
         ns = Namespace()
         self.finish = codegen.build("finish", "slots, inputs", self.finish_lines(ns), ns)
         self.fast = self._generate_fast() if self.fast else None
@@ -297,6 +300,7 @@ class End:
     def _generate_backward(self, rec: Recorder, bitems: list, nfwd: int, seeds: list,
                            results: list) -> None:
         info = codegen.SlotInfo(rec.value)
+        info.numba = self.numba
         foreign = self.foreign is not None
         if not foreign:
             codegen.specialize(bitems, rec.value)
@@ -346,13 +350,16 @@ class End:
                     f"{seeds[0]} is", f"v{seeds[0]} is"))
                 for s in sorted((folded - set(seeds)) & used):
                     lines.append(f"        v{s} = {ns.name(rec.value[s], 'k')}")
+                if not foreign:
+                    folded_items = chains.replay_items(folded_items, wanted, info)
                 lines += codegen.body_lines(folded_items, ns, indent="        ", shapes=info,
                                             recycle=recycle, fail="raise _Stale",
                                             foreign=foreign)
                 lines.append(f"        return ({outs})")
             else:
                 folded = set()
-        lines += codegen.body_lines(kept, ns, shapes=info, recycle=recycle,
+        lines += codegen.body_lines(chains.replay_items(kept, wanted, info) if not foreign
+                                    else kept, ns, shapes=info, recycle=recycle,
                                     fail="raise _Stale", foreign=foreign)
         lines.append(f"    return ({outs})")
         params = "slots, " + ", ".join(f"v{s}" for s in seeds)
@@ -893,7 +900,10 @@ class Tree:
             miss = "MISS" if single else "None"
             if single and (seg.end.to_fuse is not None or seg.end.fused_call is not None):
                 lines += self._fused_forward(seg, kept[i], uses, defs & across, ns)
-            for it in (kept[i] if not (single and seg.end.fused_call) else ()):
+            replay = kept[i] if not (single and seg.end.fused_call) else ()
+            if self.foreign is None:
+                replay = chains.replay_items(replay, across, info[i][2])
+            for it in replay:
                 if type(it) is Guard and it.kind == "meta":
                     # an outside tensor's shape, dtype, requires_grad
                     want = ns.name(it.value)

@@ -1,0 +1,365 @@
+"""Matrix chains in a NumPy replay: a product, its bias and its activation as one BLAS call,
+and elementwise steps written into the temporaries they consume.
+
+A layer ``act(x @ W + b)`` is recorded as three op calls, and a plain replay makes three
+NumPy calls and two temporaries (the product, then the biased product). :func:`fuse`
+gives the three (or the first two, or a product and an activation) one entry whose call
+preloads a new array with the broadcast bias, lets BLAS ``gemm`` add the product into it
+(``beta = 1``), and applies the activation in place: no temporary at all.
+
+:func:`in_place` then spells an elementwise step whose operand is a temporary that
+nothing reads afterwards (a fresh array of the result's shape and dtype made by an
+earlier step of the same program, no view of it alive) as the same ufunc with ``out=``
+that operand: the derivative of an activation in the backward pass, ``g * (1 - y * y)``
+for ``tanh``, then allocates one array instead of three.
+
+Both keep eager mode's values bit for bit. An in-place ufunc runs the same loop. The
+product plus bias is BLAS's ``C + A B`` where eager mode computes ``A B`` and then adds
+``C``: the same sum when BLAS accumulates ``A B`` in one pass over the inner dimension
+(it does up to some hundreds of terms), a different rounding when it adds partial sums
+into ``C`` one block of the inner dimension at a time. Which one this machine's BLAS
+does is tested for each shape, dtype and memory layout, once, on random values
+(:func:`_exact`); where they differ, or a call brings operands laid out otherwise than
+the recording's, the entry makes the product with NumPy and adds the bias and the
+activation in place (eager mode's operations, one array).
+
+Both run on the item lists of the NumPy replay only, after the fused and native backends
+have had their chance at the program: those translate the op calls as recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .codegen import item_defs, item_uses, ref_slots
+from .product_ops import private_op
+from .tape import Alias, Entry, Slot
+
+_BLAS_TYPES = {np.dtype(t): c for t, c in (("float32", "s"), ("float64", "d"),
+                                             ("complex64", "c"), ("complex128", "z"))}
+# Activations whose forward is not a ufunc: the in-place call (the output's source, then
+# the other arguments) that computes what the forward computes.
+_SPELLED_ACTS = {"relu": (np.maximum, lambda o: (o, 0)),
+                 "softplus": (np.logaddexp, lambda o: (0, o))}
+
+
+# ---- the shape of what an item list does with its slots -----------------------------------
+
+def _uses_by_item(items: list) -> dict[int, list[int]]:
+    """Slot -> the positions of the items that read it."""
+    users: dict[int, list[int]] = {}
+    for k, it in enumerate(items):
+        for s in item_uses(it):
+            users.setdefault(s, []).append(k)
+    return users
+
+
+def _registry_name(it: Entry) -> str | None:
+    from ..core.op import registry
+
+    name = it.op.name
+    return name if registry.get(name) is it.op else None
+
+
+def _plain(it: Any) -> bool:
+    """An op call with positional arguments only, spelled as recorded, in the default
+    floating-point state."""
+    return type(it) is Entry and not it.kw and it.spell is None and it.err is None
+
+
+# ---- x @ W + b, then an activation ------------------------------------------------------
+
+def _operand(r: Any, info: Any) -> tuple | None:
+    """(shape, dtype) of an array argument (a slot holding an ndarray, or a constant)."""
+    if type(r) is Slot:
+        if not info(r.i, True):
+            return None
+        return info(r.i), info.dtype[r.i]
+    if type(r) is np.ndarray:
+        return r.shape, r.dtype
+    return None
+
+
+def _bias(r: Any, info: Any, shape: tuple, dtype: np.dtype) -> bool:
+    """Whether ``r`` broadcasts into an array of ``shape`` and ``dtype`` without changing
+    them (a Python number, or an array of that dtype)."""
+    if type(r) in (int, float) or (type(r) is complex and dtype.kind == "c"):
+        return True
+    got = _operand(r, info)
+    if got is None or got[1] != dtype:
+        return False
+    try:
+        return np.broadcast_shapes(got[0], shape) == shape
+    except ValueError:
+        return False
+
+
+def _activation(it: Entry, dtype: np.dtype) -> Callable | None:
+    """``act(out)`` writing the activation of entry ``it`` into ``out`` (None: not one)."""
+    if len(it.args) != 1 or not it.dtypes or it.dtypes[0] != dtype:
+        return None
+    f = it.op.forward
+    if isinstance(f, np.ufunc):
+        if f.nin != 1 or f.nout != 1 or _registry_name(it) is None:
+            return None
+        return lambda out: f(out, out=out)
+    spelled = _SPELLED_ACTS.get(it.op.name)
+    if spelled is None or _registry_name(it) is None:
+        return None
+    g, args = spelled
+    return lambda out: g(*args(out), out=out)
+
+
+def fuse(items: list, keep: set, info: Any) -> list:
+    """``items`` with each chain ``matmul`` -> ``add`` (-> a one-argument elementwise
+    activation), whose intermediate values nothing else reads, as one entry (see the
+    module docstring); ``keep``: slots read after the list; ``info``: the recorded shapes
+    and dtypes (:class:`codegen.SlotInfo`)."""
+    if not any(type(it) is Entry and it.op.name == "matmul" for it in items):
+        return items
+    users = _uses_by_item(items)
+    made = {o: k for k, it in enumerate(items) if type(it) is Entry for o in it.outs}
+
+    taken: set = set()  # positions of the entries already in a chain
+
+    def only_user(s: int) -> Entry | None:
+        u = users.get(s, ())
+        if s in keep or len(u) != 1 or u[0] in taken or not _plain(items[u[0]]):
+            return None
+        return items[u[0]]
+
+    out = list(items)
+    for k, it in enumerate(items):
+        if (k in taken or not _plain(it) or _registry_name(it) != "matmul"
+                or len(it.args) != 2):
+            continue
+        a, w = (_operand(r, info) for r in it.args)
+        z = it.outs[0]
+        if a is None or w is None or not info(z, True):
+            continue
+        dtype = a[1]
+        if (len(a[0]) != 2 or len(w[0]) != 2 or w[1] != dtype or dtype not in _BLAS_TYPES
+                or a[0][1] != w[0][0] or min(*a[0], w[0][1]) < 2 or info.dtype[z] != dtype):
+            continue
+        shape = (a[0][0], w[0][1])
+        add = only_user(z)
+        bias = None
+        last = it
+        if add is not None and _registry_name(add) == "add" and len(add.args) == 2:
+            x, y = add.args
+            first = type(x) is Slot and x.i == z
+            other = y if first else x
+            if ((first or (type(y) is Slot and y.i == z))
+                    and not (type(other) is Slot and other.i == z)
+                    and _bias(other, info, shape, dtype)
+                    and add.dtypes and add.dtypes[0] == dtype
+                    and info(add.outs[0]) == shape):
+                bias = other
+                last = add
+        act = None
+        nxt = only_user(last.outs[0])
+        if (nxt is not None and nxt.op.elementwise and len(nxt.args) == 1
+                and type(nxt.args[0]) is Slot):
+            act = _activation(nxt, dtype)
+            if act is not None:
+                last_act = nxt
+        if bias is None and act is None:
+            continue
+        if act is not None:
+            last = last_act
+        run = _linear(it.args, bias, act, dtype, a[0], w[0])
+        new = Entry(private_op(run, "linear", (), save_args=False),
+                    (*it.args, bias if bias is not None else 0), None, last.outs,
+                    last.grad_in, last.diff_out, None, last.dtypes)
+        chain = [e for e in (it, add if bias is not None else None,
+                             last if act is not None else None) if e is not None]
+        taken.update(made[e.outs[0]] for e in chain)
+        for e in chain:
+            out[made[e.outs[0]]] = None
+        out[made[last.outs[0]]] = new
+    return [it for it in out if it is not None]
+
+
+def _is_linear(it: Entry) -> bool:
+    return getattr(it.op.forward, "_yaad_linear", False)
+
+
+def _owner(x: np.ndarray) -> Any:
+    """The array that owns ``x``'s memory (NumPy keeps a view's base the owner)."""
+    b = x.base
+    return x if b is None else b
+
+
+def _linear(refs: tuple, bias: Any, act: Callable | None, dtype: np.dtype, sa: tuple,
+            sw: tuple) -> Callable:
+    """``run(a, w, b)``: ``act(a @ w + b)`` (without ``+ b`` when ``bias`` is None, without
+    ``act`` when it is None) for operands of shapes ``sa``, ``sw`` and ``dtype``."""
+    n, m = sa[0], sw[1]
+    shape = (n, m)
+    if bias is None:
+        def run(a: Any, w: Any, _b: Any) -> Any:
+            out = np.matmul(a, w)
+            act(out)
+            return out
+        run._yaad_linear = True
+        run.plans = {}
+        return run
+    plans: dict = {}  # (strides of a, strides of w) -> the gemm call, or None
+    square = n == m
+
+    def run(a: Any, w: Any, b: Any) -> Any:
+        p = None
+        # (NumPy multiplies a matrix by its own transpose with syrk, not gemm)
+        if type(a) is np.ndarray and type(w) is np.ndarray and not (
+                square and _owner(a) is _owner(w)):
+            key = (a.strides, w.strides)
+            p = plans.get(key, plans)
+            if p is plans:
+                p = plans[key] = _gemm_plan(a, w, dtype, shape)
+        if p is None:
+            out = np.matmul(a, w)
+            np.add(out, b, out=out)
+        else:
+            out = np.empty(shape, dtype)
+            out[...] = b
+            p(a, w, out)
+        if act is not None:
+            act(out)
+        return out
+
+    run._yaad_linear = True
+    run.plans = plans  # (what the tests read: which layouts met so far went to BLAS)
+    return run
+
+
+def _gemm_plan(a: np.ndarray, w: np.ndarray, dtype: np.dtype, shape: tuple) -> Any:
+    """``call(a, w, out)`` adding ``a @ w`` into the C-ordered ``out`` by one BLAS call, or
+    None when the operands' layout has none or its sum is not NumPy's (see _exact)."""
+    from scipy.linalg import blas
+
+    # out (n, m) in C order is out.T (m, n) in Fortran order: out.T += w.T @ a.T
+    def operand(x: np.ndarray) -> tuple | None:
+        if x.flags.c_contiguous:
+            return 0, True  # x.T is Fortran-ordered
+        if x.flags.f_contiguous:
+            return 1, False  # x is; BLAS reads it transposed
+        return None
+
+    oa, ow = operand(a), operand(w)
+    if oa is None or ow is None or not _exact(dtype, a.shape, w.shape, oa[0], ow[0]):
+        return None
+    gemm = blas.get_blas_funcs("gemm", dtype=dtype)
+    (tb, a_t), (ta, w_t) = oa, ow
+    one = dtype.type(1)
+
+    if a_t and w_t:
+        def call(a: Any, w: Any, out: Any) -> None:
+            gemm(one, w.T, a.T, one, out.T, overwrite_c=1)
+    else:
+        def call(a: Any, w: Any, out: Any) -> None:
+            gemm(one, w.T if w_t else w, a.T if a_t else a, one, out.T, trans_a=ta,
+                 trans_b=tb, overwrite_c=1)
+    return call
+
+
+_EXACT: dict = {}
+
+
+def _exact(dtype: np.dtype, sa: tuple, sw: tuple, ta: int, tb: int) -> bool:
+    """Whether BLAS's ``C + A B`` equals NumPy's ``A @ B + C`` bit for bit for these
+    shapes, dtype and layouts (``ta``, ``tb``: the operands are Fortran-ordered), tested
+    once on random values."""
+    key = (dtype, sa, sw, ta, tb)
+    got = _EXACT.get(key)
+    if got is None:
+        from scipy.linalg import blas
+
+        rng = np.random.default_rng(0)
+
+        def draw(shape: tuple, order: str) -> np.ndarray:
+            x = rng.standard_normal(shape)
+            if dtype.kind == "c":
+                x = x + 1j * rng.standard_normal(shape)
+            return np.asarray(x, dtype=dtype, order=order)
+
+        a = draw(sa, "F" if ta else "C")
+        w = draw(sw, "F" if tb else "C")
+        b = draw((sa[0], sw[1]), "C")
+        want = np.matmul(a, w)
+        np.add(want, b, out=want)
+        c = b.copy()
+        gemm = blas.get_blas_funcs("gemm", dtype=dtype)
+        one = dtype.type(1)
+        r = gemm(one, w if tb else w.T, a if ta else a.T, one, c.T, trans_a=tb, trans_b=ta,
+                 overwrite_c=1)
+        got = bool(np.shares_memory(r, c) and np.array_equal(c, want))
+        _EXACT[key] = got
+    return got
+
+
+# ---- elementwise steps into the temporaries they consume -----------------------------------
+
+def _fresh(it: Any, info: Any) -> bool:
+    """Whether entry ``it`` makes a new array that nothing else holds: a ufunc called as
+    recorded (its templates spell ``a + b``, ``a @ b``, ``-a``, all new arrays; not the
+    conjugate of a real array, which is the array), or a fused product."""
+    if type(it) is not Entry or len(it.outs) != 1 or not info(it.outs[0], True):
+        return False
+    if _is_linear(it):
+        return True
+    f = it.op.forward
+    return (isinstance(f, np.ufunc) and f.nout == 1 and it.spell is None
+            and it.op.name != "conjugate" and (not it.kw or set(it.kw) == {"out"}))
+
+
+def in_place(items: list, keep: set, info: Any) -> list:
+    """``items`` with ufunc steps writing into an operand that is a dead temporary of the
+    result's shape and dtype (see the module docstring)."""
+    owners: dict[int, frozenset] = {}  # slot -> the temporaries whose memory it may share
+    last: dict[int, float] = {}  # temporary -> position of the last read of its memory
+    fresh = set()
+    for k, it in enumerate(items):
+        uses: set = set()
+        if type(it) is Entry:
+            for r in (*it.args, *(it.kw or {}).values()):
+                ref_slots(r, uses)
+        else:
+            uses = item_uses(it)
+        for s in uses:
+            for t in owners.get(s, ()):
+                last[t] = k
+        if type(it) is Alias:
+            owners[it.slot] = owners.get(it.of, frozenset())
+        elif type(it) is Entry:
+            if _fresh(it, info):
+                o = it.outs[0]
+                owners[o] = frozenset((o,))
+                fresh.add(o)
+            else:
+                shared = frozenset().union(*(owners.get(s, frozenset()) for s in uses))
+                for o in item_defs(it):
+                    owners[o] = shared
+    for s in keep:
+        for t in owners.get(s, ()):
+            last[t] = float("inf")
+    out = []
+    for k, it in enumerate(items):
+        if type(it) is Entry and _fresh(it, info) and not it.kw and not _is_linear(it):
+            o = it.outs[0]
+            for r in it.args:
+                if (type(r) is Slot and r.i in fresh and last.get(r.i) == k
+                        and info(r.i) == info(o) and info.dtype[r.i] == info.dtype[o]):
+                    it = Entry(it.op, it.args, {"out": Slot(r.i, False)}, it.outs,
+                               it.grad_in, it.diff_out, it.err, it.dtypes)
+                    break
+        out.append(it)
+    return out
+
+
+def replay_items(items: list, keep: set, info: Any) -> list:
+    """The item list a NumPy replay spells: chains fused, then steps in place."""
+    return in_place(fuse(items, keep, info), keep, info)
+
+
