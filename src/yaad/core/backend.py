@@ -370,7 +370,7 @@ def any_foreign(values: tuple[Any, ...] | list[Any]) -> bool:
     """Whether any of ``values`` (or of a tuple or list among them) is another library's
     array."""
     for v in values:
-        if type(v) in _PLAIN:
+        if type(v) in PLAIN_TYPES:
             continue
         if type(v) in (tuple, list):
             if any_foreign(v):
@@ -381,7 +381,7 @@ def any_foreign(values: tuple[Any, ...] | list[Any]) -> bool:
 
 
 # Types that are never another library's array (checked first, cheaply).
-_PLAIN = frozenset([np.ndarray, int, float, complex, bool, str, type(None), slice,
+PLAIN_TYPES = frozenset([np.ndarray, int, float, complex, bool, str, type(None), slice,
                     type(Ellipsis), *set(np.sctypeDict.values())])
 
 

@@ -65,9 +65,9 @@ def _node_of(edge: Any) -> Node | None:
 
 
 def _fit(g: Any, ref: Any, node: Node, out_grad: Any = None) -> Any:
-    """``fit_gradient`` for the input ``ref`` of ``node``."""
-    k = next((i for i, a in enumerate(node.args) if a is ref), "?")
-    return fit_gradient(g, ref, node.op.name, k, out_grad, node.args)
+    """``fit_gradient`` for the input ``ref`` of ``node`` (its position looked up only
+    for an error)."""
+    return fit_gradient(g, ref, node.op.name, (ref,), out_grad, node.args)
 
 
 def _add(a: Any, b: Any) -> Any:

@@ -45,20 +45,49 @@ if TYPE_CHECKING:  # (types only: nothing here runs)
         def check_gradient(self, node: Node, i: int, result: Any) -> None: ...
 
 
-def unbroadcast(g: Any, shape: tuple[int, ...], where: str = "") -> Any:
-    """Sum ``g`` over the axes that broadcasting added to reach ``shape``."""
+def unbroadcast(g: Any, shape: tuple[int, ...], where: Any = "") -> Any:
+    """Sum ``g`` over the axes that broadcasting added to reach ``shape``.
+
+    ``where`` names the gradient in an error: a string, or ``(op name, input position,
+    the op's inputs)``, formatted only when there is an error."""
     numpy = type(g) is np.ndarray  # (first-order backward: NumPy's own calls, no dispatch)
     gshape = g.shape if numpy else np.shape(g)
     if gshape == shape:
         return g
-    lead = len(gshape) - len(shape)
-    if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
-        raise error("rule-shape", where=where, got=gshape, shape=shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1)
+    n = len(shape)
+    lead = len(gshape) - n
+    if lead < 0:
+        raise error("rule-shape", where=_where(where), got=gshape, shape=shape)
+    axes = list(range(lead))
+    for k in range(n):  # (a loop, no generators: it runs for every broadcast operand)
+        s = shape[k]
+        if s != gshape[lead + k]:
+            if s != 1:
+                raise error("rule-shape", where=_where(where), got=gshape, shape=shape)
+            axes.append(lead + k)
     if axes:
-        g = g.sum(axis=axes) if numpy else _sum(g, axis=axes)
-    return g if np.shape(g) == shape else np.reshape(g, shape) if numpy else reshape(g, shape)
+        g = g.sum(axis=tuple(axes)) if numpy else _sum(g, axis=tuple(axes))
+    if numpy:  # (an ndarray or a NumPy scalar: both have shape and reshape)
+        return g if g.shape == shape else g.reshape(shape)
+    return g if np.shape(g) == shape else reshape(g, shape)
+
+
+def _where(where: Any) -> str:
+    if isinstance(where, str):
+        return where
+    name, k, args = where
+    return f"the gradient of '{name}' for input {_position(k, args)}"
+
+
+def _position(k: Any, args: Sequence[Any]) -> Any:
+    """The input position ``k`` (as given), or, for ``(ref,)``, the position of the input
+    ``ref`` among ``args`` (the engine knows the input, not its position)."""
+    if type(k) is not tuple:
+        return k
+    for i, a in enumerate(args):
+        if a is k[0]:
+            return i
+    return "?"
 
 
 def cast_gradient(g: Any, dtype: Any) -> Any:
@@ -81,22 +110,25 @@ def fit_gradient(g: Any, ref: Any, name: str, k: Any, out_grad: Any = None,
 
     ``out_grad`` is the gradient the rule received and ``args`` the op's inputs: a rule's
     result may have more axes than its input where broadcasting gave them (the output's or
-    another input's), never more than all of them.
+    another input's), never more than all of them. ``k`` may be ``(ref,)``: the position
+    of ``ref`` in ``args``, looked up only for an error.
     """
-    if isinstance(g, (tuple, list)):
-        raise error("rule-sequence", name=name, k=k, type=type(g).__name__, shape=ref.shape)
-    if not hasattr(g, "shape"):
-        g = np.asarray(g)
+    if type(g) is not np.ndarray:
+        if isinstance(g, (tuple, list)):
+            raise error("rule-sequence", name=name, k=_position(k, args),
+                        type=type(g).__name__, shape=ref.shape)
+        if not hasattr(g, "shape"):
+            g = np.asarray(g)
     shape = ref.shape
     if g.shape != shape:
-        where = f"the gradient of '{name}' for input {k}"
         if out_grad is not None and g.ndim > len(getattr(out_grad, "shape", ())):
             outs = out_grad if isinstance(out_grad, tuple) else (out_grad,)
             most = max([len(o.shape) for o in outs if hasattr(o, "shape")]
                        + [len(a.shape) for a in args if hasattr(a, "shape")] + [len(shape)])
             if g.ndim > most:
-                raise error("rule-axes", where=where, shape=g.shape, most=most)
-        g = unbroadcast(g, shape, where)
+                raise error("rule-axes", where=_where((name, k, args)), shape=g.shape,
+                            most=most)
+        g = unbroadcast(g, shape, (name, k, args))
     dtype = ref.dtype
     gdt = g.dtype
     if gdt is not dtype and gdt != dtype:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast, overl
 import numpy as np
 
 from ..modes.registry import run_modes, set_final
-from .backend import BackendError, any_foreign, is_foreign, is_inexact
+from .backend import PLAIN_TYPES, BackendError, any_foreign, is_foreign, is_inexact
 from .backend import call as call_foreign
 from .errors import error, with_op_name
 from .grad_mode import state
@@ -414,15 +414,35 @@ def apply(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     """Run ``spec`` on ``args`` (some of them tensors), recording a node if needed."""
     if state.modes_on:
         return run_modes(spec, args, kw)
-    arrays = tuple([a._data if isinstance(a, Tensor) else
-                    _tuple_arrays(a) if type(a) is tuple else a for a in args])
-    if spec.elementwise and list in map(type, arrays):
-        # an operand given as a list is an array (as NumPy takes it): its rules read it so
-        arrays = tuple([np.asarray(a) if type(a) is list else a for a in arrays])
+    # One pass over the arguments: their arrays, and whether any may be another library's
+    # (a loop, not comprehensions and any_foreign: every indexing, reshape and einsum
+    # call runs it).
+    n = len(args)
+    arrays: Any = list(args)
+    plain = True  # every argument of a type that is never another library's array
+    lists = spec.elementwise
+    for i in range(n):
+        a = args[i]
+        if isinstance(a, Tensor):
+            a = arrays[i] = a._data
+        elif type(a) is tuple:
+            a = arrays[i] = _tuple_arrays(a)
+            if plain:
+                for x in a:
+                    if type(x) not in PLAIN_TYPES:
+                        plain = False
+                        break
+            continue
+        elif lists and type(a) is list:
+            # an operand given as a list is an array (as NumPy takes it): its rules read it so
+            a = arrays[i] = np.asarray(a)
+        if plain and type(a) not in PLAIN_TYPES:
+            plain = False
+    arrays = tuple(arrays)
     if kw:
         kw = _kw_arrays(spec, kw)
     try:
-        ans = (call_foreign(spec, arrays, kw) if any_foreign(arrays) else
+        ans = (call_foreign(spec, arrays, kw) if not plain and any_foreign(arrays) else
                spec.forward(*arrays, **kw))
     except BackendError:
         raise
@@ -432,21 +452,22 @@ def apply(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         for a in arrays:
             _refuse_object_operand(spec, a)
     rec = state.enabled
+    node = None
     if rec:
         vjps = spec.vjps
         variadic = spec.variadic
-        parents: list[Any] = [None] * len(args)  # (the edges: see graph.Node)
-        any_parent = False
-        for i, a in enumerate(args):
+        parents: Any = None  # (the edges: see graph.Node; a list once one is found)
+        for i in range(n):
+            a = args[i]
             if isinstance(a, Tensor) and a.requires_grad:
                 if variadic or (i < len(vjps) and vjps[i] is not None):
+                    if parents is None:
+                        parents = [None] * n
                     parents[i] = a._node or a
-                    any_parent = True
                 elif vjps:
                     raise error("no-rule", name=spec.name, i=i, shape=a.shape, dtype=a.dtype)
-        node = _record(spec, arrays, kw, ans, tuple(parents)) if any_parent else None
-    else:
-        node = None
+        if parents is not None:
+            node = _record(spec, arrays, kw, ans, tuple(parents))
     out = _wrap_outputs(spec, ans, node)
     if not spec.save_args:
         if spec.nout != 1:

@@ -1191,7 +1191,10 @@ def unwrap_index(idx: Any) -> Any:
     index
     """
     if isinstance(idx, tuple):
-        return tuple([_unwrap_one(i) for i in idx])
+        for i in idx:  # (only a list changes: a tuple without one is kept as it is)
+            if isinstance(i, list):
+                return tuple([_unwrap_one(i) for i in idx])
+        return idx
     return _unwrap_one(idx)
 
 
