@@ -197,16 +197,6 @@ def forward_mode_on() -> bool:
     return any(lv not in batch_sizes for lv in state.levels)
 
 
-def first_order_only(name: str) -> None:
-    """Raise in a backward pass that is being recorded (``create_graph=True``) or runs
-    under forward mode (``hessian``, ``hvp``; vmap's batch levels are no forward mode)."""
-    if state.enabled or forward_mode_on():
-        raise NotImplementedError(
-            f"{name}: second derivatives (create_graph=True) through this solver are not "
-            f"implemented; take first derivatives, or differentiate a dense version "
-            f"(yaad.linalg, an unrolled loop) for second ones")
-
-
 # ---- a linear solve on the real vector space of a list of arrays ------------------------
 
 

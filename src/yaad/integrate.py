@@ -16,7 +16,7 @@ It is safe on stiff and strongly decaying systems, where integrating the state
 backwards is not. Gradients reach ``y0``, the tensor arguments, the tensors ``func``
 uses from outside, and the times (the initial time and the output times). Second
 derivatives (``create_graph=True``) and forward mode (``jvp``, ``hessian``) replay the
-steps as yaad operations (``dopri5``).
+steps as yaad operations (Radau's stages as an implicit function of each step's inputs).
 
 ``adjoint="backsolve"`` is the continuous adjoint of torchdiffeq's ``odeint_adjoint``
 (the state, its adjoint and the parameters' gradient integrated backwards together by
@@ -38,7 +38,7 @@ from .implicit import (
     Closure,
     data_of,
     differentiable,
-    first_order_only,
+    forward_mode_on,
     local,
     not_converged,
     pack,
@@ -132,7 +132,11 @@ class _Backsolve:
 
     def backward(self, inputs: tuple[Any, ...], xs: tuple[Any, ...],
                  grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        first_order_only(self.name)
+        if state.enabled or forward_mode_on():
+            raise NotImplementedError(
+                f"{self.name}: second derivatives (create_graph=True, hessian, hvp) through "
+                f"adjoint='backsolve' are not implemented; use adjoint='discrete' (the "
+                f"default), whose steps are replayed as yaad operations for them")
         field = self.field
         g = np.asarray(data_of(grads[0])).reshape(len(self.times), -1)
         ys = np.asarray(data_of(xs[0])).reshape(len(self.times), -1)
@@ -160,6 +164,11 @@ class _Backsolve:
             tbar[0] = -np.vdot(a - g[0], field.value(ys[0], self.times[0])).real
             front.append(tbar)
         return (*front, *pbar)
+
+    def jvp(self, inputs: tuple[Any, ...], xs: tuple[Any, ...], ts: tuple[Any, ...]) -> Any:
+        raise NotImplementedError(
+            f"{self.name}: forward mode (jvp, jacfwd, hessian, hvp) through "
+            f"adjoint='backsolve' is not implemented; use adjoint='discrete' (the default)")
 
 
 def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 1e-8,

@@ -4,6 +4,7 @@ PyTorch on that loop, diffrax and torchdiffeq, and finite differences; real and 
 states; the implicit method (Radau); the times' gradients; checkpoints and memory; second
 order and forward mode; the backsolve adjoint; errors."""
 
+import os
 import tracemalloc
 
 import numpy as np
@@ -15,6 +16,7 @@ from yaad import func, integrate
 from yaad.implicit import ConvergenceError
 
 RNG = np.random.default_rng(5)
+LONG = bool(int(os.environ.get("YAAD_FUZZ_PROGRAMS", 0)))  # the long variants
 N = 4
 W0 = 0.5 * RNG.standard_normal((N, N))
 Y0 = RNG.standard_normal(N)
@@ -144,8 +146,11 @@ def test_errors():
         integrate.odeint(lambda y, t: y * y, np.ones(1), [0.0, 2.0])  # blows up at t = 1
     y0 = yaad.tensor(Y0, requires_grad=True)
     ys = integrate.odeint(lambda y, t: -y, y0, [0.0, 1.0], adjoint="backsolve")
-    with pytest.raises(NotImplementedError, match="second derivatives"):
+    with pytest.raises(NotImplementedError, match="second derivatives.*adjoint='discrete'"):
         yaad.autograd.grad(yaad.sum(ys ** 2), y0, create_graph=True)
+    with pytest.raises(NotImplementedError, match="forward mode.*adjoint='discrete'"):
+        func.jvp(lambda y: integrate.odeint(lambda y, t: -y, y, [0.0, 1.0],
+                                            adjoint="backsolve"), (Y0,), (Y0,))
     with pytest.raises(ValueError, match="unknown method 'BDF'.*backsolve"):
         integrate.odeint(lambda y, t: -y, Y0, [0.0, 1.0], method="BDF")
     with pytest.raises(ValueError, match="adjoint must be one of"):
@@ -428,6 +433,106 @@ def test_hessian_vector_products_and_forward_mode_match_the_matrix_exponential()
     np.testing.assert_allclose(func.hessian(lambda y: so_loss(W0, y))(Y0),
                                func.hessian(lambda y: so_exact(W0, y))(Y0), rtol=1e-8,
                                atol=1e-10)
+
+
+
+# ---- Radau: second order and forward mode ----------------------------------------------------
+
+RTS = np.array([0.0, 0.4, 1.0])
+RW = np.array([0.0, 1.0, 2.0])[:, None]
+
+
+def radau_loss(a, y0=SY0, api="odeint"):
+    """A weighted sum of squares of the stiff system's states (eigenvalues -1, -60, -0.5)."""
+    if api == "odeint":
+        ys = integrate.odeint(lambda y, t, a: a @ y, y0, RTS, a, method="Radau", rtol=1e-7,
+                              atol=1e-9)
+    else:
+        ys = integrate.solve_ivp(lambda t, y, a: a @ y, (0.0, 1.0), y0, t_eval=RTS,
+                                 args=(a,), method="Radau", rtol=1e-7, atol=1e-9).y.T
+    return yaad.sum(ys ** 2 * RW)
+
+
+def radau_exact(a, y0=SY0):
+    return sum(w * yaad.sum((yaad.linalg.expm(t * a) @ y0) ** 2) for w, t in zip(RW[:, 0], RTS))
+
+
+@pytest.mark.parametrize("api", ["odeint", "solve_ivp"])
+def test_radau_second_order_and_forward_mode_match_the_matrix_exponential(api):
+    # Radau's stages are an implicit function of each step's inputs: the replay's
+    # derivatives of every order are those of the computed solution (steps held fixed).
+    # Against the exact solution expm(t A) y0 (the computed one is within rtol = 1e-7):
+    # hvp (forward over reverse) in A, and for odeint also jvp, grad of grad (reverse
+    # over reverse) and, under YAAD_FUZZ_PROGRAMS, the Hessian in y0 (jacfwd of jacrev).
+    v = np.random.default_rng(2).standard_normal((3, 3))
+    loss = lambda a, y0=SY0: radau_loss(a, y0, api)  # noqa: E731
+    hv = func.hvp(loss, (STIFF,), (v,))[1]
+    want = func.hvp(radau_exact, (STIFF,), (v,))[1]
+    assert hv.shape == (3, 3) and hv.dtype == np.float64
+    np.testing.assert_allclose(hv, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    if api != "odeint":
+        return
+    out, tan = func.jvp(loss, (STIFF,), (v,))
+    out_e, tan_e = func.jvp(radau_exact, (STIFF,), (v,))
+    np.testing.assert_allclose([float(out), float(tan)], [float(out_e), float(tan_e)],
+                               rtol=1e-6)
+    a = yaad.tensor(STIFF, requires_grad=True)
+    (g,) = yaad.autograd.grad(loss(a), [a], create_graph=True)
+    (gg,) = yaad.autograd.grad(yaad.sum(g * v), [a])
+    np.testing.assert_allclose(gg, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    if LONG:  # (the Hessian in y0 by jacfwd of jacrev: three more replays, about 8 s)
+        h = func.hessian(lambda y0: loss(STIFF, y0))(SY0)
+        np.testing.assert_allclose(h, func.hessian(lambda y0: radau_exact(STIFF, y0))(SY0),
+                                   rtol=1e-6)
+
+
+def van_der_pol(y, t, p):
+    return yaad.stack([y[1], p[0] * ((1 - y[0] ** 2) * y[1]) - y[0]])
+
+
+def vdp_loss(p, y0):
+    ys = integrate.odeint(van_der_pol, y0, [0.0, 0.25, 0.5], p, method="Radau", rtol=1e-7,
+                          atol=1e-9)
+    return yaad.sum(ys[1:] ** 2 * np.array([[1.0, 0.3], [0.5, 2.0]]))
+
+
+def test_radau_second_order_on_van_der_pol_against_finite_differences_of_the_gradient():
+    # Van der Pol at mu = 100 (stiff): the Hessian-vector product in (mu, y0) and the
+    # tangent against central differences of the first derivative (the discrete adjoint,
+    # itself checked against finite differences of the loss); under YAAD_FUZZ_PROGRAMS the
+    # whole Hessian against diffrax
+    p0, y0 = np.array([100.0]), np.array([2.0, -0.6])
+    dp, dy = np.array([1.0]), np.array([0.3, -0.5])
+    _, (hp, hy) = func.hvp(vdp_loss, (p0, y0), (dp, dy))
+    grad = func.grad(vdp_loss, argnums=(0, 1))
+    plus, minus = grad(p0 + 1e-5 * dp, y0 + 1e-5 * dy), grad(p0 - 1e-5 * dp, y0 - 1e-5 * dy)
+    for got, a, b in ((hp, plus[0], minus[0]), (hy, plus[1], minus[1])):
+        fd = (a - b) / 2e-5
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
+    _, tan = func.jvp(vdp_loss, (p0, y0), (dp, dy))
+    g = grad(p0, y0)
+    np.testing.assert_allclose(tan, g[0] @ dp + g[1] @ dy, rtol=1e-10)
+    if LONG:  # the whole Hessian against diffrax's Kvaerno5 (jacfwd of jacfwd; ~35 s of jit)
+        import diffrax
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+
+        def with_diffrax(x):
+            term = diffrax.ODETerm(lambda t, y, p: jnp.stack(
+                [y[1], p[0] * ((1 - y[0] ** 2) * y[1]) - y[0]]))
+            sol = diffrax.diffeqsolve(
+                term, diffrax.Kvaerno5(), 0.0, 0.5, 1e-4, x[1:], args=x[:1],
+                saveat=diffrax.SaveAt(ts=jnp.array([0.25, 0.5])),
+                stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+                max_steps=100_000, adjoint=diffrax.ForwardMode())
+            return jnp.sum(sol.ys ** 2 * jnp.array([[1.0, 0.3], [0.5, 2.0]]))
+
+        x0 = np.concatenate([p0, y0])
+        want = np.asarray(jax.jit(jax.jacfwd(jax.jacfwd(with_diffrax)))(jnp.asarray(x0)))
+        got = func.hessian(lambda x: vdp_loss(x[:1], x[1:]))(x0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8 * np.abs(want).max())
 
 
 def test_backsolve_adjoint_on_a_non_stiff_system():

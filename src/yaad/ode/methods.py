@@ -28,7 +28,10 @@ from typing import Any, Callable
 import numpy as np
 import scipy.linalg
 
-from ..implicit import ConvergenceError
+from ..core.tensor import Tensor
+from ..implicit import ConvergenceError, _Implicit, data_of, differentiable
+from ..ops.products import matmul
+from ..ops.shape import stack
 
 
 def rms(x: np.ndarray) -> float:
@@ -38,6 +41,17 @@ def rms(x: np.ndarray) -> float:
 
 def _re_vdot(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.vdot(a, b).real)
+
+
+def _weights_ops(thetas: Any, basis: np.ndarray) -> Any:
+    """Dense-output weights ``sum_q theta^(q + 1) basis[q]`` at ``thetas``, ``(M, stages)``:
+    yaad operations for a tensor (times that require grad), an array otherwise."""
+    if isinstance(thetas, Tensor):
+        th = thetas.reshape(-1, 1)
+        return sum(th ** (q + 1) * basis[q] for q in range(basis.shape[0]))
+    t = np.asarray(thetas, float)
+    out: np.ndarray = (t[:, None] ** np.arange(1, basis.shape[0] + 1)) @ basis
+    return out
 
 
 class Dopri5:
@@ -116,7 +130,8 @@ class Dopri5:
 
     def weights(self, thetas: np.ndarray) -> np.ndarray:
         """The dense output's weights of the stages at ``thetas``, ``(M, 7)``."""
-        return (thetas[:, None] ** np.arange(1, 5)) @ self.P.T
+        out: np.ndarray = _weights_ops(thetas, self.P.T)
+        return out
 
     def dweights(self, thetas: np.ndarray) -> np.ndarray:
         """Their derivatives with respect to ``theta``."""
@@ -125,6 +140,28 @@ class Dopri5:
     def dense(self, y: np.ndarray, h: float, K: np.ndarray, thetas: np.ndarray) -> np.ndarray:
         """The states at ``t + theta h``, ``(M, n)``."""
         return y + h * (self.weights(thetas) @ K)
+
+    # ---- the step as yaad operations (Trajectory.replay: second order, forward mode) ----
+
+    @staticmethod
+    def replay_first(f: Callable, y: Any, t: Any) -> Any:
+        """The first replayed step's cache: ``f(y, t)``."""
+        return f(y, t)
+
+    @staticmethod
+    def replay_data(field: Any, steps: Callable, ts: np.ndarray, hs: np.ndarray) -> Any:
+        """What :meth:`replay_step` needs of each step beyond its inputs: nothing."""
+        return iter(lambda: None, 0)
+
+    def replay_step(self, f: Callable, field: Any, params: list, y: Any, t: Any, h: Any,
+                    k1: Any, data: Any) -> tuple:
+        """``(y_new, stages (7, n), next cache)`` as yaad operations."""
+        Y, K = self.step_ops(f, y, t, h, k1)
+        return Y, stack(K), K[6]
+
+    def dense_ops(self, y: Any, h: Any, K: Any, thetas: Any) -> Any:
+        """:meth:`dense` as yaad operations (``thetas`` a tensor or an array)."""
+        return y + h * matmul(_weights_ops(thetas, self.P.T), K)
 
     def adjoint(self, field: Any, y: np.ndarray, t: float, h: float, K: np.ndarray,
                 ybar_new: np.ndarray, thetas: np.ndarray, G: np.ndarray, need_t: bool,
@@ -333,13 +370,80 @@ class Radau:
         return y_new, Z, rms(E / scale)
 
     def weights(self, thetas: np.ndarray) -> np.ndarray:
-        return (thetas[:, None] ** np.arange(1, 4)) @ self.Q
+        out: np.ndarray = _weights_ops(thetas, self.Q)
+        return out
 
     def dweights(self, thetas: np.ndarray) -> np.ndarray:
         return (np.arange(1, 4) * thetas[:, None] ** np.arange(3)) @ self.Q
 
     def dense(self, y: np.ndarray, h: float, Z: np.ndarray, thetas: np.ndarray) -> np.ndarray:
         return y + self.weights(thetas) @ Z
+
+    def stage_matrix(self, h: float, Js: np.ndarray) -> np.ndarray:
+        """``dG/dZ = I - h (A x I) diag(J_1, J_2, J_3)`` for ``G(Z) = Z - h (A x I) F(y + Z)``,
+        ``Js`` the field's Jacobians at the three stages, ``(3n, 3n)``."""
+        n = Js.shape[-1]
+        out: np.ndarray = np.eye(3 * n) - h * np.kron(self.A, np.ones((n, n))) * np.tile(
+            np.hstack(list(Js)), (3, 1))
+        return out
+
+    # ---- the step as yaad operations (Trajectory.replay: second order, forward mode) ----
+
+    @staticmethod
+    def replay_first(f: Callable, y: Any, t: Any) -> Any:
+        return None
+
+    def replay_data(self, field: Any, steps: Callable, ts: np.ndarray,
+                    hs: np.ndarray) -> Any:
+        """Each step's stages ``Z`` (those of the forward pass: ``steps(lo, hi)`` gives
+        the kept or recomputed ``(y, Z)`` of steps ``lo .. hi-1``) and the field's
+        Jacobians at them, taken for many steps in one vectorized call (at most 32 MiB of
+        Jacobians at once)."""
+        N = len(hs)
+        chunk = 1
+        for lo in range(0, N, chunk):
+            kept = steps(lo, min(N, lo + chunk))
+            n = kept[0][0].size
+            chunk = max(1, (32 << 20) // (3 * 8 * n * n))
+            Y = np.concatenate([y + Z for y, Z in kept])
+            T = np.concatenate([ts[k] + self.C * hs[k] for k in range(lo, lo + len(kept))])
+            Js = field.jacobians(Y, T, False, False)[0].reshape(len(kept), 3, n, n)
+            yield from ((Z, J) for (_, Z), J in zip(kept, Js))
+
+    def replay_step(self, f: Callable, field: Any, params: list, y: Any, t: Any, h: Any,
+                    cache: Any, data: Any) -> tuple:
+        """``(y_new, Z (3, n), None)`` as yaad operations. The stages ``Z`` (the forward
+        pass's Newton solution, in ``data`` with the Jacobians at them) are the root of
+        ``G(Z) = Z - h (A x I) F(y + Z)``, an implicit function of ``y``, ``t``, ``h`` and the
+        field's parameters (:class:`yaad.implicit._Implicit`): its derivatives of every
+        order, and its tangents, are solves with ``dG/dZ`` at the stages (the adjoint's
+        matrix, factored once)."""
+        Z, Js = data
+        n = Z.shape[1]
+        lu = scipy.linalg.lu_factor(self.stage_matrix(float(np.real(data_of(h))), Js))
+
+        def solver(trans: int) -> Callable:
+            return lambda r: [scipy.linalg.lu_solve(
+                lu, np.asarray(data_of(r[0]), float).reshape(-1), trans=trans).reshape(3, n)]
+
+        A, C = self.A, self.C
+
+        def residual(xl: list, full: list) -> list:
+            z = xl[0]
+            yy, tt, hh, *ps = full
+            F = stack([f(yy + z[j], tt + C[j] * hh, ps) for j in range(3)])
+            return [z - hh * matmul(A, F)]
+
+        full = [y, t, h, *params]
+        problem = _Implicit("integrate (a Radau step's stages)", residual, None, full,
+                            [k for k, p in enumerate(full) if differentiable(p)], 0.0, None,
+                            solvers=(solver(0), solver(1)))
+        z = problem.solve(lambda arrays: [Z], [Z])[0]
+        return y + z[2], z, None
+
+    def dense_ops(self, y: Any, h: Any, Z: Any, thetas: Any) -> Any:
+        """:meth:`dense` as yaad operations (``thetas`` a tensor or an array)."""
+        return y + matmul(_weights_ops(thetas, self.Q), Z)
 
     def adjoint(self, field: Any, y: np.ndarray, t: float, h: float, Z: np.ndarray,
                 ybar_new: np.ndarray, thetas: np.ndarray, G: np.ndarray, need_t: bool,
@@ -365,9 +469,7 @@ class Radau:
         need_p = small and bool(field.params)
         Js, Jt, Jp = field.jacobians(y + Z, times, need_t and small, need_p)
         # (dG/dZ)^T W = Zbar with G(Z) = Z - h (A x I) F(y + Z)
-        M = np.eye(3 * n) - h * np.kron(self.A, np.ones((n, n))) * np.tile(
-            np.hstack(list(Js)), (3, 1))
-        W = scipy.linalg.solve(M.T, Zbar.reshape(-1)).reshape(3, n)
+        W = scipy.linalg.solve(self.stage_matrix(h, Js).T, Zbar.reshape(-1)).reshape(3, n)
         V = h * (self.A.T @ W)
         for j in range(3):
             if small:

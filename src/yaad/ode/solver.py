@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core.tensor import Tensor
 from ..implicit import ConvergenceError, not_converged
-from ..ops.shape import concatenate, stack
+from ..ops.shape import concatenate
 from .methods import Radau, _NewtonFailed, rms
 
 DEFAULT_CHECKPOINT_BYTES = 64 << 20
@@ -347,20 +347,34 @@ class Trajectory:
 
     # ---- replay as yaad operations --------------------------------------------------------
 
+    def kept_steps(self, lo: int, hi: int) -> list:
+        """The states and data of steps ``lo .. hi-1``: those kept with their data, the
+        others recomputed from the checkpoint before them (the same numbers)."""
+        out: dict = {}
+        marks = [c for c, _, _ in self.ckpts]
+        i = max(0, int(np.searchsorted(marks, lo, "right")) - 1)
+        while i < len(self.ckpts) and self.ckpts[i][0] < hi:
+            start, y, data = self.ckpts[i]
+            end = self.ckpts[i + 1][0] if i + 1 < len(self.ckpts) else len(self.hs)
+            if data is not None and end == start + 1:
+                out[start] = (y, data)
+            else:
+                self._steps(start, end, y, lambda k, yk, dk: out.__setitem__(k, (yk, dk))
+                            if dk is not None else None)
+            i += 1
+        return [out[k] for k in range(lo, hi)]
+
     def replay(self, y0: Any, times: Any, params: Sequence) -> Any:
         """The outputs recomputed on the same grid with yaad operations on tensors:
         ``y0`` (the state's shape), ``times`` (a tensor or an array), ``params`` the
-        differentiable inputs of the field (tensors)."""
+        differentiable inputs of the field (tensors). Each step is the method's
+        ``replay_step`` (Radau's stages an implicit function of the step's inputs)."""
         m = self.method
-        if isinstance(m, Radau):
-            raise NotImplementedError(
-                f"{self.name}: second derivatives and forward mode (jvp, hessian) through "
-                f"method='Radau' are not implemented; use method='dopri5' for them")
         field = self.field
         shape = field.shape
 
-        def f(Y: Any, t: Any) -> Any:
-            return field.call(Y.reshape(shape), t, params).reshape(-1)
+        def f(Y: Any, t: Any, ps: Sequence = params) -> Any:
+            return field.call(Y.reshape(shape), t, ps).reshape(-1)
 
         ts, hs = self.ts, self.hs
         N = len(hs)
@@ -373,20 +387,15 @@ class Trajectory:
         starts = np.searchsorted(step_of, np.arange(N + 1), "left")
         y = y0.reshape(-1)
         blocks = [y.reshape(1, -1)]
-        k1 = f(y, t0)
+        cache = m.replay_first(f, y, t0)
+        data = m.replay_data(field, self.kept_steps, ts, hs)
         for n in range(N):
             tn = t0 + (ts[n] - ts[0]) if n else t0
             h = T - tn if n == N - 1 else float(hs[n])
-            Y, K = m.step_ops(f, y, tn, h, k1)
+            Y, stages, cache = m.replay_step(f, field, list(params), y, tn, h, cache,
+                                             next(data))
             a, b = starts[n], starts[n + 1]
             if b > a:
-                thetas = (touts[a:b] - tn) / h
-                if isinstance(thetas, Tensor):
-                    th = thetas.reshape(-1, 1)
-                    W = sum(th ** (q + 1) * m.P[:, q] for q in range(4))
-                else:
-                    W = m.weights(np.asarray(thetas, float))
-                blocks.append(y + h * (W @ stack(K)))
-            k1 = K[6]
+                blocks.append(m.dense_ops(y, h, stages, (touts[a:b] - tn) / h))
             y = Y
         return concatenate(blocks).reshape((len(self.times),) + tuple(shape))
