@@ -24,7 +24,7 @@ test_every_registered_op_has_a_fuzz_case`` (and the registry checks of the other
 suites), naming it.
 """
 
-from tests.op_cases import table  # noqa: I001  (first: the families fill its CASES)
+from tests.op_cases import table, fixed  # noqa: I001  (first: the families fill its CASES)
 from tests.op_cases import elementwise, shape, reductions, products, linalg, fft, stats, composed
 from tests.op_cases.elementwise import (
     ELEMENTWISE,
@@ -36,13 +36,24 @@ from tests.op_cases.elementwise import (
     row_inputs,
 )
 from tests.op_cases.linalg import RULE_TERMS
-from tests.op_cases.table import CASES, Case, available, builtin_ops, covered_ops, resolve
+from tests.op_cases.table import (
+    CASES,
+    Case,
+    Second,
+    available,
+    builtin_ops,
+    covered_ops,
+    no_rule_table,
+    resolve,
+    second_order_table,
+)
 from tests.support.strategies import Call, Domain, Ints
 
 FAMILIES = (elementwise, shape, reductions, products, linalg, fft, stats, composed)
 
 __all__ = [
     "CASES", "ELEMENTWISE", "FAMILIES", "NO_GRADIENT", "RULE_TERMS", "SHAPES", "Call", "Case",
-    "Domain", "Ints", "NoGradient", "Row", "available", "builtin_ops", "covered_ops",
-    "resolve", "row_function", "row_inputs", "table",
+    "Domain", "Ints", "NoGradient", "Row", "Second", "available", "builtin_ops",
+    "covered_ops", "fixed", "no_rule_table", "resolve", "row_function", "row_inputs",
+    "second_order_table", "table",
 ]

@@ -1,15 +1,16 @@
-"""The one table of yaad's elementwise ops for the tests: one row an op.
+"""The rows of yaad's elementwise ops: one :class:`Row` an op.
 
 Every registry-driven suite reads it:
 
 - ``test_elementwise.py``: forward against the row's NumPy/SciPy oracle, gradients and
   second derivatives against finite differences, dtypes, broadcasting, Python scalars,
   complex input that raises;
-- ``support/strategies.py`` (hence ``test_fuzz_ops.py``, ``test_vmap_ops.py``,
-  ``test_gradient_semantics.py``, ``test_numpy_coverage.py``): hypothesis draws calls in the
-  row's domains and compares with the oracle and finite differences;
+- ``CASES`` (each row made a :class:`Case` by ``row_case``; hence ``test_fuzz_ops.py``,
+  ``test_vmap_ops.py``, ``test_gradient_semantics.py``, ``test_numpy_coverage.py``):
+  hypothesis draws calls in the row's domains and compares with the oracle and finite
+  differences;
 - ``test_registry_second_order.py``: forward mode, HIPS autograd's order-2 protocol and
-  JAX, at inputs drawn from the same domains.
+  JAX, at inputs drawn from the same domains (``from_row``).
 
 An elementwise op without a row fails ``test_elementwise.py::
 test_table_covers_every_elementwise_op`` (and the registry checks of the other suites): a
@@ -26,7 +27,9 @@ import numpy as np
 import scipy.special as sp
 from hypothesis import strategies as st
 
-from tests.op_cases.table import CASES, Case, case, other_dtype
+from tests.op_cases import fixed
+from tests.op_cases.fixed import cases, on_interval, real
+from tests.op_cases.table import CASES, Case, Second, case, other_dtype
 from tests.support.strategies import (
     ALL,
     ANY,
@@ -74,8 +77,12 @@ class Row:
     scalars: the fuzzer also passes a Python scalar operand (two inputs). path: the yaad
     function, when not ``yaad.<name>``. jax: JAX's function when it is not ``jnp.<name>``
     or ``jax.scipy.special.<name>`` (a dotted name, or a function of JAX arrays);
-    no_jax / jax_real_only: why JAX has none, or none for complex input. exact: the
-    forward equals the oracle bit for bit. note: for the reader.
+    no_jax / jax_real_only: why JAX has none, or none for complex input; jax_skip: {case
+    index: why JAX gets that second-order case wrong}; jax_only_in: (the input positions
+    JAX differentiates, why). cases(fn) (tests/op_cases/fixed.py): the second-order cases
+    instead of the ones drawn from the domains; more_cases(fn): cases after them.
+    zero_on_real: why the derivative is 0 at every real input (when grad is "smooth").
+    exact: the forward equals the oracle bit for bit. note: for the reader.
     """
 
     ref: Callable
@@ -93,6 +100,11 @@ class Row:
     jax: str | Callable | None = None
     no_jax: str = ""
     jax_real_only: str = ""
+    jax_skip: dict | None = None
+    jax_only_in: tuple | None = None
+    cases: Callable | None = None
+    more_cases: Callable | None = None
+    zero_on_real: str = ""
     exact: bool = True
     note: str = ""
 
@@ -164,6 +176,8 @@ def _jax_rgamma(x: Any) -> Any:  # JAX has no rgamma
 
 
 _NO_BESSEL = "jax.scipy.special has no {}"
+_JAX_NAN_BELOW_1 = "JAX's second derivative of {} is NaN for x <= 1 (JAX 0.10)"
+_JAX_NO_IGAMMA_A = "JAX has no second derivative in a (igamma_grad_a has no rule)"
 _REAL_ONLY = "jax.scipy.special.{} is real only"
 COND = np.array([[True], [False], [True]])  # where's condition: broadcasts with SHAPES
 
@@ -190,10 +204,14 @@ ELEMENTWISE: dict[str, Row] = {
     "sinc": r(np.sinc, ANY, cdomains=(SMALL,)),
     "absolute": r(np.abs, NONZERO, ok=_away_from_zero),
     "sign": r(np.sign, NONZERO, ok=_away_from_zero, jax=_jax_sign,
+              zero_on_real="piecewise constant",
               note="real: zero gradient; complex: sgn(z) = z/|z|, differentiable away from 0"),
     "angle": r(np.angle, NONZERO, cdomains=(RIGHT,),
+               zero_on_real="the angle of a real number is piecewise constant",
                note="complex: away from the cut on the negative axis"),
-    "real": r(np.real), "imag": r(np.imag), "conjugate": r(np.conj, jax="jax.numpy.conj"),
+    "real": r(np.real),
+    "imag": r(np.imag, zero_on_real="the imaginary part of a real number is 0"),
+    "conjugate": r(np.conj, jax="jax.numpy.conj"),
     # special functions
     "erf": r(sp.erf, ANY, cdomains=(SMALL,), jax_real_only=_REAL_ONLY.format("erf")),
     "erfc": r(sp.erfc, ANY, cdomains=(SMALL,), jax_real_only=_REAL_ONLY.format("erfc")),
@@ -248,10 +266,18 @@ ELEMENTWISE: dict[str, Row] = {
     "entr": r(sp.entr, POS, complex="raises"),
     "rel_entr": r(sp.rel_entr, POS, POS, complex="raises"),
     "kl_div": r(sp.kl_div, POS, POS, complex="raises"),
-    "exp1": r(sp.exp1, POS, cdomains=(RIGHT,), jax_real_only=_REAL_ONLY.format("exp1")),
+    # (exp1, expn, spence: their first second-order case draws from both sides of 1, the
+    # last, from one side: where JAX's derivatives hold)
+    "exp1": r(sp.exp1, POS, cdomains=(RIGHT,), jax_real_only=_REAL_ONLY.format("exp1"),
+              more_cases=on_interval(1.1, 2), jax_skip={0: _JAX_NAN_BELOW_1.format("exp1")}),
     "expi": r(sp.expi, POS, cdomains=(RIGHT,), jax_real_only=_REAL_ONLY.format("expi")),
-    "expn": r(sp.expn, POS, complex="raises", params=(1,), fuzz_params=(Ints(0, 3),)),
-    "spence": r(sp.spence, POS, cdomains=(RIGHT,), jax_real_only=_REAL_ONLY.format("spence")),
+    "expn": r(sp.expn, POS, complex="raises", params=(1,), fuzz_params=(Ints(0, 3),),
+              more_cases=lambda fn: cases((lambda x: fn(1, x), (real(2, 3, lo=1.1, hi=2),))),
+              jax_skip={0: _JAX_NAN_BELOW_1.format("expn(1, x)")}),
+    "spence": r(sp.spence, POS, cdomains=(RIGHT,), jax_real_only=_REAL_ONLY.format("spence"),
+                more_cases=on_interval(0.3, 0.9),
+                jax_skip={0: "JAX's derivative of spence is NaN for x > 1 and 0 at x = 1 "
+                             "(JAX 0.10)"}),
     "zeta": r(sp.zeta, POS, complex="raises", params=(2.5,),
               fuzz_params=(Domain(real=((1.5, 4.0),)),)),
     "dawsn": r(sp.dawsn, ANY, cdomains=(SMALL,), jax_real_only=_REAL_ONLY.format("dawsn")),
@@ -265,26 +291,35 @@ ELEMENTWISE: dict[str, Row] = {
                 no_jax="JAX's hyp2f1 has no reverse mode (a while_loop) and is real only"),
     "boxcox": r(sp.boxcox, POS, ANY, complex="raises", scalars=False),
     "boxcox1p": r(sp.boxcox1p, POS, ANY, complex="raises", scalars=False),
-    "gammainc": r(sp.gammainc, POS, POS, complex="raises", scalars=False),
-    "gammaincc": r(sp.gammaincc, POS, POS, complex="raises", scalars=False),
-    "betainc": r(sp.betainc, POS, POS, PROB, complex="raises"),
+    "gammainc": r(sp.gammainc, POS, POS, complex="raises", scalars=False,
+                  jax_only_in=((1,), _JAX_NO_IGAMMA_A)),
+    "gammaincc": r(sp.gammaincc, POS, POS, complex="raises", scalars=False,
+                   jax_only_in=((1,), _JAX_NO_IGAMMA_A)),
+    "betainc": r(sp.betainc, POS, POS, PROB, complex="raises",
+                 jax_only_in=((2,), "JAX's betainc has no derivative in a and b")),
     "stdtr": r(sp.stdtr, POS, ANY, complex="raises",
                no_jax="jax.scipy has no stdtr (jax.scipy.stats.t has no cdf)"),
     # the derivatives of gammainc and betainc in their parameters (values: test_special.py,
     # against mpmath); the forward oracle is the op's own, second derivatives would be of
-    # third order
+    # third order (so the second-order cases differentiate in x only)
     "gammainc_da": r(pd.gammainc_da, POS, POS, complex="raises", second="no", params=(1,),
                      path="ops.elementwise._gammainc_da", exact=False,
                      no_jax="a helper of gammainc's rule (its derivatives in a); JAX has "
-                            "none public"),
+                            "none public",
+                     cases=lambda fn: cases((lambda x: fn(1, np.array([0.7, 1.5, 2.5]), x),
+                                             (real(2, 3, lo=0.5, hi=2),)))),
     "betainc_dab": r(pd.betainc_dab, POS, POS, PROB, complex="raises", second="no",
                      params=(1, 0), path="ops.elementwise._betainc_dab", exact=False,
                      no_jax="a helper of betainc's rule (its derivatives in a, b); JAX has "
-                            "none public"),
+                            "none public",
+                     cases=lambda fn: cases(
+                         (lambda x: fn(1, 0, 1.5, np.array([0.7, 1.5, 2.5]), x),
+                          (real(2, 3, lo=0.1, hi=0.9),)))),
     # binary arithmetic
     "add": r(np.add, ANY, ANY), "subtract": r(np.subtract, ANY, ANY),
     "multiply": r(np.multiply, ANY, ANY), "divide": r(np.divide, ANY, NONZERO),
-    "power": r(np.power, POS, ANY, cdomains=(RIGHT, SMALL)),
+    "power": r(np.power, POS, ANY, cdomains=(RIGHT, SMALL),  # (and a Python int exponent)
+               more_cases=lambda fn: cases((lambda x: fn(x, 3), (real(2, 3),)))),
     "float_power": r(np.float_power, POS, ANY, cdomains=(RIGHT, SMALL)),
     "arctan2": r(np.arctan2, ANY, NONZERO, complex="raises", ok=_off_the_cut),
     "hypot": r(np.hypot, NONZERO, NONZERO, complex="raises"),
@@ -308,7 +343,8 @@ ELEMENTWISE: dict[str, Row] = {
     "trunc": r(np.trunc, NONINT, complex="raises", grad="zero"),
     # a step in x1 (slope 0 away from 0); x2 where x1 == 0 (tests/ops/test_elementwise.py
     # checks that slope at x1 == 0)
-    "heaviside": r(np.heaviside, NONZERO, ANY, complex="raises"),
+    "heaviside": r(np.heaviside, NONZERO, ANY, complex="raises",
+                   zero_on_real="a step in x1: its slope is 0 away from x1 == 0"),
     "fix": r(np.fix, NONINT, complex="raises", grad="zero", jax="jax.numpy.trunc"),
     "rint": r(np.rint, Domain(real=HALVES, imag=HALVES[1:-1]), grad="zero"),
     "round": r(np.round, Domain(real=((0.11, 0.14),), imag=((0.21, 0.24),)), grad="zero",
@@ -418,8 +454,9 @@ def unary(path, ref, dom=ANY, cdom=None, real_only=False, grad="smooth", ok=None
     return case(path, ref, draw, dtypes=REAL if real_only else ALL, grad=grad, ok=ok, **kw)
 
 
-def nondiff(path, ref, nin=1, kinds=ALL, special=True):
-    """A function whose result carries no gradient (comparisons, tests, bit operations)."""
+def nondiff(path, ref, nin=1, kinds=ALL, special=True, why=""):
+    """A function whose result carries no gradient (comparisons, tests, bit operations):
+    ``why``."""
 
     def draw(data, dtype):
         s = data.draw(broadcastable_shapes(nin))
@@ -428,10 +465,10 @@ def nondiff(path, ref, nin=1, kinds=ALL, special=True):
         dom = Domain(real=((0, 7),)) if np.dtype(dtype).kind in "iu" else ANY
         return Call(tuple(data.draw(values(dtype, sh, dom)) for sh in s))
 
-    return case(path, ref, draw, dtypes=kinds, grad="none")
+    return case(path, ref, draw, dtypes=kinds, grad="none", no_rule={path: why})
 
 
-# ---- elementwise: one row an op in tests/op_cases.py ---------------------------------
+# ---- elementwise: one row an op --------------------------------------------------------
 
 
 def _drawn_params(data, row: Row, shapes_: tuple) -> tuple:
@@ -537,6 +574,39 @@ _OWN_DRAW = {
 }
 
 
+def from_row(row: Row) -> Callable:
+    """The second-order cases of an elementwise op (``row.cases`` if given): real inputs in
+    its domains, and complex ones where it is defined on complex numbers (to order 1 where
+    its second derivatives are checked on real input only); then ``row.more_cases``'s."""
+    if row.cases is not None:
+        return row.cases
+
+    def make(fn: Callable) -> list:
+        f = row_function(row, fn)
+        out = [(f, tuple(row_inputs(row, np.float64, fixed.rng)), {})]
+        if row.complex == "yes":
+            out.append((f, tuple(row_inputs(row, np.complex128, fixed.rng)),
+                        {"order": 1} if row.second == "real" else {}))
+        return out + (row.more_cases(fn) if row.more_cases is not None else [])
+
+    return make
+
+
+def row_second(row: Row) -> Second:
+    """The second-order entry of an elementwise op: its cases, JAX's twin, and the cases
+    whose derivative is 0 at every input (the real one of a piecewise constant op, and
+    the complex one too when the op is piecewise constant there)."""
+    zero = {}
+    if row.grad == "zero":
+        zero = {0: "piecewise constant", **({1: "piecewise constant"}
+                                            if row.complex == "yes" else {})}
+    elif row.zero_on_real:
+        zero = {0: row.zero_on_real}
+    return Second(from_row(row), jax=row.jax, no_jax=row.no_jax,
+                  jax_real_only=row.jax_real_only, jax_skip=row.jax_skip or {},
+                  jax_only_in=row.jax_only_in, zero=zero)
+
+
 def row_case(name: str, row: Row) -> Case:
     """The case of the elementwise op ``name`` from its row."""
     kw = {"draw": elementwise_draw(row), "ok": row.ok, **_OWN_DRAW.get(name, {})}
@@ -544,17 +614,22 @@ def row_case(name: str, row: Row) -> Case:
                 dtypes=ALL if row.complex == "yes" else REAL, grad=row.grad, ok=kw["ok"],
                 nondiff=tuple(k for k, p in enumerate(row.fuzz_params or ())
                               if isinstance(p, Domain)),
-                exact=row.exact, note=row.note)
+                exact=row.exact, note=row.note, second={name: row_second(row)})
 
 
 for _name, _row in ELEMENTWISE.items():
     CASES[_row.path or _name] = row_case(_name, _row)
 
-unary("sici", sp.sici, NONZERO, NONZERO)
-unary("fresnel", sp.fresnel, ANY, SMALL)
+unary("sici", sp.sici, NONZERO, NONZERO,
+      second=Second(on_interval(0.3, 2, z=1 + 0.5j),
+                    jax_real_only="jax.scipy.special.sici is real only"))
+unary("fresnel", sp.fresnel, ANY, SMALL,
+      second=Second(on_interval(z=0.5 + 0.5j),
+                    jax_real_only="jax.scipy.special.fresnel is real only"))
 
 # ---- no gradient -----------------------------------------------------------------------
 
 for _name, _nogradient in NO_GRADIENT.items():
-    nondiff(_name, _nogradient.ref, len(_nogradient.args), kinds=_nogradient.kinds)
+    nondiff(_name, _nogradient.ref, len(_nogradient.args), kinds=_nogradient.kinds,
+            why=_nogradient.why)
 

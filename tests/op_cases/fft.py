@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from tests.op_cases.fixed import cases, cplx, real
 from tests.op_cases.table import case
 from tests.support.strategies import (
     REAL,
@@ -53,12 +54,24 @@ def _fft_ref(name):
     return lambda a, **kw: getattr(np.fft, name)(a, **kw)
 
 
+# The second-order cases: n pads or crops, the Hermitian weighting of irfft.
+_SECOND = {
+    "fft": lambda fn: cases((lambda a: fn(a, 5, 0, "ortho"), (cplx(3, 2),)),
+                            (lambda a: fn(a, 2), (real(2, 3),))),
+    "ifft": lambda fn: cases((lambda a: fn(a, None, -1, "forward"), (cplx(2, 3),))),
+    "rfft": lambda fn: cases((lambda a: fn(a, 6), (real(2, 5),)),
+                             (lambda a: fn(a, 3, 0, "ortho"), (real(4, 2),))),
+}
 for _name in ("fft", "ifft", "hfft"):
-    case(f"fft.{_name}", _fft_ref(_name), _draw_fft_1d)
+    case(f"fft.{_name}", _fft_ref(_name), _draw_fft_1d, second=_SECOND.get(_name))
 case("fft.irfft", _fft_ref("irfft"), _draw_fft_1d,
-     note="complex and real input: the imaginary parts of frequency 0 and n/2 are ignored")
+     note="complex and real input: the imaginary parts of frequency 0 and n/2 are ignored",
+     second=lambda fn: cases(
+         (lambda a: fn(a), (cplx(2, 4),)),
+         (lambda a: fn(a, 5, 0, "ortho"), (cplx(2, 2),)),
+         (lambda a: fn(a, 3), (real(2, 4),))))
 for _name in ("rfft", "ihfft"):
-    case(f"fft.{_name}", _fft_ref(_name), _draw_fft_1d, dtypes=REAL)
+    case(f"fft.{_name}", _fft_ref(_name), _draw_fft_1d, dtypes=REAL, second=_SECOND.get(_name))
 for _name in ("fftn", "ifftn", "irfftn"):
     case(f"fft.{_name}", _fft_ref(_name), _draw_fft_nd())
 case("fft.rfftn", _fft_ref("rfftn"), _draw_fft_nd(), dtypes=REAL)

@@ -6,8 +6,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 import yaad
+from tests.op_cases.fixed import abs2, away, cases, cplx, herm, real, same, well
 from tests.op_cases.products import draw_matmul, draw_tensordot
-from tests.op_cases.table import case, other_dtype
+from tests.op_cases.reductions import INDICES
+from tests.op_cases.table import Second, case, other_dtype
 from tests.support.strategies import (
     C64,
     C128,
@@ -21,6 +23,63 @@ from tests.support.strategies import (
     shapes,
     values,
 )
+
+Z = 0.5 + 0.5j
+
+# ---- JAX's functions, where the op's name does not find them (second-order rows) ----------
+
+
+def _jax_block_upper(a, e):
+    import jax.numpy as jnp
+
+    return jnp.block([[a, e], [jnp.zeros_like(a), a]])
+
+
+def _jax_slogdet(a):
+    import jax.numpy as jnp
+
+    return tuple(jnp.linalg.slogdet(a))
+
+
+def _jax_lstsq(a, b):
+    import jax.numpy as jnp
+
+    return jnp.linalg.lstsq(a, b)[0]
+
+
+def _jax_eig(a):
+    # the cases take the eigenvalues; their second derivatives need the eigenvectors'
+    # first ones, which JAX computes on request only
+    import jax
+
+    return jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
+
+
+def _jax_solve_sylvester(a, b, q):  # a x + x b = q, as one linear system in vec(x)
+    import jax.numpy as jnp
+
+    m, n = q.shape
+    k = jnp.kron(jnp.eye(n), a) + jnp.kron(b.T, jnp.eye(m))
+    return jnp.linalg.solve(k, q.reshape(-1, order="F")).reshape((m, n), order="F")
+
+
+def resolvent_case(hermitian):
+    """The second-order cases' resolvent (shifts - M)^{-1} g with its spectral basis taken
+    from M's current value (as the rules of eigh and svd pass it), so that finite
+    differences see a consistent op."""
+    def make(fn):
+        def f(m, shifts, g):
+            if hermitian:
+                m = herm(m)
+                w, v = np.linalg.eigh(m.data if isinstance(m, yaad.Tensor) else m)
+                basis = (v, w)
+            else:
+                u, s, vh = np.linalg.svd(m.data if isinstance(m, yaad.Tensor) else m,
+                                         full_matrices=False)
+                basis = (u, s, np.conj(vh.T))
+            return fn(m, shifts, g, *basis, n=max(m.shape), name="test")
+        return f
+    return make
 
 # ---- linear algebra ----------------------------------------------------------------------------
 
@@ -74,10 +133,15 @@ def _la(name):
     return lambda *a, **k: getattr(np.linalg, name)(*a, **k)
 
 
-case("linalg.det", _la("det"), _sq(shift=False))
+case("linalg.det", _la("det"), _sq(shift=False),
+     second=lambda fn: same(fn, (well(3),), (well(2, True),)))
 case("linalg.slogdet", lambda a: tuple(np.linalg.slogdet(a)), _sq(),
-     call=lambda a: tuple(yaad.linalg.slogdet(a)), covers=("linalg.slogdet",))
-case("linalg.inv", _la("inv"), _sq())
+     call=lambda a: tuple(yaad.linalg.slogdet(a)), covers=("linalg.slogdet",),
+     second=Second(
+         lambda fn: same(fn, (well(3),), (well(2, True),)),
+         jax=_jax_slogdet))
+case("linalg.inv", _la("inv"), _sq(),
+     second=lambda fn: same(fn, (well(3),), (well(2, True),)))
 case("linalg.matrix_power", _la("matrix_power"), lambda data, dtype: Call(
     (_square(data, dtype), data.draw(st.sampled_from([-2, -1, 1, 2, 3])))), exact=False,
     note="n = 0 gives a constant (the identity): see test_gradient_semantics")
@@ -94,11 +158,15 @@ def _draw_solve(data, dtype):
     return Call((a, b))
 
 
-case("linalg.solve", _la("solve"), _draw_solve)
+case("linalg.solve", _la("solve"), _draw_solve,
+     second=lambda fn: same(fn, (well(3), real(3, 2)), (well(2, True), cplx(2)[:, None])))
 case("linalg.cholesky", lambda a, upper=False: np.linalg.cholesky(_herm(a), upper=upper),
      lambda data, dtype: Call((_square(data, dtype),), {"upper": data.draw(st.booleans())}),
      call=lambda a, upper=False: yaad.linalg.cholesky(_yherm(a), upper=upper),
-     covers=("linalg.cholesky",), note="Hermitian part of the input: the op reads one triangle")
+     covers=("linalg.cholesky",), note="Hermitian part of the input: the op reads one triangle",
+     second=lambda fn: cases(
+         (lambda a: fn(herm(a) + 3 * np.eye(3)), (real(3, 3),)),
+         (lambda a: fn(herm(a) + 3 * np.eye(2)), (cplx(2, 2),))))
 
 
 def _eigh_ok(call):
@@ -108,7 +176,12 @@ def _eigh_ok(call):
 case("linalg.eigh", lambda a: (lambda r: (r[0], _abs2(r[1])))(np.linalg.eigh(_herm(a))),
      _sq(), call=lambda a: (lambda r: (r[0], _abs2(r[1])))(yaad.linalg.eigh(_yherm(a))),
      ok=_eigh_ok, exact=False, covers=("linalg.eigh",),
-     note="|eigenvectors|^2: invariant to the gauge")
+     note="|eigenvectors|^2: invariant to the gauge",
+     second=Second(
+         lambda fn: cases(
+             (lambda a: (lambda w, v: (w, abs2(v)))(*fn(herm(a))), (real(3, 3),)),
+             (lambda a: (lambda w, v: (w, abs2(v)))(*fn(herm(a))), (cplx(3, 3),))),
+         jax="jax.numpy.linalg.eigh"))
 case("linalg.eigvalsh", lambda a: np.linalg.eigvalsh(_herm(a)), _sq(),
      call=lambda a: yaad.linalg.eigvalsh(_yherm(a)), ok=_eigh_ok, exact=False)
 
@@ -141,7 +214,14 @@ def _resolvent_ok(call):
 
 case("linalg.spectral.resolvent", _resolvent_ref, _draw_resolvent, call=_resolvent_call,
      ok=_resolvent_ok, exact=False, covers=("linalg.resolvent",),
-     note="(shift - M)^-1 g by a spectral basis of M (the tails of eigh and svd)")
+     note="(shift - M)^-1 g by a spectral basis of M (the tails of eigh and svd)",
+     second=Second(
+         lambda fn: [
+(resolvent_case(True)(fn), (real(3, 3), np.array([2.5, -3.0]), real(3, 2)), {}),
+(resolvent_case(True)(fn), (cplx(2, 2), np.array([1.5]), cplx(2, 1)), {}),
+(resolvent_case(False)(fn), (real(3, 2), np.array([2.0, -1.5]), real(5, 2)), {}),
+(resolvent_case(False)(fn), (cplx(2, 3), np.array([1.8]), cplx(5, 1)), {})],
+         no_jax="a helper of the eigh and svd rules; JAX has no such function"))
 
 
 def _eig_ok(call):
@@ -159,7 +239,12 @@ def _complex(x):
 case("linalg.eig", lambda a: (lambda r: (_complex(r[0]), _abs2(r[1])))(np.linalg.eig(a)),
      _sq(shift=True), call=lambda a: (lambda r: (r[0], _abs2(r[1])))(yaad.linalg.eig(a)),
      ok=_eig_ok, covers=("linalg.eig",), exact=False,
-     note="yaad returns complex eigenvalues always (documented); |v|^2 is gauge-invariant")
+     note="yaad returns complex eigenvalues always (documented); |v|^2 is gauge-invariant",
+     second=Second(
+         lambda fn: cases(
+             (lambda a: fn(a)[0], (real(3, 3),)),
+             (lambda a: fn(a)[0], (cplx(2, 2),))),
+         jax=_jax_eig))
 case("linalg.eigvals", lambda a: _complex(np.linalg.eigvals(a)), _sq(), ok=_eig_ok,
      exact=False)
 
@@ -190,15 +275,23 @@ case("linalg.svd", lambda a, full_matrices=True: _svd_post(np.linalg.svd(a, full
      lambda data, dtype: Call((_rect(data, dtype),), {"full_matrices": data.draw(st.booleans())}),
      call=lambda a, full_matrices=True: _svd_post(yaad.linalg.svd(a, full_matrices)),
      ok=_svd_ok, covers=("linalg.svd",), exact=False,
-     note="|U|^2, |Vh|^2 on the first min(m, n) vectors")
+     note="|U|^2, |Vh|^2 on the first min(m, n) vectors",
+     second=Second(
+         lambda fn: cases(
+             (lambda a: (lambda u, s, vh: (s, abs2(u), abs2(vh)))(*fn(a, False)),
+              (real(3, 2),)),
+             (lambda a: (lambda u, s, vh: (s, abs2(u), abs2(vh)))(*fn(a, False)),
+              (cplx(2, 2),))),
+         jax="jax.numpy.linalg.svd"))
 case("linalg.svdvals", lambda a: np.linalg.svd(a, compute_uv=False),
      lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok, exact=False)
 case("linalg.pinv", _la("pinv"), lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok,
-     exact=False)
+     exact=False,
+     second=lambda fn: same(fn, (real(3, 2),), (cplx(2, 3),)))
 case("linalg.cond", _la("cond"), lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok,
      exact=False)
 case("linalg.matrix_rank", _la("matrix_rank"), lambda data, dtype: Call((_rect(data, dtype),)),
-     grad="none", covers=("linalg.matrix_rank",))
+     grad="none", covers=("linalg.matrix_rank",), no_rule=INDICES)
 
 
 def _draw_qr(data, dtype):
@@ -228,7 +321,8 @@ def _qr_ok(call):
 case("linalg.qr", lambda a, mode="reduced": (np.linalg.qr(a, mode),) if mode == "r" else tuple(
      np.linalg.qr(a, mode)), _draw_qr, ok=_qr_ok,
      call=lambda a, mode="reduced": (yaad.linalg.qr(a, mode),) if mode == "r" else tuple(
-         yaad.linalg.qr(a, mode)), covers=("linalg.qr",))
+         yaad.linalg.qr(a, mode)), covers=("linalg.qr",),
+     second=lambda fn: same(fn, (real(3, 3),), (cplx(3, 2),)))
 
 
 def _draw_lstsq(data, dtype):
@@ -241,7 +335,10 @@ def _draw_lstsq(data, dtype):
 case("linalg.lstsq", lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond=rcond)[0],
      _draw_lstsq, ok=_full_rank, exact=False,
      call=lambda a, b, rcond=None: yaad.linalg.lstsq(a, b, rcond=rcond)[0],
-     covers=("linalg.lstsq",), note="the solution; residuals and s in test_linalg")
+     covers=("linalg.lstsq",), note="the solution; residuals and s in test_linalg",
+     second=Second(
+         lambda fn: same(fn, (real(4, 3), real(4, 2)), (cplx(4, 2), cplx(4, 2))),
+         jax=_jax_lstsq))
 
 
 def _norm_ok(call):
@@ -283,7 +380,8 @@ def _draw_norm(data, dtype):
 
 
 case("linalg.vector_norm", _la("vector_norm"), _draw_vector_norm, ok=_norm_ok, exact=False,
-     covers=("linalg.vector_norm",))
+     covers=("linalg.vector_norm",),
+     second=lambda fn: same(fn, (away(2, 3),), (cplx(3, center=Z),)))
 case("linalg.matrix_norm", _la("matrix_norm"), _draw_matrix_norm, ok=_matrix_norm_ok,
      exact=False)
 case("linalg.norm", _la("norm"), _draw_norm,
@@ -296,7 +394,8 @@ def _draw_cross(data, dtype):
     return Call((data.draw(values(dtype, sa + (3,))), data.draw(values(dtype, sb + (3,)))))
 
 
-case("linalg.cross", _la("cross"), _draw_cross)
+case("linalg.cross", _la("cross"), _draw_cross,
+     second=lambda fn: same(fn, (real(3), real(2, 3)), (cplx(3), real(3))))
 
 
 def _draw_vecdot(data, dtype):
@@ -375,10 +474,21 @@ def _scipy_matfunc(name):
 
 
 case("linalg.expm", _scipy_matfunc("expm"), lambda data, dtype: Call((data.draw(values(
-    dtype, _batch(data) + (data.draw(st.integers(1, 3)),) * 2, SMALL)),)), exact=False)
+    dtype, _batch(data) + (data.draw(st.integers(1, 3)),) * 2, SMALL)),)), exact=False,
+     second=Second(
+         lambda fn: same(fn, (0.5 * real(3, 3),), (0.5 * cplx(2, 2),)),
+         jax="jax.scipy.linalg.expm"))
+_MATFUNC_SECOND = {
+    "logm": Second(lambda fn: cases((lambda a: fn(np.eye(3) + 0.3 * a), (real(3, 3),)),
+                                    (lambda a: fn(np.eye(2) + 0.3 * a), (cplx(2, 2),))),
+                   no_jax="jax.scipy.linalg has no logm"),
+    "sqrtm": Second(lambda fn: cases((lambda a: fn(2 * np.eye(3) + 0.3 * a), (real(3, 3),)),
+                                     (lambda a: fn(2 * np.eye(2) + 0.3 * a), (cplx(2, 2),))),
+                    no_jax="jax.scipy.linalg.sqrtm has no derivative rule"),
+}
 for _name in ("logm", "sqrtm"):
     case(f"linalg.{_name}", _scipy_matfunc(_name), lambda data, dtype: Call(
-        (_near_identity(data, dtype),)), exact=False)
+        (_near_identity(data, dtype),)), exact=False, second=_MATFUNC_SECOND[_name])
 
 
 def _draw_solve_triangular(data, dtype):
@@ -392,7 +502,12 @@ def _draw_solve_triangular(data, dtype):
 
 case("linalg.solve_triangular", lambda a, b, **kw: sla.solve_triangular(a, b, **kw),
      _draw_solve_triangular, exact=False,
-     note="reads one triangle: the gradient for the other one is zero")
+     note="reads one triangle: the gradient for the other one is zero",
+     second=Second(
+         lambda fn: cases(
+             (lambda a, b: fn(a, b, lower=True), (np.tril(well(3)), real(3, 2))),
+             (lambda a, b: fn(a, b, lower=False), (np.triu(well(3, True)), cplx(3)))),
+         jax="jax.scipy.linalg.solve_triangular"))
 
 
 def _draw_block_upper(data, dtype):
@@ -407,7 +522,10 @@ def _block_upper_ref(a, e):
     return np.concatenate([np.concatenate([a, e], -1), np.concatenate([z, a], -1)], -2)
 
 
-case("linalg.matrix_functions.block_upper", _block_upper_ref, _draw_block_upper)
+case("linalg.matrix_functions.block_upper", _block_upper_ref, _draw_block_upper,
+     second=Second(
+         lambda fn: same(fn, (real(2, 2), cplx(2, 2))),
+         jax=_jax_block_upper))
 
 
 def _draw_sylvester(data, dtype):
@@ -426,7 +544,12 @@ def _sylvester_ref(a, b, q):
     return np.vectorize(sla.solve_sylvester, signature="(m,m),(n,n),(m,n)->(m,n)")(a, b, q)
 
 
-case("linalg.solve_sylvester", _sylvester_ref, _draw_sylvester, exact=False)
+case("linalg.solve_sylvester", _sylvester_ref, _draw_sylvester, exact=False,
+     second=Second(
+         lambda fn: same(fn,
+             (well(3), well(2), real(3, 2)),
+             (well(2, True), well(2), cplx(2, 2))),
+         jax=_jax_solve_sylvester))
 
 
 def _draw_lyapunov(data, dtype):
@@ -449,7 +572,14 @@ def _draw_banded(data, dtype):
 
 
 case("linalg.solve_banded", lambda lu, ab, b: sla.solve_banded(lu, ab, b), _draw_banded,
-     exact=False, note="entries of ab outside the matrix are not read: zero gradient")
+     exact=False, note="entries of ab outside the matrix are not read: zero gradient",
+     second=Second(
+         lambda fn: cases(
+             (lambda ab, b: fn((1, 2), ab, b),
+   (real(4, 5) + np.array([[0], [0], [4], [0]]), real(5, 2))),
+             (lambda ab, b: fn((1, 0), ab, b),
+              (cplx(2, 3) + np.array([[4], [0]]), cplx(3)))),
+         no_jax="jax.scipy.linalg has no solve_banded"))
 
 
 def _draw_polar(data, dtype):

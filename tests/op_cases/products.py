@@ -9,13 +9,43 @@ import numpy as np
 from hypothesis import strategies as st
 
 import yaad
-from tests.op_cases.table import case, one, other_dtype
+from tests.op_cases.fixed import cases, cplx, real, same
+from tests.op_cases.table import Second, case, one, other_dtype
 from tests.support.strategies import (
     Call,
     broadcastable_shapes,
     shapes,
     values,
 )
+
+# yaad.sparse's second-order rows: a fixed pattern with values (rows 0: cols 0, 2; 1: col 1;
+# 2: cols 0, 2), and a constant matrix
+SPARSE_PATTERN = yaad.sparse.tensor.Pattern(np.array([0, 2, 3, 5]), np.array([0, 2, 1, 0, 2]),
+                                             (3, 3))
+SPARSE_FIXED = SPARSE_PATTERN.matrix(np.arange(1.0, 6.0))
+
+# ---- JAX's functions, where the op's name does not find them (second-order rows) ----------
+
+
+def _jax_pattern(values, p):  # yaad.sparse's CSR pattern with values, as a dense matrix
+    import jax.numpy as jnp
+
+    dense = jnp.zeros(p.shape, values.dtype)
+    return dense.at[np.asarray(p.rows), np.asarray(p.indices)].set(values)
+
+
+def _jax_pattern_matmul(v, x, p):
+    return _jax_pattern(v, p) @ x
+
+
+def _jax_pattern_matmul_transposed(v, x, p):
+    return _jax_pattern(v, p).T @ x
+
+
+def _jax_operator_matmul(x, a):
+    import jax.numpy as jnp
+
+    return jnp.asarray(a.toarray()) @ x
 
 
 def draw_matmul(data, dtype):
@@ -29,7 +59,12 @@ def draw_matmul(data, dtype):
     return Call((a, b))
 
 
-case("matmul", np.matmul, draw_matmul)
+case("matmul", np.matmul, draw_matmul,
+     second=lambda fn: same(fn,
+         (real(2, 3), real(3, 2)),
+         (cplx(2, 2, 3), cplx(3, 2)),
+         (real(3), cplx(3, 2)),
+         (cplx(2, 3), real(3))))
 
 
 def draw_trace(data, shape):
@@ -39,7 +74,8 @@ def draw_trace(data, shape):
         st.integers(0, 1)), "axis2": a2}
 
 
-case("trace", np.trace, one(shapes(min_dims=2), draw_trace))
+case("trace", np.trace, one(shapes(min_dims=2), draw_trace),
+     second=lambda fn: same(fn, (real(3, 3),), (cplx(2, 2),)))
 
 
 # ---- products and einsum ----------------------------------------------------------------------
@@ -90,8 +126,10 @@ def _draw_inner(data, dtype):
     return Call((data.draw(values(dtype, sa)), data.draw(values(dtype, sb))))
 
 
-case("vdot", np.vdot, _draw_vdot)
-case("tensordot", np.tensordot, draw_tensordot, exact=False)
+case("vdot", np.vdot, _draw_vdot,
+     second=lambda fn: same(fn, (real(3), real(3)), (cplx(3), cplx(3))))
+case("tensordot", np.tensordot, draw_tensordot, exact=False,
+     second=lambda fn: cases((lambda a, b: fn(a, b, 1), (real(2, 3), cplx(3, 2)))))
 case("dot", np.dot, _draw_dot, exact=False)
 case("inner", np.inner, _draw_inner, exact=False)
 case("outer", np.outer, _draw_two_any)
@@ -127,7 +165,12 @@ def einsum_calls(draw, dtype, max_operands=3):
 
 
 case("einsum", np.einsum, lambda data, dtype: data.draw(einsum_calls(dtype)), exact=False,
-     covers=("einsum",))
+     covers=("einsum",),
+     second=lambda fn: cases(
+         (lambda a, b: fn("ij,jk->ik", a, b), (real(2, 3), cplx(3, 2))),
+         (lambda a: fn("ii->", a), (real(3, 3),)),
+         (lambda a, b: fn("bij,bji->", a, b), (real(2, 2, 3),
+                                                           real(2, 3, 2)))))
 
 # yaad.sparse: products of a fixed pattern with values (rows 0: cols 0, 2; 1: col 1;
 # 2: cols 0, 2), of its transpose and of a constant SciPy matrix, with vectors or batches.
@@ -158,7 +201,20 @@ case("sparse.csr_array", _sparse_products_ref, lambda data, dtype: Call((
     data.draw(values(dtype, data.draw(st.sampled_from([(3,), (3, 1), (3, 2)])))))),
     call=_sparse_products, exact=False,
     covers=("sparse.pattern_matmul", "sparse.pattern_matmul_transposed",
-            "sparse.operator_matmul"))
+            "sparse.operator_matmul"),
+    second={
+        "sparse.pattern_matmul": Second(
+            lambda fn: cases((lambda v, x: fn(v, x, SPARSE_PATTERN), (real(5), real(3))),
+                             (lambda v, x: fn(v, x, SPARSE_PATTERN), (cplx(5), cplx(3, 2)))),
+            jax=_jax_pattern_matmul),
+        "sparse.pattern_matmul_transposed": Second(
+            lambda fn: cases((lambda v, x: fn(v, x, SPARSE_PATTERN), (real(5), real(3, 2))),
+                             (lambda v, x: fn(v, x, SPARSE_PATTERN), (cplx(5), real(3)))),
+            jax=_jax_pattern_matmul_transposed),
+        "sparse.operator_matmul": Second(
+            lambda fn: cases((lambda x: fn(x, SPARSE_FIXED), (real(3),)),
+                             (lambda x: fn(x, SPARSE_FIXED * (1 + 2j)), (cplx(3, 2),))),
+            jax=_jax_operator_matmul)})
 
 def _draw_convolve_1d(default):
     def draw(data, dtype):
@@ -170,8 +226,14 @@ def _draw_convolve_1d(default):
     return draw
 
 
-case("convolve", np.convolve, _draw_convolve_1d("full"))
-case("correlate", np.correlate, _draw_convolve_1d("valid"))
+case("convolve", np.convolve, _draw_convolve_1d("full"),
+     second=lambda fn: cases(
+         (lambda a, v: fn(a, v, "same"), (real(5), cplx(3))),
+         (lambda a, v: fn(a, v), (real(2), real(4)))))
+case("correlate", np.correlate, _draw_convolve_1d("valid"),
+     second=lambda fn: cases(
+         (lambda a, v: fn(a, v, "full"), (cplx(4), cplx(3))),
+         (lambda a, v: fn(a, v, "same"), (real(2), real(5)))))
 
 
 def _draw_convolve_nd(data, dtype):
@@ -191,8 +253,21 @@ def _scipy_signal(name):
     return lambda *a, **kw: getattr(ssig, name)(*a, **kw)
 
 
-case("signal.convolve", _scipy_signal("convolve"), _draw_convolve_nd)
-case("signal.correlate", _scipy_signal("correlate"), _draw_convolve_nd)
+case("signal.convolve", _scipy_signal("convolve"), _draw_convolve_nd,
+     second=Second(
+         lambda fn: cases(
+             (lambda a, v: fn(a, v, "valid"), (real(3, 4),
+                                               cplx(2, 2)))),
+         jax="jax.scipy.signal.convolve"))
+case("signal.correlate", _scipy_signal("correlate"), _draw_convolve_nd,
+     second=Second(
+         lambda fn: cases(
+             (lambda a, v: fn(a, v, "same"), (cplx(3, 2),
+                                              real(2, 3))),
+             (lambda a, v: fn(a, v, "full"), (cplx(3, 3),
+                                                         real(2, 2)))),
+         jax="jax.scipy.signal.correlate",
+         jax_skip={0: "JAX's correlate needs one input smaller in every dimension"}))
 
 
 def _draw_fftconvolve(data, dtype):

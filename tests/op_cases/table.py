@@ -1,12 +1,15 @@
 """The table's machinery: :class:`Case` (one row: how to draw a call of a public
-function and its oracle), ``CASES`` (every row, filled by the family modules of this
-package) and the helpers the families share."""
+function, its oracle, and its op's second-order cases), :class:`Second` (those cases and
+JAX's twin), ``CASES`` (every row, filled by the family modules of this package), the
+views the suites read (``second_order_table``, ``no_rule_table``) and the helpers the
+families share."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -30,6 +33,10 @@ class Case:
     (a public wrapper around a helper op). ``call`` replaces ``yaad.<path>`` when the
     arrays are not positional arguments (``concatenate([a, b])``): it takes the arrays
     positionally, as ``ref`` does.
+
+    ``second``: the second-order cases of the op the row exercises (a :class:`Second`, or
+    just its ``cases`` function), or ``{op name: Second}`` for a row that reaches several
+    ops. ``no_rule``: why the op has no VJP rule (``{op name: why}`` likewise).
     """
 
     path: str
@@ -46,6 +53,8 @@ class Case:
     covers: tuple = ()
     call: Callable | None = None
     note: str = ""
+    second: Second | Callable | dict | None = None
+    no_rule: str | dict = ""
 
     @property
     def fn(self) -> Callable:
@@ -60,6 +69,55 @@ class Case:
         """Positional arguments that are differentiated: float/complex arrays."""
         return [i for i, a in enumerate(call.args) if i not in self.nondiff
                 and isinstance(a, np.ndarray) and a.dtype.kind in "fc"]
+
+    def ops(self) -> set[str]:
+        """The registry ops the row exercises (its function's op and ``covers``)."""
+        return set(self.covers) | ({self.op_name} if self.op_name else set())
+
+    def _by_op(self, value: Any) -> dict:
+        if isinstance(value, dict):
+            return value
+        if not value:
+            return {}
+        ops = self.ops()
+        assert len(ops) == 1, (
+            f"the row {self.path!r} reaches the ops {sorted(ops)}: key its second= and "
+            f"no_rule= by op name")
+        return {ops.pop(): value}
+
+    def seconds(self) -> dict[str, Second]:
+        """``{op name: Second}`` of the row."""
+        return {name: s if isinstance(s, Second) else Second(s)
+                for name, s in self._by_op(self.second).items()}
+
+    def no_rules(self) -> dict[str, str]:
+        """``{op name: why it has no VJP rule}`` of the row."""
+        return self._by_op(self.no_rule)
+
+
+@dataclass(frozen=True)
+class Second:
+    """An op's cases for ``tests/ops/test_registry_second_order.py``, and JAX's twin.
+
+    ``cases(fn)``: ``[(f, inputs, options)]`` with ``fn`` in the op's place (yaad's op or
+    JAX's twin), drawing the inputs when called (tests/op_cases/fixed.py), real and complex
+    where the op is defined there. ``jax``: JAX's function where it is not
+    ``jax.numpy.<name>``, ``jax.scipy.special.<name>``, ``jax.numpy.linalg.<name>``,
+    ``jax.scipy.linalg.<name>`` or ``jax.numpy.fft.<name>`` (a dotted name, or a function
+    of JAX arrays); ``no_jax``: why JAX has none; ``jax_real_only``: why JAX cannot run the
+    complex cases; ``jax_skip``: ``{case index: why JAX gets that case wrong}`` (finite
+    differences still check it); ``jax_only_in``: ``(input positions, why)`` when JAX
+    differentiates some inputs only; ``zero``: ``{case index: why}`` for cases whose
+    derivative is 0 at every input.
+    """
+
+    cases: Callable
+    jax: str | Callable | None = None
+    no_jax: str = ""
+    jax_real_only: str = ""
+    jax_skip: Mapping[int, str] = field(default_factory=dict)
+    jax_only_in: tuple | None = None
+    zero: Mapping[int, str] = field(default_factory=dict)
 
 
 def resolve(path: str) -> Callable:
@@ -128,6 +186,24 @@ def builtin_ops() -> dict:
             if isinstance(spec, yaad.Op) and yaad.registry.get(spec.name) is spec:
                 out[spec.name] = spec
     return out
+
+
+def second_order_table() -> dict[str, Second]:
+    """Op name -> its :class:`Second`, from every row of ``CASES`` (whose function exists)."""
+    out: dict[str, Second] = {}
+    for key, c in CASES.items():
+        if not available(c.path):
+            continue
+        for name, s in c.seconds().items():
+            assert name not in out, f"two rows give the second-order cases of {name!r}: {key!r}"
+            out[name] = s
+    return out
+
+
+def no_rule_table() -> dict[str, str]:
+    """Op name -> why it has no VJP rule, from every row of ``CASES``."""
+    return {name: why for c in CASES.values() if available(c.path)
+            for name, why in c.no_rules().items()}
 
 
 def covered_ops() -> set:

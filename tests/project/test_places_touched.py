@@ -30,7 +30,7 @@ import yaad
 from tests.core import test_argument_gradients as walked
 from tests.modes import test_vmap_ops as vmap_ops
 from tests.op_cases import CASES, ELEMENTWISE
-from tests.op_cases.elementwise import row_case
+from tests.op_cases.elementwise import row_case, row_second
 from tests.ops import test_elementwise as elementwise_table
 from tests.ops import test_fuzz_ops as fuzz_ops
 from tests.ops import test_registry_second_order as second_order
@@ -58,8 +58,7 @@ class Cause:
 
 ROWS = "tests/op_cases/elementwise.py"
 CASE = {"elementwise": ROWS, "linalg": "tests/op_cases/linalg.py"}
-SECOND = {"elementwise": ROWS, "linalg": "tests/ops/test_registry_second_order.py"}
-JAX = {"elementwise": "jax=", "linalg": "NO_JAX"}
+JAX = "jax="
 STUB = "tools/generate_stubs.py"
 JAX_VALUES = "tests/data/jax_second_order.npz"
 
@@ -103,14 +102,14 @@ CHECKS: dict[str, tuple[Callable[[str], None], list[Cause]]] = {
         lambda name: walked.test_every_public_function_is_walked(),
         [Cause("no walk covers", CASE)]),
     "tests/ops/test_registry_second_order.py::test_every_op_has_a_case": (
-        second_order.test_every_op_has_a_case, [Cause("has no entry in CASES", SECOND)]),
+        second_order.test_every_op_has_a_case, [Cause("has no second-order cases", CASE)]),
     "tests/ops/test_registry_second_order.py::test_every_op_has_a_jax_twin_or_a_reason": (
         second_order.test_every_op_has_a_jax_twin_or_a_reason, [Cause("has no JAX twin", JAX)]),
     "tests/ops/test_registry_second_order.py::test_every_op_without_a_rule_is_listed": (
-        _without_a_rule, [Cause("ops without a VJP rule", "NOT_DIFFERENTIABLE")]),
+        _without_a_rule, [Cause("ops without a VJP rule", "no_rule=")]),
     "tests/ops/test_registry_second_order.py::"
     "test_every_op_defined_on_complex_numbers_has_a_complex_case": (
-        _complex_case, [Cause("without a complex case", SECOND)]),
+        _complex_case, [Cause("without a complex case", CASE)]),
     "tests/ops/test_registry_second_order.py::test_stored_jax_values_are_jax_values_fuzz": (
         _stored_jax_values, [Cause("no stored JAX values", JAX_VALUES)]),
     "tests/project/test_stubs.py::test_the_checked_in_stub_is_what_the_tool_writes": (
@@ -221,28 +220,26 @@ class _Filler:
         row = dataclasses.replace(ELEMENTWISE["expm1"], **fields)
         self.mp.setitem(ELEMENTWISE, self.name, row)
         self.mp.setitem(CASES, self.name, row_case(self.name, row))
-        self.mp.setitem(second_order.CASES, self.name, second_order.from_row(row))
+        self.mp.setitem(second_order.SECOND, self.name, row_second(row))
 
-    def _jax_(self) -> None:  # (the row's field: JAX's function, named otherwise)
-        self._tests_op_cases_elementwise_py(jax="jax.numpy.expm1")
+    def _jax_(self) -> None:  # (a field of the row: JAX's function, named otherwise)
+        if self.kind == "elementwise":
+            self._tests_op_cases_elementwise_py(jax="jax.numpy.expm1")
+        else:
+            self.mp.setitem(second_order.SECOND, self.name, dataclasses.replace(
+                second_order.SECOND[self.name], jax="jax.numpy.linalg.det"))
 
-    def _NOT_DIFFERENTIABLE(self) -> None:
+    def _no_rule_(self) -> None:
         self.mp.setitem(second_order.NOT_DIFFERENTIABLE, self.name, "a probe")
 
     def _batch_(self) -> None:
         self.mp.setattr(yaad.registry[self.name], "batch", "broadcast")
 
-    def _tests_op_cases_linalg_py(self) -> None:
+    def _tests_op_cases_linalg_py(self) -> None:  # the row (det's: its draw and its cases)
         path = self.name  # (linalg.probe_det: also the public path)
-        self.mp.setitem(CASES, path, dataclasses.replace(CASES["linalg.det"], path=path))
-
-    def _tests_ops_test_registry_second_order_py(self) -> None:
-        self.mp.setitem(second_order.CASES, self.name, second_order.CASES["linalg.det"])
-
-    def _NO_JAX(self) -> None:  # its twin, named in _jax_twins()
-        twin = second_order.jax_twin
-        self.mp.setattr(second_order, "jax_twin", lambda name: (
-            twin("linalg.det") if name == self.name else twin(name)))
+        row = dataclasses.replace(CASES["linalg.det"], path=path)
+        self.mp.setitem(CASES, path, row)
+        self.mp.setitem(second_order.SECOND, self.name, row.seconds()[self.name])
 
     def _tests_data_jax_second_order_npz(self) -> None:
         stored = second_order._stored_jax_values()
@@ -382,8 +379,8 @@ def test_the_forced_places_are_the_places_the_page_lists(kind, forced):
 
 
 def test_the_probes_find_the_places_the_issue_named(forced):
-    # Guards the guard: the elementwise op's stub and the linalg function's second-order
-    # table (the places the page missed, issue 29), the batching rule, the cases.
+    # Guards the guard: the elementwise op's stub (a place the page missed, issue 29), the
+    # linalg function's batching rule, each op's one row (with its second-order cases and
+    # JAX's twin: jax=, the probes' names being no JAX function's), JAX's stored values.
     assert set(forced["elementwise"]) == {STUB, ROWS, "jax=", JAX_VALUES}
-    assert set(forced["linalg"]) == {"tests/ops/test_registry_second_order.py", "batch=",
-                                     "NO_JAX", "tests/op_cases/linalg.py", JAX_VALUES}
+    assert set(forced["linalg"]) == {"tests/op_cases/linalg.py", "batch=", "jax=", JAX_VALUES}
