@@ -3,7 +3,8 @@
 Every function: values, shapes and dtypes equal to NumPy's (SciPy's for expm, logm, sqrtm,
 solve_triangular); gradients against central finite differences on real and complex
 inputs, unbatched and batched (3, 4, n, n), reverse and forward mode; second derivatives
-of the main ones; float32 kept; known closed-form gradients; errors.
+of the main ones; float32 kept; known closed-form gradients; errors. The calls are the
+``variants=`` of the functions' rows in ``tests/op_cases/linalg.py``.
 """
 
 from __future__ import annotations
@@ -15,174 +16,21 @@ import pytest
 import scipy.linalg as sla
 
 import yaad
-from tests.support.linalg_inputs import BATCHES, COMPLEX, data, general, herm, posdef, rand
+from tests.op_cases import variants
+from tests.support.linalg_inputs import BATCHES, COMPLEX, data, general, posdef, rand
 from yaad.testing import gradcheck, gradgradcheck
 
 L = yaad.linalg
 
 
-def _lstsq_ref(a, b):
-    """numpy.linalg.lstsq's x, looped over a batch."""
-    vec = b.ndim == 1
-    batch = np.broadcast_shapes(a.shape[:-2], () if vec else b.shape[:-2])
-    a = np.broadcast_to(a, batch + a.shape[-2:])
-    b = b if vec else np.broadcast_to(b, batch + b.shape[-2:])
-    out = [np.linalg.lstsq(a[i], b if vec else b[i], rcond=None)[0] for i in np.ndindex(*batch)]
-    return np.array(out).reshape(batch + out[0].shape)
-
-
-def _sq(n=3):
-    return lambda r, b, c: (general(r, b, n, c),)
-
-
-def _right_half_plane(r, b, c):
-    """Eigenvalues with positive real parts: away from the branch cut of logm and sqrtm."""
-    return (0.5 * rand(r, b + (3, 3), c) + 3 * np.eye(3),)
-
-
-def _tall(r, b, c):
-    return (rand(r, b + (4, 3), c),)
-
-
-def _wide(r, b, c):
-    return (rand(r, b + (3, 4), c),)
-
-
-# name: (function, inputs(rng, batch, complex), NumPy/SciPy reference or None,
-#        batched: True for the batches () and (3, 4), False for () only, or a list)
-CASES = {
-    "inv": (L.inv, _sq(), np.linalg.inv, True),
-    "det": (L.det, _sq(), np.linalg.det, True),
-    "slogdet.logabsdet": (lambda a: L.slogdet(a).logabsdet, _sq(),
-                          lambda a: np.linalg.slogdet(a).logabsdet, True),
-    "slogdet.sign": (lambda a: L.slogdet(a).sign, _sq(), lambda a: np.linalg.slogdet(a).sign,
-                     True),
-    "solve": (L.solve, lambda r, b, c: (general(r, b, 3, c), rand(r, b + (3, 2), c)),
-              np.linalg.solve, True),
-    "solve.vector": (L.solve, lambda r, b, c: (general(r, b, 3, c), rand(r, (3,), c)),
-                     np.linalg.solve, True),
-    "pinv.tall": (L.pinv, _tall, np.linalg.pinv, True),
-    "pinv.wide": (L.pinv, _wide, np.linalg.pinv, True),
-    # eigenvalues away from 0 (the Hermitian part of _sq() can be nearly singular there)
-    "pinv.hermitian": (lambda a: L.pinv(herm(a), hermitian=True),
-                       lambda r, b, c: (posdef(r, b, 3, c),), None, True),
-    "lstsq.x": (lambda a, b: L.lstsq(a, b)[0],
-                lambda r, b, c: (rand(r, b + (5, 3), c), rand(r, b + (5, 2), c)),
-                _lstsq_ref, True),
-    "lstsq.x.vector": (lambda a, b: L.lstsq(a, b)[0],
-                       lambda r, b, c: (rand(r, b + (5, 3), c), rand(r, (5,), c)),
-                       _lstsq_ref, True),
-    "lstsq.x.wide": (lambda a, b: L.lstsq(a, b)[0],
-                     lambda r, b, c: (rand(r, b + (2, 4), c), rand(r, b + (2, 3), c)),
-                     _lstsq_ref, True),
-    "lstsq.residuals": (lambda a, b: L.lstsq(a, b)[1],
-                        lambda r, b, c: (rand(r, (5, 3), c), rand(r, (5, 2), c)),
-                        lambda a, b: np.linalg.lstsq(a, b)[1], False),
-    "lstsq.s": (lambda a, b: L.lstsq(a, b)[3],
-                lambda r, b, c: (rand(r, (5, 3), c), rand(r, (5,), c)),
-                lambda a, b: np.linalg.lstsq(a, b)[3], False),
-    "cholesky": (lambda a: L.cholesky(herm(a)), lambda r, b, c: (posdef(r, b, 3, c),),
-                 np.linalg.cholesky, True),
-    "cholesky.upper": (lambda a: L.cholesky(herm(a), upper=True),
-                       lambda r, b, c: (posdef(r, b, 3, c),),
-                       lambda a: np.linalg.cholesky(a, upper=True), True),
-    "solve_triangular.lower": (
-        lambda a, b: L.solve_triangular(a, b, lower=True),
-        lambda r, b, c: (general(r, b, 3, c), rand(r, b + (3, 2), c)),
-        lambda a, b: sla.solve_triangular(a, b, lower=True), True),
-    "solve_triangular.upper.T": (
-        lambda a, b: L.solve_triangular(a, b, trans="T"),
-        lambda r, b, c: (general(r, b, 3, c), rand(r, b + (3, 2), c)),
-        lambda a, b: sla.solve_triangular(a, b, trans="T"), True),
-    "solve_triangular.lower.C.unit": (
-        lambda a, b: L.solve_triangular(a, b, trans=2, lower=True, unit_diagonal=True),
-        lambda r, b, c: (general(r, b, 3, c), rand(r, b + (3, 2), c)),
-        lambda a, b: sla.solve_triangular(a, b, trans=2, lower=True, unit_diagonal=True),
-        True),
-    "solve_triangular.vector": (
-        lambda a, b: L.solve_triangular(a, b, trans=1, lower=True),
-        lambda r, b, c: (general(r, b, 3, c), rand(r, (3,), c)),
-        lambda a, b: sla.solve_triangular(a, b, trans=1, lower=True), True),
-    "trace": (lambda a: L.trace(a, offset=1), lambda r, b, c: (rand(r, b + (3, 4), c),),
-              lambda a: np.linalg.trace(a, offset=1), True),
-    "diagonal": (lambda a: L.diagonal(a, offset=-1), lambda r, b, c: (rand(r, b + (4, 3), c),),
-                 lambda a: np.linalg.diagonal(a, offset=-1), True),
-    "cross": (L.cross, lambda r, b, c: (rand(r, b + (3,), c), rand(r, (3,), c)),
-              np.linalg.cross, True),
-    "outer": (L.outer, lambda r, b, c: (rand(r, (3,), c), rand(r, (2,), c)), np.linalg.outer,
-              False),
-    "tensordot": (lambda x, y: L.tensordot(x, y, axes=([0, 2], [1, 0])),
-                  lambda r, b, c: (rand(r, (2, 3, 4), c), rand(r, (4, 2, 3), c)),
-                  lambda x, y: np.linalg.tensordot(x, y, axes=([0, 2], [1, 0])), False),
-    "vecdot": (L.vecdot, lambda r, b, c: (rand(r, b + (2, 3), c), rand(r, (3,), c)),
-               np.linalg.vecdot, True),
-    "matmul": (L.matmul, lambda r, b, c: (rand(r, b + (2, 3), c), rand(r, (3, 2), c)),
-               np.linalg.matmul, True),
-    "matrix_transpose": (L.matrix_transpose, lambda r, b, c: (rand(r, b + (2, 3), c),),
-                         np.linalg.matrix_transpose, True),
-    "multi_dot": (lambda *xs: L.multi_dot(xs),
-                  lambda r, b, c: (rand(r, (3,), c), rand(r, (3, 5), c), rand(r, (5, 2), c),
-                                   rand(r, (2, 4), c)),
-                  lambda *xs: np.linalg.multi_dot(xs), False),
-    "matrix_power.3": (lambda a: L.matrix_power(a, 3), _sq(),
-                       lambda a: np.linalg.matrix_power(a, 3), True),
-    "matrix_power.-2": (lambda a: L.matrix_power(a, -2), _sq(),
-                        lambda a: np.linalg.matrix_power(a, -2), True),
-    "vector_norm": (L.vector_norm, lambda r, b, c: (rand(r, b + (3,), c),),
-                    np.linalg.vector_norm, True),
-    "vector_norm.axis.keepdims": (
-        lambda x: L.vector_norm(x, axis=(0, -1), keepdims=True),
-        lambda r, b, c: (rand(r, b + (2, 3), c),),
-        lambda x: np.linalg.vector_norm(x, axis=(0, -1), keepdims=True), True),
-    "vector_norm.1": (lambda x: L.vector_norm(x, axis=-1, ord=1),
-                      lambda r, b, c: (rand(r, b + (3,), c),),
-                      lambda x: np.linalg.vector_norm(x, axis=-1, ord=1), True),
-    "vector_norm.3": (lambda x: L.vector_norm(x, axis=-1, ord=3),
-                      lambda r, b, c: (rand(r, b + (3,), c),),
-                      lambda x: np.linalg.vector_norm(x, axis=-1, ord=3), True),
-    "vector_norm.0.5": (lambda x: L.vector_norm(x, axis=-1, ord=0.5),
-                        lambda r, b, c: (rand(r, b + (3,), c),),
-                        lambda x: np.linalg.vector_norm(x, axis=-1, ord=0.5), True),
-    "vector_norm.inf": (lambda x: L.vector_norm(x, axis=-1, ord=np.inf),
-                        lambda r, b, c: (rand(r, b + (3,), c),),
-                        lambda x: np.linalg.vector_norm(x, axis=-1, ord=np.inf), True),
-    "vector_norm.-inf": (lambda x: L.vector_norm(x, axis=-1, ord=-np.inf),
-                         lambda r, b, c: (rand(r, b + (3,), c),),
-                         lambda x: np.linalg.vector_norm(x, axis=-1, ord=-np.inf), True),
-    **{f"matrix_norm.{o}": (lambda x, o=o: L.matrix_norm(x, ord=o), _tall,
-                            lambda x, o=o: np.linalg.matrix_norm(x, ord=o), True)
-       for o in ("fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf)},
-    "matrix_norm.keepdims": (lambda x: L.matrix_norm(x, ord="nuc", keepdims=True), _tall,
-                             lambda x: np.linalg.matrix_norm(x, ord="nuc", keepdims=True),
-                             True),
-    "norm": (L.norm, lambda r, b, c: (rand(r, b + (2, 3), c),), np.linalg.norm, True),
-    "norm.axis": (lambda x: L.norm(x, ord=3, axis=0),
-                  lambda r, b, c: (rand(r, b + (2, 3), c),),
-                  lambda x: np.linalg.norm(x, ord=3, axis=0), True),
-    "norm.axes.keepdims": (lambda x: L.norm(x, ord="nuc", axis=(0, -1), keepdims=True),
-                           lambda r, b, c: (rand(r, b + (2, 3), c),),
-                           lambda x: np.linalg.norm(x, ord="nuc", axis=(0, -1), keepdims=True),
-                           True),
-    "norm.matrix.ord": (lambda x: L.norm(x, ord=1), lambda r, b, c: (rand(r, (3, 2), c),),
-                        lambda x: np.linalg.norm(x, ord=1), False),
-    "cond": (L.cond, _sq(), np.linalg.cond, True),
-    "cond.fro": (lambda a: L.cond(a, "fro"), _sq(), lambda a: np.linalg.cond(a, "fro"), True),
-    "tensorinv": (lambda a: L.tensorinv(a, ind=1), lambda r, b, c: (general(r, (), 4, c),),
-                  lambda a: np.linalg.tensorinv(a, ind=1), False),
-    "tensorsolve": (L.tensorsolve,
-                    lambda r, b, c: (general(r, (), 6, c).reshape(2, 3, 6),
-                                     rand(r, (2, 3), c)),
-                    np.linalg.tensorsolve, False),
-    "expm": (L.expm, lambda r, b, c: (general(r, b, 3, c) / 3,), sla.expm, True),
-    # SciPy's logm costs about a millisecond a matrix: a smaller batch.
-    "logm": (L.logm, _right_half_plane, sla.logm, [(), (2,)]),
-    "sqrtm": (L.sqrtm, _right_half_plane, sla.sqrtm, True),
-}
+# name -> Variant: the calls of the rows of tests/op_cases/ (their variants=), at seeded
+# inputs, batched
+CASES = variants(spectral=False)
 
 
 def _params():
-    for name, (_, _, _, batched) in CASES.items():
-        batches = batched if isinstance(batched, list) else BATCHES if batched else [()]
+    for name, v in CASES.items():
+        batches = v.batched if isinstance(v.batched, list) else BATCHES if v.batched else [()]
         for c in COMPLEX:
             for batch in batches:
                 yield pytest.param(name, c, batch, id=f"{name}-{'c' if c else 'r'}-{batch}")
@@ -190,12 +38,12 @@ def _params():
 
 def _inputs(name, c, batch):
     rng = np.random.default_rng(zlib.crc32(f"{name} {c} {batch}".encode()))
-    return CASES[name][1](rng, batch, c)
+    return CASES[name].inputs(rng, batch, c)
 
 
 @pytest.mark.parametrize("name,c,batch", list(_params()))
 def test_values_like_numpy(name, c, batch):
-    f, _, ref, _ = CASES[name]
+    f, ref = CASES[name].f, CASES[name].ref
     if ref is None:
         pytest.skip("no NumPy counterpart")
     inputs = _inputs(name, c, batch)
@@ -209,34 +57,29 @@ def test_values_like_numpy(name, c, batch):
 
 @pytest.mark.parametrize("name,c,batch", list(_params()))
 def test_gradcheck(name, c, batch):
-    f = CASES[name][0]
+    f = CASES[name].f
     gradcheck(f, _inputs(name, c, batch), check_forward_ad=True)
 
 
-SECOND_ORDER = ["inv", "det", "slogdet.logabsdet", "slogdet.sign", "solve", "pinv.tall",
-                "lstsq.x", "cholesky", "solve_triangular.lower", "solve_triangular.upper.T",
-                "cross", "matrix_power.-2", "vector_norm", "vector_norm.inf", "matrix_norm.nuc",
-                "expm", "logm", "sqrtm"]
+SECOND_ORDER = [name for name, v in CASES.items() if v.second]
 
 
 @pytest.mark.parametrize("name", SECOND_ORDER)
 @pytest.mark.parametrize("c", COMPLEX)
 def test_second_derivatives(name, c):
-    f = CASES[name][0]
+    f = CASES[name].f
     gradgradcheck(f, _inputs(name, c, ()), check_forward_ad=True)
 
 
 # ---- float32 stays float32 ---------------------------------------------------------------
 
-FLOAT32 = ["inv", "det", "slogdet.logabsdet", "solve", "pinv.tall", "lstsq.x", "cholesky",
-           "solve_triangular.lower", "cross", "vector_norm", "matrix_norm.nuc",
-           "matrix_norm.2", "expm", "logm", "sqrtm"]
+FLOAT32 = [name for name, v in CASES.items() if v.float32]
 
 
 @pytest.mark.parametrize("name", FLOAT32)
 @pytest.mark.parametrize("c", COMPLEX)
 def test_float32_values_and_gradients(name, c):
-    f = CASES[name][0]
+    f = CASES[name].f
     inputs = _inputs(name, c, (2,))
     low = [yaad.tensor(x.astype(np.complex64 if c else np.float32), requires_grad=True)
            for x in inputs]

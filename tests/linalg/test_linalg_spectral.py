@@ -4,7 +4,8 @@ Values like NumPy's; gradients (reverse and forward mode) against finite differe
 real and complex inputs, unbatched and batched; second derivatives; the degenerate cases
 (identity, repeated and zero singular values, truncated SVD) with their exact finite
 values; GaugeError for losses that depend on a phase or on a basis the decomposition
-leaves free; the ``eps=`` Lorentzian broadening.
+leaves free; the ``eps=`` Lorentzian broadening. The table's calls are the ``variants=``
+(``spectral=True``) of the functions' rows in ``tests/op_cases/linalg.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 import pytest
 
 import yaad
+from tests.op_cases import variants
+from tests.op_cases.linalg import projector, svd_reconstruct
 from tests.support.linalg_inputs import (
     BATCHES,
     COMPLEX,
@@ -36,73 +39,14 @@ def _cplx(c):
     return np.complex128 if c else np.float64
 
 
-def _projector(v):
-    return v @ mH(v)
-
-
-def _svd_reconstruct(u, s, vh, k):
-    return (u[..., :k] * yaad.expand_dims(s[..., :k], -2)) @ vh[..., :k, :]
-
-
-def _h(n):
-    return lambda r, b, c: (hermitian(r, b, n, c),)
-
-
-def _g(shape):
-    return lambda r, b, c: (rand(r, b + shape, c),)
-
-
-# name: (function, inputs(rng, batch, complex), NumPy reference or None)
-CASES = {
-    "eigh.eigenvalues": (lambda a: L.eigh(herm(a)).eigenvalues, _h(3),
-                         lambda a: np.linalg.eigh(a).eigenvalues),
-    "eigh.eigenvectors": (lambda a: abs2(L.eigh(herm(a)).eigenvectors), _h(3),
-                          lambda a: abs2(np.linalg.eigh(a).eigenvectors)),
-    "eigh.UPLO=U": (lambda a: abs2(L.eigh(herm(a), "U").eigenvectors), _h(3),
-                    lambda a: abs2(np.linalg.eigh(a, "U").eigenvectors)),
-    "eigh.projector": (lambda a: _projector(L.eigh(herm(a)).eigenvectors[..., :2]), _h(3),
-                       None),
-    "eigvalsh": (lambda a: L.eigvalsh(herm(a)), _h(3), np.linalg.eigvalsh),
-    "eig.eigenvalues": (lambda a: L.eig(a).eigenvalues, lambda r, b, c: (general(r, b, 3, c),),
-                        None),
-    "eig.eigenvectors": (lambda a: abs2(L.eig(a).eigenvectors),
-                         lambda r, b, c: (general(r, b, 3, c),),
-                         lambda a: abs2(np.linalg.eig(a).eigenvectors)),
-    "eigvals": (L.eigvals, lambda r, b, c: (general(r, b, 3, c),), None),
-    "svd.S": (lambda a: L.svd(a).S, _g((4, 3)), lambda a: np.linalg.svd(a).S),
-    "svd.U": (lambda a: abs2(L.svd(a, full_matrices=False).U), _g((4, 3)),
-              lambda a: abs2(np.linalg.svd(a, full_matrices=False).U)),
-    "svd.Vh": (lambda a: abs2(L.svd(a, full_matrices=False).Vh), _g((4, 3)),
-               lambda a: abs2(np.linalg.svd(a, full_matrices=False).Vh)),
-    "svd.wide": (lambda a: abs2(L.svd(a, full_matrices=False).Vh), _g((2, 4)),
-                 lambda a: abs2(np.linalg.svd(a, full_matrices=False).Vh)),
-    "svd.U.Vh": (lambda a: (lambda r: r.U @ r.Vh)(L.svd(a, full_matrices=False)), _g((4, 3)),
-                 None),
-    "svd.full.reconstruct": (lambda a: _svd_reconstruct(*L.svd(a), 3), _g((4, 3)), None),
-    "svd.full.complement": (lambda a: _projector(L.svd(a).U[..., 3:]), _g((5, 3)), None),
-    "svd.full.wide.complement": (lambda a: _projector(mH(L.svd(a).Vh[..., 2:, :])),
-                                 _g((2, 4)), None),
-    "svd.hermitian": (lambda a: abs2(L.svd(herm(a), hermitian=True).U), _h(3),
-                      lambda a: abs2(np.linalg.svd(a, hermitian=True).U)),
-    "svd.compute_uv=False": (lambda a: L.svd(a, compute_uv=False), _g((3, 4)),
-                             lambda a: np.linalg.svd(a, compute_uv=False)),
-    "svdvals": (L.svdvals, _g((4, 3)), np.linalg.svdvals),
-    "qr.Q": (lambda a: L.qr(a).Q, _g((4, 3)), lambda a: np.linalg.qr(a).Q),
-    "qr.R": (lambda a: L.qr(a).R, _g((4, 3)), lambda a: np.linalg.qr(a).R),
-    "qr.square": (lambda a: L.qr(a).Q, _g((3, 3)), lambda a: np.linalg.qr(a).Q),
-    "qr.wide.Q": (lambda a: L.qr(a).Q, _g((2, 4)), lambda a: np.linalg.qr(a).Q),
-    "qr.wide.R": (lambda a: L.qr(a).R, _g((2, 4)), lambda a: np.linalg.qr(a).R),
-    "qr.complete.R": (lambda a: L.qr(a, "complete").R, _g((4, 2)),
-                      lambda a: np.linalg.qr(a, "complete").R),
-    "qr.complete.complement": (lambda a: _projector(L.qr(a, "complete").Q[..., 2:]), _g((4, 2)),
-                               None),
-    "qr.r": (lambda a: L.qr(a, "r"), _g((4, 3)), lambda a: np.linalg.qr(a, "r")),
-}
+# name -> Variant: the calls of the spectral rows of tests/op_cases/ (their variants=), at
+# seeded inputs, batched
+CASES = variants(spectral=True)
 
 
 def _inputs(name, c, batch):
     rng = np.random.default_rng(zlib.crc32(f"{name} {c} {batch}".encode()))
-    return CASES[name][1](rng, batch, c)
+    return CASES[name].inputs(rng, batch, c)
 
 
 PARAMS = [pytest.param(name, c, batch, id=f"{name}-{'c' if c else 'r'}-{batch}")
@@ -111,12 +55,12 @@ PARAMS = [pytest.param(name, c, batch, id=f"{name}-{'c' if c else 'r'}-{batch}")
 
 @pytest.mark.parametrize("name,c,batch", PARAMS)
 def test_gradcheck(name, c, batch):
-    gradcheck(CASES[name][0], _inputs(name, c, batch), check_forward_ad=True)
+    gradcheck(CASES[name].f, _inputs(name, c, batch), check_forward_ad=True)
 
 
-@pytest.mark.parametrize("name,c,batch", [p for p in PARAMS if CASES[p.values[0]][2]])
+@pytest.mark.parametrize("name,c,batch", [p for p in PARAMS if CASES[p.values[0]].ref])
 def test_values_like_numpy(name, c, batch):
-    f, _, ref = CASES[name]
+    f, ref = CASES[name].f, CASES[name].ref
     (a,) = _inputs(name, c, batch)
     expected = np.asarray(ref(a))
     for arg in (a, yaad.tensor(a, requires_grad=True)):
@@ -138,24 +82,22 @@ def test_eig_and_eigvals_are_complex_and_match_numpy(c):
     assert L.eig(a.astype(np.complex64 if c else np.float32))[0].dtype == np.complex64
 
 
-SECOND_ORDER = ["eigh.eigenvalues", "eigh.eigenvectors", "eigh.projector", "eig.eigenvalues",
-                "eig.eigenvectors", "svd.S", "svd.U", "svd.wide", "svd.full.reconstruct",
-                "qr.Q", "qr.R", "qr.wide.R"]
+SECOND_ORDER = [name for name, v in CASES.items() if v.second]
 
 
 @pytest.mark.parametrize("name", SECOND_ORDER)
 @pytest.mark.parametrize("c", COMPLEX)
 def test_second_derivatives(name, c):
-    gradgradcheck(CASES[name][0], _inputs(name, c, ()), check_forward_ad=True)
+    gradgradcheck(CASES[name].f, _inputs(name, c, ()), check_forward_ad=True)
 
 
-@pytest.mark.parametrize("name", ["eigh.eigenvectors", "eig.eigenvalues", "svd.U", "qr.Q"])
+@pytest.mark.parametrize("name", [name for name, v in CASES.items() if v.float32])
 @pytest.mark.parametrize("c", COMPLEX)
 def test_float32_stays_float32(name, c):
     (a,) = _inputs(name, c, (2,))
     low = yaad.tensor(a.astype(np.complex64 if c else np.float32), requires_grad=True)
     high = yaad.tensor(a, requires_grad=True)
-    out_low, out_high = CASES[name][0](low), CASES[name][0](high)
+    out_low, out_high = CASES[name].f(low), CASES[name].f(high)
     assert out_low.dtype.itemsize * 2 == out_high.dtype.itemsize
     np.testing.assert_allclose(out_low.data, out_high.data, rtol=1e-3, atol=1e-4)
     yaad.real(out_low).sum().backward()
@@ -193,7 +135,7 @@ def test_identity_matrix_gives_exact_eigenvalue_gradients(c):
 @pytest.mark.parametrize("c", COMPLEX)
 def test_eigh_projector_onto_a_degenerate_eigenspace(c):
     h = _with_spectrum([1.0, 1.0, 1.0, 2.0, 3.0], c)
-    f = lambda a: _projector(L.eigh(herm(a)).eigenvectors[..., :3])  # noqa: E731
+    f = lambda a: projector(L.eigh(herm(a)).eigenvectors[..., :3])  # noqa: E731
     gradcheck(f, h, check_forward_ad=True)
     t = yaad.tensor(h, requires_grad=True)
     yaad.real(f(t)).sum().backward()
@@ -209,11 +151,11 @@ def test_svd_with_repeated_singular_values(c):
     np.testing.assert_allclose(t.grad, u @ vh, atol=1e-12)  # d sum(s) = Re tr(u^H da v)
     t.grad = None
     r = L.svd(t, full_matrices=False)
-    (abs2(_svd_reconstruct(r.U, r.S, r.Vh, 3))).sum().backward()
+    (abs2(svd_reconstruct(r.U, r.S, r.Vh, 3))).sum().backward()
     np.testing.assert_allclose(t.grad, 2 * a, atol=1e-12)
     # smooth functions of the degenerate block and of the whole factorisation
-    gradcheck(lambda x: _projector(L.svd(x, full_matrices=False).U[..., :2]), a)
-    gradcheck(lambda x: _svd_reconstruct(*L.svd(x), 3), a)
+    gradcheck(lambda x: projector(L.svd(x, full_matrices=False).U[..., :2]), a)
+    gradcheck(lambda x: svd_reconstruct(*L.svd(x), 3), a)
 
 
 @pytest.mark.parametrize("c", COMPLEX)
@@ -221,7 +163,7 @@ def test_svd_of_a_rank_deficient_matrix(c):
     a = _with_spectrum([2.0, 1.0, 0.0, 0.0], c, cols=4)
     t = yaad.tensor(a, requires_grad=True)
     r = L.svd(t, full_matrices=False)
-    (abs2(_svd_reconstruct(r.U, r.S, r.Vh, 4))).sum().backward()
+    (abs2(svd_reconstruct(r.U, r.S, r.Vh, 4))).sum().backward()
     np.testing.assert_allclose(t.grad, 2 * a, atol=1e-12)
     t.grad = None
     L.matrix_norm(t, ord="nuc").backward()
@@ -374,7 +316,7 @@ def test_coupled_losses_at_equal_eigenvalues_raise_and_their_remedies_work(c):
     def separate(x):
         x = herm(x)
         return (L.eigvalsh(x)[..., :2].sum()
-                + yaad.real(yaad.sum(_projector(L.eigh(x).eigenvectors[..., :2]) * obs)))
+                + yaad.real(yaad.sum(projector(L.eigh(x).eigenvectors[..., :2]) * obs)))
 
     gradcheck(separate, h)
     v = np.linalg.eigh(h)[1]
@@ -382,8 +324,8 @@ def test_coupled_losses_at_equal_eigenvalues_raise_and_their_remedies_work(c):
     np.testing.assert_allclose(q[:2, :2], np.eye(2), atol=1e-12)  # the block: d(w_0 + w_1)
     a = _with_spectrum([3.0, 3.0, 1.0], c, cols=4)
     with pytest.raises(L.GaugeError, match="linalg.svd: at equal singular values"):
-        _grad_of(lambda x: (lambda r: yaad.sum(_svd_reconstruct(r.U, r.S, r.Vh, 3) * obs[:3])
-                            + yaad.sum(_projector(r.U[..., :2]) * obs[:3, :3]))(
+        _grad_of(lambda x: (lambda r: yaad.sum(svd_reconstruct(r.U, r.S, r.Vh, 3) * obs[:3])
+                            + yaad.sum(projector(r.U[..., :2]) * obs[:3, :3]))(
             L.svd(x, full_matrices=False)), a)
 
 

@@ -40,12 +40,14 @@ from tests.op_cases.table import (
     CASES,
     Case,
     Second,
+    Variant,
     available,
     builtin_ops,
     covered_ops,
     no_rule_table,
     resolve,
     second_order_table,
+    variants,
 )
 from tests.support.strategies import Call, Domain, Ints
 
@@ -53,7 +55,7 @@ FAMILIES = (elementwise, shape, reductions, products, linalg, fft, stats, compos
 
 __all__ = [
     "CASES", "ELEMENTWISE", "FAMILIES", "NO_GRADIENT", "RULE_TERMS", "SHAPES", "Call", "Case",
-    "Domain", "Ints", "NoGradient", "Row", "Second", "available", "builtin_ops",
+    "Domain", "Ints", "NoGradient", "Row", "Second", "Variant", "available", "builtin_ops",
     "covered_ops", "fixed", "no_rule_table", "resolve", "row_function", "row_inputs",
-    "second_order_table", "table",
+    "second_order_table", "table", "variants",
 ]

@@ -9,7 +9,8 @@ import yaad
 from tests.op_cases.fixed import abs2, away, cases, cplx, herm, real, same, well
 from tests.op_cases.products import draw_matmul, draw_tensordot
 from tests.op_cases.reductions import INDICES
-from tests.op_cases.table import Second, case, other_dtype
+from tests.op_cases.table import Second, Variant, case, other_dtype
+from tests.support import linalg_inputs as li
 from tests.support.strategies import (
     C64,
     C128,
@@ -25,6 +26,57 @@ from tests.support.strategies import (
 )
 
 Z = 0.5 + 0.5j
+
+L = yaad.linalg
+
+# ---- inputs of the variants (tests/linalg/test_linalg.py, test_linalg_spectral.py) ---------
+# (functions of (rng, batch, complex); li: tests/support/linalg_inputs.py)
+
+
+def _gen(n=3):
+    return lambda r, b, c: (li.general(r, b, n, c),)
+
+
+def _right_half_plane(r, b, c):
+    """Eigenvalues with positive real parts: away from the branch cut of logm and sqrtm."""
+    return (0.5 * li.rand(r, b + (3, 3), c) + 3 * np.eye(3),)
+
+
+def _tall(r, b, c):
+    return (li.rand(r, b + (4, 3), c),)
+
+
+def _wide(r, b, c):
+    return (li.rand(r, b + (3, 4), c),)
+
+
+def _h(n):
+    return lambda r, b, c: (li.hermitian(r, b, n, c),)
+
+
+def _g(shape):
+    return lambda r, b, c: (li.rand(r, b + shape, c),)
+
+
+def _lstsq_ref(a, b):
+    """numpy.linalg.lstsq's x, looped over a batch."""
+    vec = b.ndim == 1
+    batch = np.broadcast_shapes(a.shape[:-2], () if vec else b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = b if vec else np.broadcast_to(b, batch + b.shape[-2:])
+    out = [np.linalg.lstsq(a[i], b if vec else b[i], rcond=None)[0] for i in np.ndindex(*batch)]
+    return np.array(out).reshape(batch + out[0].shape)
+
+
+def projector(v):
+    """The projector onto the columns of ``v`` (orthonormal): v v^H."""
+    return v @ li.mH(v)
+
+
+def svd_reconstruct(u, s, vh, k):
+    """The rank-``k`` part of an SVD, u s vh."""
+    return (u[..., :k] * yaad.expand_dims(s[..., :k], -2)) @ vh[..., :k, :]
+
 
 # ---- JAX's functions, where the op's name does not find them (second-order rows) ----------
 
@@ -134,17 +186,43 @@ def _la(name):
 
 
 case("linalg.det", _la("det"), _sq(shift=False),
-     second=lambda fn: same(fn, (well(3),), (well(2, True),)))
+     second=lambda fn: same(fn, (well(3),), (well(2, True),)),
+     variants={
+         "det": Variant(L.det, _gen(), np.linalg.det, second=True, float32=True)})
 case("linalg.slogdet", lambda a: tuple(np.linalg.slogdet(a)), _sq(),
      call=lambda a: tuple(yaad.linalg.slogdet(a)), covers=("linalg.slogdet",),
      second=Second(
          lambda fn: same(fn, (well(3),), (well(2, True),)),
-         jax=_jax_slogdet))
+         jax=_jax_slogdet),
+     variants={
+         "slogdet.logabsdet": Variant(
+             lambda a: L.slogdet(a).logabsdet,
+             _gen(),
+             lambda a: np.linalg.slogdet(a).logabsdet,
+             second=True,
+             float32=True),
+         "slogdet.sign": Variant(
+             lambda a: L.slogdet(a).sign,
+             _gen(),
+             lambda a: np.linalg.slogdet(a).sign,
+             second=True)})
 case("linalg.inv", _la("inv"), _sq(),
-     second=lambda fn: same(fn, (well(3),), (well(2, True),)))
+     second=lambda fn: same(fn, (well(3),), (well(2, True),)),
+     variants={
+         "inv": Variant(L.inv, _gen(), np.linalg.inv, second=True, float32=True)})
 case("linalg.matrix_power", _la("matrix_power"), lambda data, dtype: Call(
     (_square(data, dtype), data.draw(st.sampled_from([-2, -1, 1, 2, 3])))), exact=False,
-    note="n = 0 gives a constant (the identity): see test_gradient_semantics")
+    note="n = 0 gives a constant (the identity): see test_gradient_semantics",
+     variants={
+         "matrix_power.3": Variant(
+             lambda a: L.matrix_power(a, 3),
+             _gen(),
+             lambda a: np.linalg.matrix_power(a, 3)),
+         "matrix_power.-2": Variant(
+             lambda a: L.matrix_power(a, -2),
+             _gen(),
+             lambda a: np.linalg.matrix_power(a, -2),
+             second=True)})
 
 
 def _draw_solve(data, dtype):
@@ -159,14 +237,36 @@ def _draw_solve(data, dtype):
 
 
 case("linalg.solve", _la("solve"), _draw_solve,
-     second=lambda fn: same(fn, (well(3), real(3, 2)), (well(2, True), cplx(2)[:, None])))
+     second=lambda fn: same(fn, (well(3), real(3, 2)), (well(2, True), cplx(2)[:, None])),
+     variants={
+         "solve": Variant(
+             L.solve,
+             lambda r, b, c: (li.general(r, b, 3, c), li.rand(r, b + (3, 2), c)),
+             np.linalg.solve,
+             second=True,
+             float32=True),
+         "solve.vector": Variant(
+             L.solve,
+             lambda r, b, c: (li.general(r, b, 3, c), li.rand(r, (3,), c)),
+             np.linalg.solve)})
 case("linalg.cholesky", lambda a, upper=False: np.linalg.cholesky(_herm(a), upper=upper),
      lambda data, dtype: Call((_square(data, dtype),), {"upper": data.draw(st.booleans())}),
      call=lambda a, upper=False: yaad.linalg.cholesky(_yherm(a), upper=upper),
      covers=("linalg.cholesky",), note="Hermitian part of the input: the op reads one triangle",
      second=lambda fn: cases(
          (lambda a: fn(herm(a) + 3 * np.eye(3)), (real(3, 3),)),
-         (lambda a: fn(herm(a) + 3 * np.eye(2)), (cplx(2, 2),))))
+         (lambda a: fn(herm(a) + 3 * np.eye(2)), (cplx(2, 2),))),
+     variants={
+         "cholesky": Variant(
+             lambda a: L.cholesky(li.herm(a)),
+             lambda r, b, c: (li.posdef(r, b, 3, c),),
+             np.linalg.cholesky,
+             second=True,
+             float32=True),
+         "cholesky.upper": Variant(
+             lambda a: L.cholesky(li.herm(a), upper=True),
+             lambda r, b, c: (li.posdef(r, b, 3, c),),
+             lambda a: np.linalg.cholesky(a, upper=True))})
 
 
 def _eigh_ok(call):
@@ -181,9 +281,39 @@ case("linalg.eigh", lambda a: (lambda r: (r[0], _abs2(r[1])))(np.linalg.eigh(_he
          lambda fn: cases(
              (lambda a: (lambda w, v: (w, abs2(v)))(*fn(herm(a))), (real(3, 3),)),
              (lambda a: (lambda w, v: (w, abs2(v)))(*fn(herm(a))), (cplx(3, 3),))),
-         jax="jax.numpy.linalg.eigh"))
+         jax="jax.numpy.linalg.eigh"),
+     variants={
+         "eigh.eigenvalues": Variant(
+             lambda a: L.eigh(li.herm(a)).eigenvalues,
+             _h(3),
+             lambda a: np.linalg.eigh(a).eigenvalues,
+             second=True,
+             spectral=True),
+         "eigh.eigenvectors": Variant(
+             lambda a: li.abs2(L.eigh(li.herm(a)).eigenvectors),
+             _h(3),
+             lambda a: li.abs2(np.linalg.eigh(a).eigenvectors),
+             second=True,
+             float32=True,
+             spectral=True),
+         "eigh.UPLO=U": Variant(
+             lambda a: li.abs2(L.eigh(li.herm(a), "U").eigenvectors),
+             _h(3),
+             lambda a: li.abs2(np.linalg.eigh(a, "U").eigenvectors),
+             spectral=True),
+         "eigh.projector": Variant(
+             lambda a: projector(L.eigh(li.herm(a)).eigenvectors[..., :2]),
+             _h(3),
+             second=True,
+             spectral=True)})
 case("linalg.eigvalsh", lambda a: np.linalg.eigvalsh(_herm(a)), _sq(),
-     call=lambda a: yaad.linalg.eigvalsh(_yherm(a)), ok=_eigh_ok, exact=False)
+     call=lambda a: yaad.linalg.eigvalsh(_yherm(a)), ok=_eigh_ok, exact=False,
+     variants={
+         "eigvalsh": Variant(
+             lambda a: L.eigvalsh(li.herm(a)),
+             _h(3),
+             np.linalg.eigvalsh,
+             spectral=True)})
 
 
 def _resolvent_call(m, shifts, g):
@@ -244,9 +374,24 @@ case("linalg.eig", lambda a: (lambda r: (_complex(r[0]), _abs2(r[1])))(np.linalg
          lambda fn: cases(
              (lambda a: fn(a)[0], (real(3, 3),)),
              (lambda a: fn(a)[0], (cplx(2, 2),))),
-         jax=_jax_eig))
+         jax=_jax_eig),
+     variants={
+         "eig.eigenvalues": Variant(
+             lambda a: L.eig(a).eigenvalues,
+             lambda r, b, c: (li.general(r, b, 3, c),),
+             second=True,
+             float32=True,
+             spectral=True),
+         "eig.eigenvectors": Variant(
+             lambda a: li.abs2(L.eig(a).eigenvectors),
+             lambda r, b, c: (li.general(r, b, 3, c),),
+             lambda a: li.abs2(np.linalg.eig(a).eigenvectors),
+             second=True,
+             spectral=True)})
 case("linalg.eigvals", lambda a: _complex(np.linalg.eigvals(a)), _sq(), ok=_eig_ok,
-     exact=False)
+     exact=False,
+     variants={
+         "eigvals": Variant(L.eigvals, lambda r, b, c: (li.general(r, b, 3, c),), spectral=True)})
 
 
 def _rect(data, dtype, tall=None, batch=True):
@@ -282,14 +427,81 @@ case("linalg.svd", lambda a, full_matrices=True: _svd_post(np.linalg.svd(a, full
               (real(3, 2),)),
              (lambda a: (lambda u, s, vh: (s, abs2(u), abs2(vh)))(*fn(a, False)),
               (cplx(2, 2),))),
-         jax="jax.numpy.linalg.svd"))
+         jax="jax.numpy.linalg.svd"),
+     variants={
+         "svd.S": Variant(
+             lambda a: L.svd(a).S,
+             _g((4, 3)),
+             lambda a: np.linalg.svd(a).S,
+             second=True,
+             spectral=True),
+         "svd.U": Variant(
+             lambda a: li.abs2(L.svd(a, full_matrices=False).U),
+             _g((4, 3)),
+             lambda a: li.abs2(np.linalg.svd(a, full_matrices=False).U),
+             second=True,
+             float32=True,
+             spectral=True),
+         "svd.Vh": Variant(
+             lambda a: li.abs2(L.svd(a, full_matrices=False).Vh),
+             _g((4, 3)),
+             lambda a: li.abs2(np.linalg.svd(a, full_matrices=False).Vh),
+             spectral=True),
+         "svd.wide": Variant(
+             lambda a: li.abs2(L.svd(a, full_matrices=False).Vh),
+             _g((2, 4)),
+             lambda a: li.abs2(np.linalg.svd(a, full_matrices=False).Vh),
+             second=True,
+             spectral=True),
+         "svd.U.Vh": Variant(
+             lambda a: (lambda r: r.U @ r.Vh)(L.svd(a, full_matrices=False)),
+             _g((4, 3)),
+             spectral=True),
+         "svd.full.reconstruct": Variant(
+             lambda a: svd_reconstruct(*L.svd(a), 3),
+             _g((4, 3)),
+             second=True,
+             spectral=True),
+         "svd.full.complement": Variant(
+             lambda a: projector(L.svd(a).U[..., 3:]),
+             _g((5, 3)),
+             spectral=True),
+         "svd.full.wide.complement": Variant(
+             lambda a: projector(li.mH(L.svd(a).Vh[..., 2:, :])),
+             _g((2, 4)),
+             spectral=True),
+         "svd.hermitian": Variant(
+             lambda a: li.abs2(L.svd(li.herm(a), hermitian=True).U),
+             _h(3),
+             lambda a: li.abs2(np.linalg.svd(a, hermitian=True).U),
+             spectral=True),
+         "svd.compute_uv=False": Variant(
+             lambda a: L.svd(a, compute_uv=False),
+             _g((3, 4)),
+             lambda a: np.linalg.svd(a, compute_uv=False),
+             spectral=True)})
 case("linalg.svdvals", lambda a: np.linalg.svd(a, compute_uv=False),
-     lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok, exact=False)
+     lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok, exact=False,
+     variants={
+         "svdvals": Variant(L.svdvals, _g((4, 3)), np.linalg.svdvals, spectral=True)})
 case("linalg.pinv", _la("pinv"), lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok,
      exact=False,
-     second=lambda fn: same(fn, (real(3, 2),), (cplx(2, 3),)))
+     second=lambda fn: same(fn, (real(3, 2),), (cplx(2, 3),)),
+     variants={
+         "pinv.tall": Variant(L.pinv, _tall, np.linalg.pinv, second=True, float32=True),
+         "pinv.wide": Variant(L.pinv, _wide, np.linalg.pinv),
+         # eigenvalues away from 0 (the Hermitian part of _gen() can be nearly singular there)
+         "pinv.hermitian": Variant(
+             lambda a: L.pinv(li.herm(a), hermitian=True),
+             lambda r, b, c: (li.posdef(r, b, 3, c),))})
 case("linalg.cond", _la("cond"), lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok,
-     exact=False)
+     exact=False,
+     variants={
+         "cond": Variant(L.cond, _gen(), np.linalg.cond),
+         "cond.fro": Variant(
+             lambda a: L.cond(a, "fro"),
+             _gen(),
+             lambda a: np.linalg.cond(a, "fro"))})
 case("linalg.matrix_rank", _la("matrix_rank"), lambda data, dtype: Call((_rect(data, dtype),)),
      grad="none", covers=("linalg.matrix_rank",), no_rule=INDICES)
 
@@ -322,7 +534,51 @@ case("linalg.qr", lambda a, mode="reduced": (np.linalg.qr(a, mode),) if mode == 
      np.linalg.qr(a, mode)), _draw_qr, ok=_qr_ok,
      call=lambda a, mode="reduced": (yaad.linalg.qr(a, mode),) if mode == "r" else tuple(
          yaad.linalg.qr(a, mode)), covers=("linalg.qr",),
-     second=lambda fn: same(fn, (real(3, 3),), (cplx(3, 2),)))
+     second=lambda fn: same(fn, (real(3, 3),), (cplx(3, 2),)),
+     variants={
+         "qr.Q": Variant(
+             lambda a: L.qr(a).Q,
+             _g((4, 3)),
+             lambda a: np.linalg.qr(a).Q,
+             second=True,
+             float32=True,
+             spectral=True),
+         "qr.R": Variant(
+             lambda a: L.qr(a).R,
+             _g((4, 3)),
+             lambda a: np.linalg.qr(a).R,
+             second=True,
+             spectral=True),
+         "qr.square": Variant(
+             lambda a: L.qr(a).Q,
+             _g((3, 3)),
+             lambda a: np.linalg.qr(a).Q,
+             spectral=True),
+         "qr.wide.Q": Variant(
+             lambda a: L.qr(a).Q,
+             _g((2, 4)),
+             lambda a: np.linalg.qr(a).Q,
+             spectral=True),
+         "qr.wide.R": Variant(
+             lambda a: L.qr(a).R,
+             _g((2, 4)),
+             lambda a: np.linalg.qr(a).R,
+             second=True,
+             spectral=True),
+         "qr.complete.R": Variant(
+             lambda a: L.qr(a, "complete").R,
+             _g((4, 2)),
+             lambda a: np.linalg.qr(a, "complete").R,
+             spectral=True),
+         "qr.complete.complement": Variant(
+             lambda a: projector(L.qr(a, "complete").Q[..., 2:]),
+             _g((4, 2)),
+             spectral=True),
+         "qr.r": Variant(
+             lambda a: L.qr(a, "r"),
+             _g((4, 3)),
+             lambda a: np.linalg.qr(a, "r"),
+             spectral=True)})
 
 
 def _draw_lstsq(data, dtype):
@@ -338,7 +594,32 @@ case("linalg.lstsq", lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond=rcond)
      covers=("linalg.lstsq",), note="the solution; residuals and s in test_linalg",
      second=Second(
          lambda fn: same(fn, (real(4, 3), real(4, 2)), (cplx(4, 2), cplx(4, 2))),
-         jax=_jax_lstsq))
+         jax=_jax_lstsq),
+     variants={
+         "lstsq.x": Variant(
+             lambda a, b: L.lstsq(a, b)[0],
+             lambda r, b, c: (li.rand(r, b + (5, 3), c), li.rand(r, b + (5, 2), c)),
+             _lstsq_ref,
+             second=True,
+             float32=True),
+         "lstsq.x.vector": Variant(
+             lambda a, b: L.lstsq(a, b)[0],
+             lambda r, b, c: (li.rand(r, b + (5, 3), c), li.rand(r, (5,), c)),
+             _lstsq_ref),
+         "lstsq.x.wide": Variant(
+             lambda a, b: L.lstsq(a, b)[0],
+             lambda r, b, c: (li.rand(r, b + (2, 4), c), li.rand(r, b + (2, 3), c)),
+             _lstsq_ref),
+         "lstsq.residuals": Variant(
+             lambda a, b: L.lstsq(a, b)[1],
+             lambda r, b, c: (li.rand(r, (5, 3), c), li.rand(r, (5, 2), c)),
+             lambda a, b: np.linalg.lstsq(a, b)[1],
+             batched=False),
+         "lstsq.s": Variant(
+             lambda a, b: L.lstsq(a, b)[3],
+             lambda r, b, c: (li.rand(r, (5, 3), c), li.rand(r, (5,), c)),
+             lambda a, b: np.linalg.lstsq(a, b)[3],
+             batched=False)})
 
 
 def _norm_ok(call):
@@ -381,12 +662,68 @@ def _draw_norm(data, dtype):
 
 case("linalg.vector_norm", _la("vector_norm"), _draw_vector_norm, ok=_norm_ok, exact=False,
      covers=("linalg.vector_norm",),
-     second=lambda fn: same(fn, (away(2, 3),), (cplx(3, center=Z),)))
+     second=lambda fn: same(fn, (away(2, 3),), (cplx(3, center=Z),)),
+     variants={
+         "vector_norm": Variant(
+             L.vector_norm,
+             lambda r, b, c: (li.rand(r, b + (3,), c),),
+             np.linalg.vector_norm,
+             second=True,
+             float32=True),
+         "vector_norm.axis.keepdims": Variant(
+             lambda x: L.vector_norm(x, axis=(0, -1), keepdims=True),
+             lambda r, b, c: (li.rand(r, b + (2, 3), c),),
+             lambda x: np.linalg.vector_norm(x, axis=(0, -1), keepdims=True)),
+         "vector_norm.1": Variant(
+             lambda x: L.vector_norm(x, axis=-1, ord=1),
+             lambda r, b, c: (li.rand(r, b + (3,), c),),
+             lambda x: np.linalg.vector_norm(x, axis=-1, ord=1)),
+         "vector_norm.3": Variant(
+             lambda x: L.vector_norm(x, axis=-1, ord=3),
+             lambda r, b, c: (li.rand(r, b + (3,), c),),
+             lambda x: np.linalg.vector_norm(x, axis=-1, ord=3)),
+         "vector_norm.0.5": Variant(
+             lambda x: L.vector_norm(x, axis=-1, ord=0.5),
+             lambda r, b, c: (li.rand(r, b + (3,), c),),
+             lambda x: np.linalg.vector_norm(x, axis=-1, ord=0.5)),
+         "vector_norm.inf": Variant(
+             lambda x: L.vector_norm(x, axis=-1, ord=np.inf),
+             lambda r, b, c: (li.rand(r, b + (3,), c),),
+             lambda x: np.linalg.vector_norm(x, axis=-1, ord=np.inf),
+             second=True),
+         "vector_norm.-inf": Variant(
+             lambda x: L.vector_norm(x, axis=-1, ord=-np.inf),
+             lambda r, b, c: (li.rand(r, b + (3,), c),),
+             lambda x: np.linalg.vector_norm(x, axis=-1, ord=-np.inf))})
 case("linalg.matrix_norm", _la("matrix_norm"), _draw_matrix_norm, ok=_matrix_norm_ok,
-     exact=False)
+     exact=False,
+     variants={
+         **{f"matrix_norm.{o}": Variant(lambda x, o=o: L.matrix_norm(x, ord=o), _tall,
+                                        lambda x, o=o: np.linalg.matrix_norm(x, ord=o),
+                                        second=o == "nuc", float32=o in ("nuc", 2))
+            for o in ("fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf)},
+         "matrix_norm.keepdims": Variant(
+             lambda x: L.matrix_norm(x, ord="nuc", keepdims=True),
+             _tall,
+             lambda x: np.linalg.matrix_norm(x, ord="nuc", keepdims=True))})
 case("linalg.norm", _la("norm"), _draw_norm,
      ok=lambda c: _norm_ok(c) if c.kwargs["axis"] != (-2, -1) else _matrix_norm_ok(c),
-     exact=False)
+     exact=False,
+     variants={
+         "norm": Variant(L.norm, lambda r, b, c: (li.rand(r, b + (2, 3), c),), np.linalg.norm),
+         "norm.axis": Variant(
+             lambda x: L.norm(x, ord=3, axis=0),
+             lambda r, b, c: (li.rand(r, b + (2, 3), c),),
+             lambda x: np.linalg.norm(x, ord=3, axis=0)),
+         "norm.axes.keepdims": Variant(
+             lambda x: L.norm(x, ord="nuc", axis=(0, -1), keepdims=True),
+             lambda r, b, c: (li.rand(r, b + (2, 3), c),),
+             lambda x: np.linalg.norm(x, ord="nuc", axis=(0, -1), keepdims=True)),
+         "norm.matrix.ord": Variant(
+             lambda x: L.norm(x, ord=1),
+             lambda r, b, c: (li.rand(r, (3, 2), c),),
+             lambda x: np.linalg.norm(x, ord=1),
+             batched=False)})
 
 
 def _draw_cross(data, dtype):
@@ -395,7 +732,14 @@ def _draw_cross(data, dtype):
 
 
 case("linalg.cross", _la("cross"), _draw_cross,
-     second=lambda fn: same(fn, (real(3), real(2, 3)), (cplx(3), real(3))))
+     second=lambda fn: same(fn, (real(3), real(2, 3)), (cplx(3), real(3))),
+     variants={
+         "cross": Variant(
+             L.cross,
+             lambda r, b, c: (li.rand(r, b + (3,), c), li.rand(r, (3,), c)),
+             np.linalg.cross,
+             second=True,
+             float32=True)})
 
 
 def _draw_vecdot(data, dtype):
@@ -404,19 +748,56 @@ def _draw_vecdot(data, dtype):
     return Call((data.draw(values(dtype, sa + (k,))), data.draw(values(dtype, sb + (k,)))))
 
 
-case("linalg.vecdot", _la("vecdot"), _draw_vecdot, exact=False)
+case("linalg.vecdot", _la("vecdot"), _draw_vecdot, exact=False,
+     variants={
+         "vecdot": Variant(
+             L.vecdot,
+             lambda r, b, c: (li.rand(r, b + (2, 3), c), li.rand(r, (3,), c)),
+             np.linalg.vecdot)})
 case("linalg.outer", _la("outer"), lambda data, dtype: Call(tuple(data.draw(values(
-    dtype, (data.draw(st.integers(1, 3)),))) for _ in range(2))))
+    dtype, (data.draw(st.integers(1, 3)),))) for _ in range(2))),
+     variants={
+         "outer": Variant(
+             L.outer,
+             lambda r, b, c: (li.rand(r, (3,), c), li.rand(r, (2,), c)),
+             np.linalg.outer,
+             batched=False)})
 case("linalg.trace", _la("trace"), lambda data, dtype: Call((data.draw(values(dtype, data.draw(
-    shapes(min_dims=2)))),), {"offset": data.draw(st.integers(-2, 2))}))
+    shapes(min_dims=2)))),), {"offset": data.draw(st.integers(-2, 2))}),
+     variants={
+         "trace": Variant(
+             lambda a: L.trace(a, offset=1),
+             lambda r, b, c: (li.rand(r, b + (3, 4), c),),
+             lambda a: np.linalg.trace(a, offset=1))})
 case("linalg.diagonal", _la("diagonal"), lambda data, dtype: Call((data.draw(values(
-    dtype, data.draw(shapes(min_dims=2)))),), {"offset": data.draw(st.integers(-2, 2))}))
-case("linalg.matmul", _la("matmul"), draw_matmul)
+    dtype, data.draw(shapes(min_dims=2)))),), {"offset": data.draw(st.integers(-2, 2))}),
+     variants={
+         "diagonal": Variant(
+             lambda a: L.diagonal(a, offset=-1),
+             lambda r, b, c: (li.rand(r, b + (4, 3), c),),
+             lambda a: np.linalg.diagonal(a, offset=-1))})
+case("linalg.matmul", _la("matmul"), draw_matmul,
+     variants={
+         "matmul": Variant(
+             L.matmul,
+             lambda r, b, c: (li.rand(r, b + (2, 3), c), li.rand(r, (3, 2), c)),
+             np.linalg.matmul)})
 
 case("linalg.matrix_transpose", _la("matrix_transpose"), lambda data, dtype: Call((data.draw(
-    values(dtype, data.draw(shapes(min_dims=2)))),)))
+    values(dtype, data.draw(shapes(min_dims=2)))),)),
+     variants={
+         "matrix_transpose": Variant(
+             L.matrix_transpose,
+             lambda r, b, c: (li.rand(r, b + (2, 3), c),),
+             np.linalg.matrix_transpose)})
 case("linalg.tensordot", lambda a, b, axes=2: np.linalg.tensordot(a, b, axes=axes),
-     draw_tensordot, exact=False)
+     draw_tensordot, exact=False,
+     variants={
+         "tensordot": Variant(
+             lambda x, y: L.tensordot(x, y, axes=([0, 2], [1, 0])),
+             lambda r, b, c: (li.rand(r, (2, 3, 4), c), li.rand(r, (4, 2, 3), c)),
+             lambda x, y: np.linalg.tensordot(x, y, axes=([0, 2], [1, 0])),
+             batched=False)})
 
 
 def _draw_multi_dot(data, dtype):
@@ -430,7 +811,14 @@ def _draw_multi_dot(data, dtype):
 
 
 case("linalg.multi_dot", lambda *xs: np.linalg.multi_dot(xs), _draw_multi_dot, exact=False,
-     call=lambda *xs: yaad.linalg.multi_dot(list(xs)))
+     call=lambda *xs: yaad.linalg.multi_dot(list(xs)),
+     variants={
+         "multi_dot": Variant(
+             lambda *xs: L.multi_dot(xs),
+             lambda r, b, c: (li.rand(r, (3,), c), li.rand(r, (3, 5), c), li.rand(r, (5, 2), c),
+                              li.rand(r, (2, 4), c)),
+             lambda *xs: np.linalg.multi_dot(xs),
+             batched=False)})
 
 
 def _draw_tensorinv(data, dtype):
@@ -447,8 +835,21 @@ def _draw_tensorsolve(data, dtype):
     return Call((a, b))
 
 
-case("linalg.tensorinv", _la("tensorinv"), _draw_tensorinv, exact=False)
-case("linalg.tensorsolve", _la("tensorsolve"), _draw_tensorsolve, exact=False)
+case("linalg.tensorinv", _la("tensorinv"), _draw_tensorinv, exact=False,
+     variants={
+         "tensorinv": Variant(
+             lambda a: L.tensorinv(a, ind=1),
+             lambda r, b, c: (li.general(r, (), 4, c),),
+             lambda a: np.linalg.tensorinv(a, ind=1),
+             batched=False)})
+case("linalg.tensorsolve", _la("tensorsolve"), _draw_tensorsolve, exact=False,
+     variants={
+         "tensorsolve": Variant(
+             L.tensorsolve,
+             lambda r, b, c: (li.general(r, (), 6, c).reshape(2, 3, 6),
+                              li.rand(r, (2, 3), c)),
+             np.linalg.tensorsolve,
+             batched=False)})
 
 
 def _near_identity(data, dtype):
@@ -477,18 +878,31 @@ case("linalg.expm", _scipy_matfunc("expm"), lambda data, dtype: Call((data.draw(
     dtype, _batch(data) + (data.draw(st.integers(1, 3)),) * 2, SMALL)),)), exact=False,
      second=Second(
          lambda fn: same(fn, (0.5 * real(3, 3),), (0.5 * cplx(2, 2),)),
-         jax="jax.scipy.linalg.expm"))
-_MATFUNC_SECOND = {
-    "logm": Second(lambda fn: cases((lambda a: fn(np.eye(3) + 0.3 * a), (real(3, 3),)),
+         jax="jax.scipy.linalg.expm"),
+     variants={
+         "expm": Variant(
+             L.expm,
+             lambda r, b, c: (li.general(r, b, 3, c) / 3,),
+             sla.expm,
+             second=True,
+             float32=True)})
+def _draw_near_identity(data, dtype):
+    return Call((_near_identity(data, dtype),))
+
+
+case("linalg.logm", _scipy_matfunc("logm"), _draw_near_identity, exact=False,
+     second=Second(lambda fn: cases((lambda a: fn(np.eye(3) + 0.3 * a), (real(3, 3),)),
                                     (lambda a: fn(np.eye(2) + 0.3 * a), (cplx(2, 2),))),
                    no_jax="jax.scipy.linalg has no logm"),
-    "sqrtm": Second(lambda fn: cases((lambda a: fn(2 * np.eye(3) + 0.3 * a), (real(3, 3),)),
-                                     (lambda a: fn(2 * np.eye(2) + 0.3 * a), (cplx(2, 2),))),
-                    no_jax="jax.scipy.linalg.sqrtm has no derivative rule"),
-}
-for _name in ("logm", "sqrtm"):
-    case(f"linalg.{_name}", _scipy_matfunc(_name), lambda data, dtype: Call(
-        (_near_identity(data, dtype),)), exact=False, second=_MATFUNC_SECOND[_name])
+     # (SciPy's logm costs about a millisecond a matrix: a smaller batch)
+     variants={"logm": Variant(L.logm, _right_half_plane, sla.logm, batched=[(), (2,)],
+                               second=True, float32=True)})
+case("linalg.sqrtm", _scipy_matfunc("sqrtm"), _draw_near_identity, exact=False,
+     second=Second(lambda fn: cases((lambda a: fn(2 * np.eye(3) + 0.3 * a), (real(3, 3),)),
+                                    (lambda a: fn(2 * np.eye(2) + 0.3 * a), (cplx(2, 2),))),
+                   no_jax="jax.scipy.linalg.sqrtm has no derivative rule"),
+     variants={"sqrtm": Variant(L.sqrtm, _right_half_plane, sla.sqrtm, second=True,
+                                float32=True)})
 
 
 def _draw_solve_triangular(data, dtype):
@@ -507,7 +921,27 @@ case("linalg.solve_triangular", lambda a, b, **kw: sla.solve_triangular(a, b, **
          lambda fn: cases(
              (lambda a, b: fn(a, b, lower=True), (np.tril(well(3)), real(3, 2))),
              (lambda a, b: fn(a, b, lower=False), (np.triu(well(3, True)), cplx(3)))),
-         jax="jax.scipy.linalg.solve_triangular"))
+         jax="jax.scipy.linalg.solve_triangular"),
+     variants={
+         "solve_triangular.lower": Variant(
+             lambda a, b: L.solve_triangular(a, b, lower=True),
+             lambda r, b, c: (li.general(r, b, 3, c), li.rand(r, b + (3, 2), c)),
+             lambda a, b: sla.solve_triangular(a, b, lower=True),
+             second=True,
+             float32=True),
+         "solve_triangular.upper.T": Variant(
+             lambda a, b: L.solve_triangular(a, b, trans="T"),
+             lambda r, b, c: (li.general(r, b, 3, c), li.rand(r, b + (3, 2), c)),
+             lambda a, b: sla.solve_triangular(a, b, trans="T"),
+             second=True),
+         "solve_triangular.lower.C.unit": Variant(
+             lambda a, b: L.solve_triangular(a, b, trans=2, lower=True, unit_diagonal=True),
+             lambda r, b, c: (li.general(r, b, 3, c), li.rand(r, b + (3, 2), c)),
+             lambda a, b: sla.solve_triangular(a, b, trans=2, lower=True, unit_diagonal=True)),
+         "solve_triangular.vector": Variant(
+             lambda a, b: L.solve_triangular(a, b, trans=1, lower=True),
+             lambda r, b, c: (li.general(r, b, 3, c), li.rand(r, (3,), c)),
+             lambda a, b: sla.solve_triangular(a, b, trans=1, lower=True))})
 
 
 def _draw_block_upper(data, dtype):

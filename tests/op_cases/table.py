@@ -37,6 +37,8 @@ class Case:
     ``second``: the second-order cases of the op the row exercises (a :class:`Second`, or
     just its ``cases`` function), or ``{op name: Second}`` for a row that reaches several
     ops. ``no_rule``: why the op has no VJP rule (``{op name: why}`` likewise).
+    ``variants``: named calls at seeded inputs, batched (:class:`Variant`: the linalg
+    suites).
     """
 
     path: str
@@ -55,6 +57,7 @@ class Case:
     note: str = ""
     second: Second | Callable | dict | None = None
     no_rule: str | dict = ""
+    variants: dict[str, Variant] = field(default_factory=dict)
 
     @property
     def fn(self) -> Callable:
@@ -186,6 +189,37 @@ def builtin_ops() -> dict:
             if isinstance(spec, yaad.Op) and yaad.registry.get(spec.name) is spec:
                 out[spec.name] = spec
     return out
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A call of a linalg function at seeded inputs, batched, for ``tests/linalg/
+    test_linalg.py`` (``tests/linalg/test_linalg_spectral.py`` when ``spectral``).
+
+    ``f(*inputs)``: the call; ``inputs(rng, batch, complex)``: its inputs (``rng`` seeded by
+    the variant's name, complex ones when ``complex``); ``ref``: NumPy's or SciPy's values,
+    or None. ``batched``: True for the batches ``()`` and ``(3, 4)``, False for ``()`` only,
+    or the list of batches. ``second``: second derivatives checked too; ``float32``:
+    float32 inputs checked to keep float32 values and gradients.
+    """
+
+    f: Callable
+    inputs: Callable
+    ref: Callable | None = None
+    batched: bool | list = True
+    second: bool = False
+    float32: bool = False
+    spectral: bool = False
+
+
+def variants(spectral: bool) -> dict[str, Variant]:
+    """The variants of every row of ``CASES`` (of the spectral suite, or of the other)."""
+    every: dict[str, Variant] = {}
+    for c in CASES.values():
+        for name, v in c.variants.items():
+            assert name not in every, f"two variants named {name!r}"
+            every[name] = v
+    return {name: v for name, v in every.items() if v.spectral == spectral}
 
 
 def second_order_table() -> dict[str, Second]:
