@@ -135,6 +135,7 @@ def resolvent_case(hermitian):
 
 # ---- linear algebra ----------------------------------------------------------------------------
 
+
 try:
     import scipy.linalg as sla
 except ImportError:  # pragma: no cover - scipy is a dependency
@@ -493,7 +494,8 @@ case("linalg.pinv", _la("pinv"), lambda data, dtype: Call((_rect(data, dtype),))
          # eigenvalues away from 0 (the Hermitian part of _gen() can be nearly singular there)
          "pinv.hermitian": Variant(
              lambda a: L.pinv(li.herm(a), hermitian=True),
-             lambda r, b, c: (li.posdef(r, b, 3, c),))})
+             lambda r, b, c: (li.posdef(r, b, 3, c),),
+             lambda a: np.linalg.pinv(li.herm(a), hermitian=True))})
 case("linalg.cond", _la("cond"), lambda data, dtype: Call((_rect(data, dtype),)), ok=_svd_ok,
      exact=False,
      variants={
@@ -886,6 +888,8 @@ case("linalg.expm", _scipy_matfunc("expm"), lambda data, dtype: Call((data.draw(
              sla.expm,
              second=True,
              float32=True)})
+
+
 def _draw_near_identity(data, dtype):
     return Call((_near_identity(data, dtype),))
 

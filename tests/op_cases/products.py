@@ -216,6 +216,7 @@ case("sparse.csr_array", _sparse_products_ref, lambda data, dtype: Call((
                              (lambda x: fn(x, SPARSE_FIXED * (1 + 2j)), (cplx(3, 2),))),
             jax=_jax_operator_matmul)})
 
+
 def _draw_convolve_1d(default):
     def draw(data, dtype):
         a = data.draw(values(dtype, (data.draw(st.integers(1, 5)),)))

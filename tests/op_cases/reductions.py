@@ -231,6 +231,8 @@ case("logsumexp", _logsumexp_ref, _draw_logsumexp, exact=False,
                           (lambda a: fn(a, None, 0, True), (cplx(2, 3),))),
          jax=_jax_logsumexp)},
      no_rule={"logsumexp_sign": "the sign of the sum, piecewise constant"})
+
+
 def _empty_ok(f):
     """SciPy's softmax raises for 0-size input; an empty result is the NumPy-like answer."""
     return lambda x, axis=None: f(x, axis=axis) if np.size(x) else np.array(x, copy=True)
@@ -275,6 +277,7 @@ def _draw_cumulative(data, dtype):
 
 case("cumulative_sum", np.cumulative_sum, _draw_cumulative)
 case("cumulative_prod", np.cumulative_prod, _draw_cumulative)
+
 
 def _draw_median(data, shape):
     return (), {"axis": data.draw(axis(len(shape))), "keepdims": data.draw(st.booleans())}

@@ -456,6 +456,7 @@ case("index_put_", _index_put_ref, _draw_index_put, call=_index_put_inplace,
               (cplx(2, 4), cplx(2)))),
          jax=_jax_index_put))
 
+
 def _draw_rollaxis(data, shape):
     n = len(shape)
     return (data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-n, n))), {}
