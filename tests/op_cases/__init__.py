@@ -1,9 +1,12 @@
 """The one table of yaad's ops for the tests: one row an op.
 
 A row says how to draw a valid call of a public function (its domains, shapes and
-dtypes), what NumPy or SciPy computes for it (the oracle) and what the suites need to
-know (the gradient is smooth, zero or none; the forward is exact or not; kinks to keep
-away from). The rows live by family, as the source does:
+dtypes), what NumPy or SciPy computes for it (the oracle), what the suites need to know
+(the gradient is smooth, zero or none; the forward is exact or not; kinks to keep away
+from), its op's second-order cases and JAX's twin (``second=``: a :class:`Second`; an
+elementwise row draws them from its domains), why an op has no VJP rule (``no_rule=``),
+and, for a linalg function, named calls at seeded batched inputs (``variants=``). The rows
+live by family, as the source does:
 
 - ``elementwise.py``: one compact :class:`Row` an elementwise op (``ELEMENTWISE``), and
   the ops without a gradient (``NO_GRADIENT``);
@@ -17,11 +20,14 @@ rows at fixed points: forward, gradients and second derivatives, dtypes, broadca
 gradients against finite differences), ``tests/modes/test_vmap_ops.py``,
 ``tests/core/test_gradient_semantics.py``, ``tests/ops/test_numpy_coverage.py``,
 ``tests/core/test_node_paths.py``, ``tests/core/test_argument_gradients.py``,
-``tests/compiled/test_fuzz_compile.py`` and ``tests/ops/test_registry_second_order.py``.
+``tests/compiled/test_fuzz_compile.py``, ``tests/ops/test_registry_second_order.py``
+(``second_order_table()``, ``no_rule_table()``) and ``tests/linalg/test_linalg.py``,
+``test_linalg_spectral.py`` (``variants()``).
 
 An op of ``yaad.registry`` without a row fails ``test_fuzz_ops.py::
 test_every_registered_op_has_a_fuzz_case`` (and the registry checks of the other
-suites), naming it.
+suites: ``test_registry_second_order.py::test_every_op_has_a_case`` without ``second=``),
+naming it. ``fixed.py`` draws the second-order inputs (reseeded for each op).
 """
 
 from tests.op_cases import table, fixed  # noqa: I001  (first: the families fill its CASES)
