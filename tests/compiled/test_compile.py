@@ -883,3 +883,39 @@ def test_python_looking_at_an_array_argument_is_a_guard():
     for k in (1, 3, 1, 3, 1, 3):
         np.testing.assert_allclose(c(x, np.array(k)).data, 3.0 * 2 ** k)
     assert c.stats["replayed"] == 2 and c.stats["eager"] == 0
+
+
+def test_the_last_signature_is_checked_as_the_others():
+    # A call with the last replay's signature skips building it (Compiled._last, a
+    # generated check); any difference (dtype, shape, requires_grad, a non-leaf, the same
+    # tensor twice, another class, the grad mode, the floating-point state) takes the
+    # general path and gives eager mode's result.
+    f = lambda a, b: yaad.sum(yaad.tanh(a @ b) * a)  # noqa: E731
+    c = yaad.compile(f)
+    a, b = RNG.standard_normal((3, 3)), RNG.standard_normal((3, 3))
+
+    def check(x, y):
+        got, want = c(x, y), f(x, y)
+        assert np.array_equal(got.data, want.data) and got.dtype == want.dtype
+        assert got.requires_grad == want.requires_grad
+
+    for _ in range(3):
+        check(leaf(a), leaf(b))
+    assert c._last is not None and c.stats["replayed"] == 1
+    calls = [(leaf(a, np.float32), leaf(b, np.float32)),
+             (leaf(a[:2]), leaf(b)),
+             (yaad.tensor(a), leaf(b)),
+             (leaf(a) * 1.0, leaf(b))]
+    x = leaf(a)
+    calls.append((x, x))
+    for args in calls:
+        check(*args)
+        check(*args)
+        check(leaf(a), leaf(b))  # (back to the first signature: replayed)
+    with yaad.no_grad():
+        check(leaf(a), leaf(b))
+    with np.errstate(over="raise"):
+        check(leaf(a), leaf(b))
+    replayed = c.stats["replayed"]
+    check(leaf(a), leaf(b))
+    assert c.stats["replayed"] == replayed + 1

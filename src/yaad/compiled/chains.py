@@ -41,8 +41,7 @@ _BLAS_TYPES = {np.dtype(t): c for t, c in (("float32", "s"), ("float64", "d"),
                                              ("complex64", "c"), ("complex128", "z"))}
 # Activations whose forward is not a ufunc: the in-place call (the output's source, then
 # the other arguments) that computes what the forward computes.
-_SPELLED_ACTS = {"relu": (np.maximum, lambda o: (o, 0)),
-                 "softplus": (np.logaddexp, lambda o: (0, o))}
+_SPELLED_ACTS = {"relu": (np.maximum, (None, 0)), "softplus": (np.logaddexp, (0, None))}
 
 
 # ---- the shape of what an item list does with its slots -----------------------------------
@@ -96,20 +95,20 @@ def _bias(r: Any, info: Any, shape: tuple, dtype: np.dtype) -> bool:
         return False
 
 
-def _activation(it: Entry, dtype: np.dtype) -> Callable | None:
-    """``act(out)`` writing the activation of entry ``it`` into ``out`` (None: not one)."""
+def _activation(it: Entry, dtype: np.dtype) -> tuple | None:
+    """``(f, args)``: the activation of entry ``it`` written into ``out`` is ``f(*args,
+    out=out)``, ``out`` in ``args`` as None (None: not an activation)."""
     if len(it.args) != 1 or not it.dtypes or it.dtypes[0] != dtype:
         return None
     f = it.op.forward
     if isinstance(f, np.ufunc):
         if f.nin != 1 or f.nout != 1 or _registry_name(it) is None:
             return None
-        return lambda out: f(out, out=out)
+        return f, (None,)
     spelled = _SPELLED_ACTS.get(it.op.name)
     if spelled is None or _registry_name(it) is None:
         return None
-    g, args = spelled
-    return lambda out: g(*args(out), out=out)
+    return spelled
 
 
 def fuse(items: list, keep: set, info: Any) -> list:
@@ -192,32 +191,48 @@ def _owner(x: np.ndarray) -> Any:
     return x if b is None else b
 
 
-def _linear(refs: tuple, bias: Any, act: Callable | None, dtype: np.dtype, sa: tuple,
+def _linear(refs: tuple, bias: Any, act: tuple | None, dtype: np.dtype, sa: tuple,
             sw: tuple) -> Callable:
     """``run(a, w, b)``: ``act(a @ w + b)`` (without ``+ b`` when ``bias`` is None, without
     ``act`` when it is None) for operands of shapes ``sa``, ``sw`` and ``dtype``."""
     n, m = sa[0], sw[1]
     shape = (n, m)
+    ndarray = np.ndarray
+    f, where = act if act is not None else (None, ())
+    k = where.index(None) if act is not None else -1  # (the position of the output)
+    other = where[1 - k] if len(where) == 2 else None
     if bias is None:
         def run(a: Any, w: Any, _b: Any) -> Any:
             out = np.matmul(a, w)
-            act(out)
+            if k == 1:
+                f(other, out, out=out)
+            elif other is None:
+                f(out, out=out)
+            else:
+                f(out, other, out=out)
             return out
         run._yaad_linear = True
         run.plans = {}
         return run
     plans: dict = {}  # (strides of a, strides of w) -> the gemm call, or None
+    last: list = [None, None, None]  # the strides of the last call's a and w, its plan
     square = n == m
 
     def run(a: Any, w: Any, b: Any) -> Any:
-        p = None
-        # (NumPy multiplies a matrix by its own transpose with syrk, not gemm)
-        if type(a) is np.ndarray and type(w) is np.ndarray and not (
-                square and _owner(a) is _owner(w)):
-            key = (a.strides, w.strides)
-            p = plans.get(key, plans)
-            if p is plans:
-                p = plans[key] = _gemm_plan(a, w, dtype, shape)
+        if a.__class__ is ndarray and w.__class__ is ndarray:
+            sa, sw = a.strides, w.strides
+            if sa == last[0] and sw == last[1]:
+                p = last[2]
+            else:
+                p = plans.get((sa, sw), plans)
+                if p is plans:
+                    p = plans[sa, sw] = _gemm_plan(a, w, dtype, shape)
+                last[:] = sa, sw, p
+            # (NumPy multiplies a matrix by its own transpose with syrk, not gemm)
+            if square and p is not None and _owner(a) is _owner(w):
+                p = None
+        else:
+            p = None
         if p is None:
             out = np.matmul(a, w)
             np.add(out, b, out=out)
@@ -225,8 +240,13 @@ def _linear(refs: tuple, bias: Any, act: Callable | None, dtype: np.dtype, sa: t
             out = np.empty(shape, dtype)
             out[...] = b
             p(a, w, out)
-        if act is not None:
-            act(out)
+        if k == 0:
+            if other is None:
+                f(out, out=out)
+            else:
+                f(out, other, out=out)
+        elif k == 1:
+            f(other, out, out=out)
         return out
 
     run._yaad_linear = True
@@ -254,7 +274,7 @@ def _gemm_plan(a: np.ndarray, w: np.ndarray, dtype: np.dtype, shape: tuple) -> A
     (tb, a_t), (ta, w_t) = oa, ow
     one = dtype.type(1)
 
-    if a_t and w_t:
+    if a_t and w_t:  # (both C-ordered: the common case)
         def call(a: Any, w: Any, out: Any) -> None:
             gemm(one, w.T, a.T, one, out.T, overwrite_c=1)
     else:
@@ -299,6 +319,110 @@ def _exact(dtype: np.dtype, sa: tuple, sw: tuple, ta: int, tb: int) -> bool:
     return got
 
 
+# ---- the derivatives of activations -------------------------------------------------------
+#
+# The VJP of tanh is g * (1 - y * y), of expit g * (y * (1 - y)), y the activation: three
+# NumPy calls over the layer's array, two temporaries. With numba, one loop computes the
+# same operations in the same order (numba_loops.py).
+
+def _one(r: Any) -> bool:
+    return type(r) in (int, float) and r == 1
+
+
+def _slot(r: Any) -> int | None:
+    return r.i if type(r) is Slot else None
+
+
+def _loop_entry(kind: str, g: Any, y: Any, last: Entry, dtype: np.dtype) -> Entry:
+    run = _grad_loop(kind, dtype)
+    return Entry(private_op(run, f"{kind}_grad", (), save_args=False), (g, y), None,
+                 last.outs, last.grad_in, last.diff_out, None, last.dtypes)
+
+
+def _grad_loop(kind: str, dtype: np.dtype) -> Callable:
+    """``run(g, y, out=None)``: the VJP of ``kind`` (``tanh`` or ``expit``) at the output
+    ``y`` for the gradient ``g`` (arrays of one shape and ``dtype``), into ``out`` if
+    given (it may be ``g`` or ``y``)."""
+    one = dtype.type(1)
+    loop: list = []
+
+    def run(g: Any, y: Any, out: Any = None) -> Any:
+        if out is None:
+            out = np.empty(g.shape, dtype)
+        if not loop:
+            from . import numba_loops
+
+            loop.append(getattr(numba_loops, f"{kind}_grad"))
+        if g.flags.c_contiguous and y.flags.c_contiguous and out.flags.c_contiguous:
+            loop[0](g.reshape(-1), y.reshape(-1), one, out.reshape(-1))
+            return out
+        # (another layout: NumPy's calls, as the rule makes them)
+        if kind == "tanh":
+            t = y * y
+            np.subtract(1, t, out=t)
+        else:
+            t = np.subtract(1, y)
+            np.multiply(y, t, out=t)
+        return np.multiply(g, t, out=out)
+
+    run._yaad_loop = True
+    return run
+
+
+def activation_grads(items: list, keep: set, info: Any) -> list:
+    """``items`` with the VJPs of ``tanh`` and ``expit`` (see above) as one entry each,
+    where the temporaries are read nowhere else and the arrays are real, of one shape and
+    dtype; ``info.numba``: numba may be used."""
+    if not getattr(info, "numba", False):
+        return items
+    users = _uses_by_item(items)
+    made = {o: k for k, it in enumerate(items) if type(it) is Entry for o in it.outs}
+
+    def only_user(s: int, name: str) -> Entry | None:
+        u = users.get(s, ())
+        if s in keep or len(u) != 1 or not _plain(items[u[0]]):
+            return None
+        e = items[u[0]]
+        return e if _registry_name(e) == name and len(e.args) == 2 else None
+
+    def other(e: Entry, s: int) -> int | None:
+        a, b = (_slot(r) for r in e.args)
+        return b if a == s else a if b == s else None
+
+    out = list(items)
+    for it in items:
+        if not _plain(it) or len(it.args) != 2 or len(it.outs) != 1:
+            continue
+        name = _registry_name(it)
+        a, b = it.args
+        if name == "multiply" and _slot(a) is not None and _slot(a) == _slot(b):
+            kind, y = "tanh", a.i  # y * y, then 1 - that, then g * that
+            e2 = only_user(it.outs[0], "subtract")
+            if e2 is None or not _one(e2.args[0]) or _slot(e2.args[1]) != it.outs[0]:
+                continue
+        elif name == "subtract" and _one(a) and _slot(b) is not None:
+            kind, y = "expit", b.i  # 1 - y, then y * that, then g * that
+            e2 = only_user(it.outs[0], "multiply")
+            if e2 is None or other(e2, it.outs[0]) != y:
+                continue
+        else:
+            continue
+        e3 = only_user(e2.outs[0], "multiply")
+        g = None if e3 is None else other(e3, e2.outs[0])
+        if g is None or g == e2.outs[0]:
+            continue
+        r = e3.outs[0]
+        dtype = info.dtype[r]
+        slots = (y, g, it.outs[0], e2.outs[0], r)
+        if (dtype not in (np.dtype(np.float32), np.dtype(np.float64))
+                or not all(info(s, True) and info.dtype[s] == dtype
+                           and info(s) == info(r) for s in slots)):
+            continue
+        out[made[it.outs[0]]] = out[made[e2.outs[0]]] = None
+        out[made[r]] = _loop_entry(kind, Slot(g, False), Slot(y, False), e3, dtype)
+    return [it for it in out if it is not None]
+
+
 # ---- elementwise steps into the temporaries they consume -----------------------------------
 
 def _fresh(it: Any, info: Any) -> bool:
@@ -307,7 +431,7 @@ def _fresh(it: Any, info: Any) -> bool:
     conjugate of a real array, which is the array), or a fused product."""
     if type(it) is not Entry or len(it.outs) != 1 or not info(it.outs[0], True):
         return False
-    if _is_linear(it):
+    if _is_linear(it) or getattr(it.op.forward, "_yaad_loop", False):
         return True
     f = it.op.forward
     return (isinstance(f, np.ufunc) and f.nout == 1 and it.spell is None
@@ -359,7 +483,8 @@ def in_place(items: list, keep: set, info: Any) -> list:
 
 
 def replay_items(items: list, keep: set, info: Any) -> list:
-    """The item list a NumPy replay spells: chains fused, then steps in place."""
-    return in_place(fuse(items, keep, info), keep, info)
+    """The item list a NumPy replay spells: chains fused, the derivatives of activations
+    one loop each (with numba), then steps in place."""
+    return in_place(activation_grads(fuse(items, keep, info), keep, info), keep, info)
 
 

@@ -180,10 +180,9 @@ def _scatter(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
 def _sum(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     if len(a) > 2 or set(kw) - {"axis", "keepdims"} or not _is_array(it.args[0], shapes):
         return None
-    parts = [f"{k}={v}" for k, v in kw.items()]
-    if len(a) == 2:
-        parts.insert(0, f"axis={a[1]}")
-    return f"{a[0]}.sum({', '.join(parts)})"
+    # (ndarray.sum is NumPy's Python function _methods._sum calling add.reduce)
+    axis = a[1] if len(a) == 2 else kw.get("axis", "None")
+    return f"np.add.reduce({a[0]}, {axis}, None, None, {kw.get('keepdims', 'False')})"
 
 
 def _getitem(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
@@ -377,12 +376,14 @@ _MEAN_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "c
 
 def mean_of(a: np.ndarray, axis: Any, keepdims: bool, n: Any) -> Any:
     """``np.mean(a, axis, keepdims=keepdims)`` for a float or complex ``a`` of ``n``
-    elements along ``axis`` (``n`` a NumPy ``intp``): NumPy's own steps (its sum, then the
-    division by the count, in the dtype that division has), without its Python."""
+    elements along ``axis``: NumPy's own steps (its sum, then the division by the count, an
+    ``intp``, in the dtype that division has), without its Python."""
     s = np.add.reduce(a, axis, None, None, keepdims)
-    if type(s) is np.ndarray:
-        return np.true_divide(s, n, out=s, casting="unsafe")
-    return s.dtype.type(s / n)
+    if type(s) is np.ndarray:  # (by an intp: float32 sums are divided in double precision)
+        return np.true_divide(s, np.intp(n), out=s, casting="unsafe")
+    if s.dtype.kind == "f":  # (NumPy's scalar division is a double one, as Python's)
+        return s.dtype.type(float(s) / n)
+    return s.dtype.type(s / np.intp(n))
 
 
 def _mean(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
@@ -403,7 +404,7 @@ def _mean(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     n = math.prod(shape[k] for k in axes)
     if not n or type(keepdims) is not bool:
         return None  # (an empty mean warns)
-    return f"_mean_of({a[0]}, {None if axis is None else axes!r}, {keepdims!r}, np.intp({n}))"
+    return f"_mean_of({a[0]}, {None if axis is None else axes!r}, {keepdims!r}, {n})"
 
 
 _TEMPLATES = {

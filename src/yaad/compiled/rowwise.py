@@ -27,7 +27,7 @@ def shifted(x: np.ndarray) -> np.ndarray:
     """``x - ops.nn._shift(x, -1)`` as a new array of ``x``'s shape (a real float
     ``x`` with a non-empty last axis)."""
     if not _KERNEL:
-        from .rowwise_kernels import shifted as kernel
+        from .numba_loops import shifted as kernel
 
         _KERNEL.append(kernel)
     return _KERNEL[0](x.reshape(-1, x.shape[-1])).reshape(x.shape)

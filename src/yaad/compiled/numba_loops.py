@@ -1,5 +1,9 @@
-"""The numba loop of ``rowwise.py`` (imported on first use: importing numba takes a while;
-compiled once and cached on disk)."""
+"""The numba loops of the NumPy replay (``rowwise.py``, ``chains.py``): imported on first
+use (importing numba takes a while), compiled once and cached on disk.
+
+Each computes what the NumPy calls it replaces compute, in the same dtype and the same
+order, one IEEE operation at a time (numba contracts nothing into fused multiply-adds
+without ``fastmath``): the same bits."""
 
 from __future__ import annotations
 
@@ -31,3 +35,17 @@ def shifted(x):  # pragma: no cover - compiled by numba (tests run it through ro
             for j in range(k):
                 y[i, j] = x[i, j]
     return y
+
+
+@numba.njit(cache=True)
+def tanh_grad(g, y, one, out):  # pragma: no cover - compiled by numba
+    """``g * (1 - y * y)`` on flat arrays of one dtype (``one``: 1 in that dtype)."""
+    for i in range(g.size):
+        out[i] = g[i] * (one - y[i] * y[i])
+
+
+@numba.njit(cache=True)
+def expit_grad(g, y, one, out):  # pragma: no cover - compiled by numba
+    """``g * (y * (1 - y))`` on flat arrays of one dtype (``one``: 1 in that dtype)."""
+    for i in range(g.size):
+        out[i] = g[i] * (y[i] * (one - y[i]))
