@@ -120,20 +120,26 @@ class Optimizer:
                     g = p.grad
                     if g is None:
                         continue
-                    g = g.data if isinstance(g, Tensor) else np.asarray(g)
+                    if g.__class__ is not np.ndarray:
+                        g = g.data if isinstance(g, Tensor) else np.asarray(g)
                     data = p.data
-                    if data.dtype.kind == "c" and not data.flags.c_contiguous:
+                    complex_ = data.dtype.kind == "c"
+                    if complex_ and not data.flags.c_contiguous:
                         p.data = np.asarray(data, order="C")
                         data = p.data
-                    # (np.ascontiguousarray would make a 0-d gradient 1-d)
-                    g = as_real(np.asarray(g, dtype=data.dtype, order="C"))
+                    # (np.ascontiguousarray would make a 0-d gradient 1-d; the check first:
+                    # asarray's arguments cost more than the common case's work)
+                    if g.dtype is not data.dtype or not g.flags.c_contiguous:
+                        g = np.asarray(g, dtype=data.dtype, order="C")
+                    if complex_:
+                        g = as_real(g)
                     if maximize:
                         g = -g
                     state = self.state.get(p)
                     if state is None:
                         state = self.state[p] = {"step": 0}
                     state["step"] += 1
-                    self._update(data, as_real(data), g, state, group)
+                    self._update(data, as_real(data) if complex_ else data, g, state, group)
                     mark_modified(data)
         return loss
 
