@@ -87,6 +87,8 @@ def _expm_inputs():
         "hermitian": herm / 4,
         "non-normal": _rand((4, 4)) / 2,
         "nilpotent": nilpotent,
+        "upper triangular, complex": np.triu(_rand((4, 4))),
+        "2x2": _rand((2, 2)),
         "degenerate": np.kron(np.eye(2), np.array([[0, 1.0], [-1, 0]])) + 0j,
         "zero": np.zeros((3, 3), complex),
         "large norm": 40 * _rand((3, 3)),  # scaling and squaring
@@ -125,12 +127,11 @@ def _expm_forward_inputs():
     strided = _rand((8, 8))[::2, ::2]
     return {
         **_expm_inputs(),
-        "2x2": _rand((2, 2)),
         "8x8 block (expm's VJP)": np.block([[_rand((4, 4)) / 3, _rand((4, 4))],
                                             [np.zeros((4, 4)), _rand((4, 4)) / 3]]),
         "tiny norm": 1e-9 * _rand((4, 4)),
         "huge norm (many squarings)": 30 * _rand((4, 4)),
-        "upper triangular": upper,
+        "upper triangular, real": upper.real.copy(),
         "lower triangular": upper.T.copy(),
         "zeros at [0,1] and [1,0] only": _rand((4, 4)) * (1 - np.eye(4)[[1, 0, 2, 3]]),
         "diagonal": np.diag(_rand(4)),

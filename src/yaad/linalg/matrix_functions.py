@@ -76,7 +76,7 @@ def _conj(x: Any) -> Any:
     return conj(x) if (kind if kind is not None else dtype_kind(x.dtype)) == "c" else x
 
 
-def _matrix_function(name: str, forward: Any) -> Any:
+def _matrix_function(name: str, forward: Any, frechet_block: Any = None) -> Any:
     def fwd(A: Any) -> Any:
         A = square_matrices(name, A)
         # Computed in double precision (SciPy's single-precision logm is inaccurate), then
@@ -99,7 +99,11 @@ def _matrix_function(name: str, forward: Any) -> Any:
             # directly (each yaad call on arrays would only add its dispatch).
             n = A.shape[-1]
             e = g.conj() if g.dtype.kind == "c" else g
-            r = fwd(_block_upper(A.swapaxes(-1, -2), e))[..., :n, n:]
+            # (frechet_block: f of the same block, built where f's kernels want it)
+            block = None if frechet_block is None else frechet_block(A, e)
+            if block is None:
+                block = fwd(_block_upper(A.swapaxes(-1, -2), e))
+            r = block[..., :n, n:]
             return r.conj() if r.dtype.kind == "c" else r
         return _conj(frechet(fn, mT(A), _conj(g)))
 
@@ -119,28 +123,61 @@ try:
 except ImportError:  # pragma: no cover - another SciPy layout: its expm, as before
     pick_pade_structure = pade_UV_calc = None
 
+
+def _pade(work: Any) -> Any:
+    """SciPy's Pade kernels on the matrix in ``work[0]`` (their workspace of five matrices),
+    then the squarings, as SciPy's generic branch does: the exponential, or None where a
+    kernel fails (an allocation: SciPy's expm then raises the error)."""
+    m, s = pick_pade_structure(work)
+    if m < 0 or pade_UV_calc(work, m) != 0:
+        return None
+    r = work[0]
+    for _ in range(s):
+        r = r @ r
+    return r if s else r.copy()  # (memory of its own, not the workspace's)
+
+
+def _generic(a: Any) -> bool:
+    """Whether SciPy's expm takes its generic branch for the matrix ``a`` (n >= 2): a
+    triangular matrix has a zero in ``a[0, 1]`` or ``a[1, 0]``, and SciPy's own test of the
+    rest decides (its triangular branch computes the diagonal exactly)."""
+    return bool(a[1, 0] and a[0, 1])
+
+
 def _expm(a: Any) -> Any:
     """``scipy.linalg.expm(a)``, with SciPy's kernels called directly for one matrix."""
     if (a.ndim != 2 or a.dtype not in _PADE_DTYPES or a.shape[0] < 2
-            or pick_pade_structure is None):
-        return sla.expm(a)
-    # A triangular matrix has a zero in a[0, 1] or a[1, 0]; SciPy's own test of the rest
-    # decides (its triangular branch computes the diagonal exactly).
-    if not (a[1, 0] and a[0, 1]):
+            or pick_pade_structure is None or not _generic(a)):
         return sla.expm(a)
     n = a.shape[0]
     work = np.empty((5, n, n), dtype=a.dtype)  # (the kernels' workspace, as SciPy's)
     work[0] = a
-    m, s = pick_pade_structure(work)
-    if m < 0 or pade_UV_calc(work, m) != 0:
-        return sla.expm(a)  # (an allocation failed: SciPy raises the error)
-    r = work[0]
-    for _ in range(s):
-        r = r @ r
-    return r
+    r = _pade(work)
+    return sla.expm(a) if r is None else r
 
 
-expm = _matrix_function("expm", _expm)
+def _expm_frechet_block(a: Any, e: Any) -> Any:
+    """``expm([[a^T, e], [0, a^T]])`` for one double-precision matrix ``a`` (expm's VJP),
+    built in the kernels' workspace; None for anything else (the general route)."""
+    dtype = a.dtype
+    if (a.ndim != 2 or e.shape != a.shape or e.dtype != dtype or dtype not in _PADE_DTYPES
+            or pick_pade_structure is None):
+        return None
+    n = a.shape[0]
+    work = np.empty((5, 2 * n, 2 * n), dtype=dtype)
+    block = work[0]
+    at = a.T
+    block[:n, :n] = at
+    block[n:, n:] = at
+    block[n:, :n] = 0
+    block[:n, n:] = e
+    if n < 1 or not _generic(block):
+        return sla.expm(block)
+    r = _pade(work)
+    return sla.expm(block) if r is None else r
+
+
+expm = _matrix_function("expm", _expm, _expm_frechet_block)
 expm.__doc__ = """Matrix exponential, batched (scipy.linalg.expm).
 
 The gradient is the adjoint Frechet derivative, ``L_exp(A^H, g)``, computed as a block of

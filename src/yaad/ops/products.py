@@ -134,7 +134,19 @@ class ScaledIdentity(np.lib.mixins.NDArrayOperatorsMixin):
         return self if self.dtype.kind != "c" else ScaledIdentity(np.conj(self.scale), self.n)
 
 
+# First-order backward on NumPy arrays: the products of the rules below as NumPy's own calls
+# (the op on arrays would only add its dispatch; the same function, so the same bits).
+def _g_bh(g, b):
+    return np.matmul(g, b.mT)
+
+
+def _ah_g(g, a):
+    return np.matmul(a.mT, g)
+
+
 def _matmul_vjp_a(g, ans, a, b):
+    if type(g) is np.ndarray and type(b) is np.ndarray and a.ndim > 1 and b.ndim > 1:
+        return _conj_product(_g_bh, g, (b,), a)
     if type(g) is ScaledIdentity:
         return g.scale * _mT(_c(b))
     if a.ndim == 1 and b.ndim == 1:
@@ -148,6 +160,8 @@ def _matmul_vjp_a(g, ans, a, b):
 
 
 def _matmul_vjp_b(g, ans, a, b):
+    if type(g) is np.ndarray and type(a) is np.ndarray and a.ndim > 1 and b.ndim > 1:
+        return _conj_product(_ah_g, g, (a,), b)
     if type(g) is ScaledIdentity:
         return _mT(_c(a)) * g.scale
     if a.ndim == 1 and b.ndim == 1:

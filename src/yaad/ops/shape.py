@@ -1375,8 +1375,13 @@ def _items(idx):
 def _advanced_index_freed(node):
     """A getitem node with an advanced index is freed by backward (PyTorch saves the index
     tensor, so a second backward without retain_graph raises); basic indexing is not."""
-    return not all(i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
-                   for i in _items(node.args[1]))
+    for i in _items(node.args[1]):  # (a loop, no generator: every indexing node runs it)
+        if not (i is None or i is Ellipsis or isinstance(i, _BASIC_INDEX)):
+            return True
+    return False
+
+
+_BASIC_INDEX = (int, np.integer, slice)
 
 
 def _partial_put_freed(node):
