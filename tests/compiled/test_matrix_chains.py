@@ -376,6 +376,63 @@ def test_the_derivative_of_an_activation_is_one_loop(act, dtype, layout):
     assert len(loops) == 2 and compiled.stats["replayed"] == 2
 
 
+def _same_bits(a, b):
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
+        a.view(np.uint8), b.view(np.uint8))
+
+
+def _loops(compiled):
+    """The numba loops the backward of a compiled function calls (by name)."""
+    end = next(t.root.end for t in compiled._trees.values())
+    return sorted(v._yaad_loop for v in end.bwd.__globals__.values()
+                  if getattr(v, "_yaad_loop", False))
+
+
+@pytest.mark.parametrize("act", ["tanh", "expit", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bias_gradients_are_column_sums_in_numpys_order(act, dtype):
+    # The gradient of a bias broadcast over rows is a sum over axis 0: inside the loop of
+    # the activation's derivative (tanh, expit), or a loop of its own (after log_softmax),
+    # rows added in order from 0 as NumPy adds them (a column of zeros of both signs sums to
+    # +0.0, as NumPy's does): bit for bit, signs of zeros included. 80 x 64: more than the
+    # native backend takes.
+    def f(x, w, b, c):
+        z = x @ w + b
+        h = Y.log_softmax(z, axis=-1) if act == "log_softmax" else getattr(Y, act)(z)
+        return Y.sum(h * c)
+
+    shapes = [(80, 5), (5, 64), (64,), (80, 64)]
+    compiled = Y.compile(f)
+    for _ in range(4):
+        arrays = [_draw(s, dtype) for s in shapes]
+        arrays[3][:, 3] = 0.0
+        arrays[3][::2, 3] = -0.0  # (a gradient column of -0.0 and 0.0: its sum is +0.0)
+        arrays[3][:, 5] = -0.0
+        got, want = _grads_of(compiled, arrays), _grads_of(f, arrays)
+        for a, b in zip(got, want):
+            assert _same_bits(a, b)
+        if act != "log_softmax":  # (there the gradient of z is c - softmax * sum(c))
+            assert got[3][5] == 0 and not np.signbit(got[3][5])
+    want_loops = {"tanh": "tanh_grad_colsum", "expit": "expit_grad_colsum",
+                  "log_softmax": "colsum"}[act]
+    # (one in each branch of the backward: the implicit seed 1, another seed)
+    assert _loops(compiled) == [want_loops] * 2 and compiled.stats["replayed"] == 2
+
+
+def test_a_column_sum_of_another_layout_is_numpys():
+    # a bias gradient whose rows are not C-ordered (a transposed product): NumPy's sum
+    def f(x, w, b):
+        return Y.sum(Y.exp((x @ w).mT + b) * 0.5)
+
+    compiled = Y.compile(f)
+    for _ in range(4):
+        arrays = [_draw((64, 5), "float64"), _draw((5, 80), "float64"), _draw(64, "float64")]
+        for a, b in zip(_grads_of(compiled, arrays), _grads_of(f, arrays)):
+            assert _same_bits(a, b)
+    assert compiled.stats["replayed"] == 2
+
+
 def _grads_of(fn, arrays):
     ts = [Y.tensor(a, requires_grad=True) for a in arrays]
     loss = fn(*ts)

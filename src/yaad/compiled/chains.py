@@ -29,6 +29,7 @@ have had their chance at the program: those translate the op calls as recorded.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -339,10 +340,10 @@ def _loop_entry(kind: str, g: Any, y: Any, last: Entry, dtype: np.dtype) -> Entr
                  last.outs, last.grad_in, last.diff_out, None, last.dtypes)
 
 
-def _grad_loop(kind: str, dtype: np.dtype) -> Callable:
+def _grad_loop(kind: str, dtype: np.dtype, colsum: bool = False) -> Callable:
     """``run(g, y, out=None)``: the VJP of ``kind`` (``tanh`` or ``expit``) at the output
     ``y`` for the gradient ``g`` (arrays of one shape and ``dtype``), into ``out`` if
-    given (it may be ``g`` or ``y``)."""
+    given (it may be ``g`` or ``y``); with ``colsum``, ``(that, its sum over axis 0)``."""
     one = dtype.type(1)
     loop: list = []
 
@@ -353,9 +354,20 @@ def _grad_loop(kind: str, dtype: np.dtype) -> Callable:
             from . import numba_loops
 
             loop.append(getattr(numba_loops, f"{kind}_grad"))
+            loop.append(getattr(numba_loops, f"{kind}_grad_colsum"))
         if g.flags.c_contiguous and y.flags.c_contiguous and out.flags.c_contiguous:
+            if not colsum:
+                loop[0](g.reshape(-1), y.reshape(-1), one, out.reshape(-1))
+                return out
+            shape = g.shape
+            if _colsum_exact(dtype, shape):
+                n = shape[0]
+                col = np.empty(shape[1:], dtype)
+                loop[1](g.reshape(n, -1), y.reshape(n, -1), one, out.reshape(n, -1),
+                        col.reshape(-1))
+                return out, col
             loop[0](g.reshape(-1), y.reshape(-1), one, out.reshape(-1))
-            return out
+            return out, np.add.reduce(out, 0)
         # (another layout: NumPy's calls, as the rule makes them)
         if kind == "tanh":
             t = y * y
@@ -363,10 +375,114 @@ def _grad_loop(kind: str, dtype: np.dtype) -> Callable:
         else:
             t = np.subtract(1, y)
             np.multiply(y, t, out=t)
-        return np.multiply(g, t, out=out)
+        np.multiply(g, t, out=out)
+        return (out, np.add.reduce(out, 0)) if colsum else out
 
-    run._yaad_loop = True
+    run._yaad_loop = f"{kind}_grad_colsum" if colsum else f"{kind}_grad"
     return run
+
+
+def _colsum_loop(dtype: np.dtype) -> Callable:
+    """``run(a)``: ``np.add.reduce(a, 0)`` for an array of ``dtype`` (one numba loop where
+    it is C-ordered and the loop adds in NumPy's order, see ``_colsum_exact``)."""
+    loop: list = []
+
+    def run(a: Any) -> Any:
+        shape = a.shape
+        if a.flags.c_contiguous and _colsum_exact(dtype, shape):
+            if not loop:
+                from .numba_loops import colsum
+
+                loop.append(colsum)
+            col = np.empty(shape[1:], dtype)
+            loop[0](a.reshape(shape[0], -1), col.reshape(-1))
+            return col
+        return np.add.reduce(a, 0)
+
+    run._yaad_loop = "colsum"
+    return run
+
+
+_COLSUM: dict = {}
+
+
+def _colsum_exact(dtype: np.dtype, shape: tuple) -> bool:
+    """Whether the numba column sum equals ``np.add.reduce(a, 0)`` bit for bit for C-ordered
+    arrays of this shape and dtype (the rows added in order from 0: NumPy's order when a
+    row has more than one element), tested once on random values with zeros of both signs."""
+    got = _COLSUM.get((dtype, shape))
+    if got is None:
+        from .numba_loops import colsum
+
+        rng = np.random.default_rng(0)
+        a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8, shape)).astype(dtype)
+        flat = a.reshape(shape[0], -1)
+        flat[:, 0] = -0.0
+        col = np.empty(flat.shape[1], dtype)
+        colsum(flat, col)
+        want = np.add.reduce(a, 0).reshape(-1)
+        got = _COLSUM[(dtype, shape)] = bool(
+            want.dtype == col.dtype
+            and np.array_equal(col.view(np.uint8), want.view(np.uint8)))
+    return got
+
+
+def _axis0_sum(it: Entry, info: Any) -> int | None:
+    """The slot summed if entry ``it`` is ``sum(a, axis=0)`` (no keepdims) of a real float
+    array with more than one element a row, else None."""
+    from .codegen import _axis_arg
+
+    if not _plain_kw(it) or _registry_name(it) != "sum" or len(it.outs) != 1:
+        return None
+    got = _axis_arg(it, ("axis", "dtype", "out", "keepdims"), (None, None, None, False))
+    a = it.args[0]
+    if got is None or type(a) is not Slot or not info(a.i, True):
+        return None
+    axis, dtype, out, keepdims = got
+    shape = info(a.i)
+    if (dtype is not None or out is not None or keepdims is not False
+            or axis not in (0, (0,)) or len(shape) < 2 or math.prod(shape[1:]) < 2
+            or info.dtype[a.i] not in _REAL):
+        return None
+    return a.i
+
+
+def _plain_kw(it: Any) -> bool:
+    """An op call spelled as recorded, in the default floating-point state (keywords
+    allowed)."""
+    return type(it) is Entry and it.spell is None and it.err is None
+
+
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def column_sums(items: list, keep: set, info: Any) -> list:
+    """With numba, ``sum(a, axis=0)`` of a real array (a bias's gradient) as one loop: in the
+    loop of the activation's derivative that makes ``a`` when there is one (see above),
+    else a loop of its own."""
+    if not getattr(info, "numba", False):
+        return items
+    made = {o: k for k, it in enumerate(items) if type(it) is Entry for o in it.outs}
+    out = list(items)
+    for k, it in enumerate(items):
+        a = _axis0_sum(it, info) if type(it) is Entry else None
+        if a is None:
+            continue
+        dtype = info.dtype[a]
+        src = items[made[a]] if a in made else None
+        if src is not None and getattr(src.op.forward, "_yaad_loop", False) and len(
+                src.outs) == 1 and src.op.name in ("tanh_grad", "expit_grad"):
+            kind = src.op.name[:-5]
+            run = _grad_loop(kind, dtype, colsum=True)
+            out[made[a]] = Entry(private_op(run, f"{kind}_grad_colsum", (), save_args=False),
+                                 src.args, None, (a, it.outs[0]), src.grad_in,
+                                 src.diff_out + it.diff_out, None, src.dtypes + it.dtypes)
+            out[k] = None
+        else:
+            out[k] = Entry(private_op(_colsum_loop(dtype), "colsum", (), save_args=False),
+                           (it.args[0],), None, it.outs, it.grad_in, it.diff_out, None,
+                           it.dtypes)
+    return [it for it in out if it is not None]
 
 
 def activation_grads(items: list, keep: set, info: Any) -> list:
@@ -429,9 +545,14 @@ def _fresh(it: Any, info: Any) -> bool:
     """Whether entry ``it`` makes a new array that nothing else holds: a ufunc called as
     recorded (its templates spell ``a + b``, ``a @ b``, ``-a``, all new arrays; not the
     conjugate of a real array, which is the array), or a fused product."""
-    if type(it) is not Entry or len(it.outs) != 1 or not info(it.outs[0], True):
+    if type(it) is not Entry or not info(it.outs[0], True):
         return False
-    if _is_linear(it) or getattr(it.op.forward, "_yaad_loop", False):
+    if getattr(it.op.forward, "_yaad_loop", False):
+        return it.op.name in ("tanh_grad", "expit_grad", "tanh_grad_colsum",
+                              "expit_grad_colsum")  # (their first output; colsum's: no)
+    if len(it.outs) != 1:
+        return False
+    if _is_linear(it):
         return True
     f = it.op.forward
     return (isinstance(f, np.ufunc) and f.nout == 1 and it.spell is None
@@ -485,6 +606,7 @@ def in_place(items: list, keep: set, info: Any) -> list:
 def replay_items(items: list, keep: set, info: Any) -> list:
     """The item list a NumPy replay spells: chains fused, the derivatives of activations
     one loop each (with numba), then steps in place."""
-    return in_place(activation_grads(fuse(items, keep, info), keep, info), keep, info)
+    items = activation_grads(fuse(items, keep, info), keep, info)
+    return in_place(column_sums(items, keep, info), keep, info)
 
 

@@ -49,3 +49,44 @@ def expit_grad(g, y, one, out):  # pragma: no cover - compiled by numba
     """``g * (y * (1 - y))`` on flat arrays of one dtype (``one``: 1 in that dtype)."""
     for i in range(g.size):
         out[i] = g[i] * (y[i] * (one - y[i]))
+
+
+# The column sums below are NumPy's ``np.add.reduce(a, 0)`` of a C-ordered (n, m) array
+# with m > 1: starting from 0 (the identity: -0.0 columns sum to 0.0), the rows added one
+# at a time (chains.py probes that order once per shape and dtype).
+
+@numba.njit(cache=True)
+def colsum(a, out):  # pragma: no cover - compiled by numba
+    """``out[j] = sum over i of a[i, j]``, rows added in order."""
+    n, m = a.shape
+    for j in range(m):
+        out[j] = 0
+    for i in range(n):
+        for j in range(m):
+            out[j] += a[i, j]
+
+
+@numba.njit(cache=True)
+def tanh_grad_colsum(g, y, one, out, col):  # pragma: no cover - compiled by numba
+    """:func:`tanh_grad` on (n, m) arrays, and the column sums of the result into ``col``."""
+    n, m = g.shape
+    for j in range(m):
+        col[j] = 0
+    for i in range(n):
+        for j in range(m):
+            v = g[i, j] * (one - y[i, j] * y[i, j])
+            out[i, j] = v
+            col[j] += v
+
+
+@numba.njit(cache=True)
+def expit_grad_colsum(g, y, one, out, col):  # pragma: no cover - compiled by numba
+    """:func:`expit_grad` on (n, m) arrays, and the column sums of the result into ``col``."""
+    n, m = g.shape
+    for j in range(m):
+        col[j] = 0
+    for i in range(n):
+        for j in range(m):
+            v = g[i, j] * (y[i, j] * (one - y[i, j]))
+            out[i, j] = v
+            col[j] += v
