@@ -662,6 +662,39 @@ def test_expm_multiply_takes_scipys_steps(scale):
             assert np.abs(got - exact).max() <= 2 * scipy_error + 1e-14 * np.abs(exact).max()
 
 
+@pytest.mark.parametrize("complex_", [False, True])
+def test_expm_multiply_keeps_a_sparse_operator_sparse_and_shifts_by_the_trace(complex_):
+    """A sparse operator with a few nonzeros a column stays sparse from n of about 130 on
+    (SciPy's sparse product is then faster than a dense one), a small or dense one is made
+    dense; either way the shift by tr(A)/n is taken where it lowers |A|_1, with the norm of
+    the shifted matrix (both norms from one pass over |A|; against the explicit shift), and
+    the values match scipy.linalg.expm."""
+    import scipy.linalg
+
+    for n, density, kept_sparse in ((300, 5 / 300, True), (60, 0.2, False), (300, 0.6, False)):
+        a = sparse(complex_, 3, n=n, density=density)
+        x = vec(complex_, (n,))
+        # a trace whose shift lowers the norm; one whose shift raises the largest column
+        for diag in (2 + np.arange(n) / n, np.where(np.arange(n), -1.0, 50.0)):
+            shifted_here = sps.csr_array(a + sps.diags(diag))  # a trace; a shift that helps
+            op = sl._operator(yaad.sparse.asarray(shifted_here), "test")
+            problem = sl._Expm(op, x, None, False)
+            assert sps.issparse(problem.mv.__self__) == kept_sparse
+            for m in (shifted_here, shifted_here.toarray()):
+                mu = m.trace() / n
+                got, mu_got, norm = sl._shifted(m, mu)
+                explicit = m.toarray() if sps.issparse(m) else m
+                norms = [np.abs(explicit - s * np.eye(n)).sum(axis=0).max() for s in (0, mu)]
+                assert mu_got == (mu if norms[1] < norms[0] else 0)
+                assert mu_got == (mu if diag[0] < 50 else 0)
+                np.testing.assert_allclose(norm, min(norms), rtol=1e-14)
+                dense_got = got.toarray() if sps.issparse(got) else got
+                assert np.array_equal(dense_got, explicit - mu_got * np.eye(n))
+            want = scipy.linalg.expm(shifted_here.toarray()) @ x
+            got = sl.expm_multiply(yaad.sparse.asarray(shifted_here), x).data
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
 # ---- linear solvers ---------------------------------------------------------------------------
 
 
