@@ -216,7 +216,9 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 
         Run ``func`` and its vector-Jacobian product as compiled programs
         (``yaad.compile``; not when ``func`` captures tensors that require grad), from the
         second solve with the same ``func`` on (a function made anew for every solve runs
-        eagerly: recording its programs each time would cost more than they save).
+        eagerly: recording its programs each time would cost more than they save). With
+        numba installed and a real state, the steps and the adjoint then run in numba
+        loops over those programs (``method="dopri5"``; Radau's Jacobians likewise).
 
     Returns
     -------

@@ -9,7 +9,9 @@ implicit method).
 Without captured tensors, ``func`` runs inside compiled programs (``yaad.compile``),
 kept per ``func`` across calls: a whole explicit step (its seven stages) is one replayed
 program, and the vector-Jacobian product of ``func`` another (one call per stage in the
-reverse pass), instead of Python per operation.
+reverse pass), instead of Python per operation. Both are made native programs where the
+native backend covers them (:meth:`Field.native`), which the numba loops of ``native.py``
+run without returning to Python.
 The time is then handed to ``func`` as a 0-d tensor; a ``func`` that reads it as a Python
 number (``float(t)``, ``math.sin(t)``) makes the programs record again for each time
 (and run eagerly after ``max_recordings``), and ``compiled=False`` avoids that.
