@@ -403,6 +403,99 @@ def _colsum_loop(dtype: np.dtype) -> Callable:
     return run
 
 
+def _last_axis_sum(it: Entry, info: Any) -> int | None:
+    """The slot summed if entry ``it`` is ``sum(a, axis=-1, keepdims=True)`` of a real
+    C-shaped array with rows of at most ``rowwise.MAX_ROW`` elements, else None."""
+    from .codegen import _axis_arg
+    from .rowwise import MAX_ROW
+
+    if not _plain_kw(it) or _registry_name(it) != "sum" or len(it.outs) != 1:
+        return None
+    got = _axis_arg(it, ("axis", "dtype", "out", "keepdims"), (None, None, None, False))
+    a = it.args[0]
+    if got is None or type(a) is not Slot or not info(a.i, True):
+        return None
+    axis, dtype, out, keepdims = got
+    shape = info(a.i)
+    nd = len(shape)
+    if type(axis) is tuple and len(axis) == 1:
+        axis = axis[0]
+    if (dtype is not None or out is not None or keepdims is not True or nd < 1
+            or type(axis) is not int or axis not in (-1, nd - 1)
+            or not 1 <= shape[-1] <= MAX_ROW or info.dtype[a.i] not in _REAL):
+        return None
+    return a.i
+
+
+def _log_softmax_vjp(dtype: np.dtype) -> Callable:
+    """``run(g, e, out=None)``: ``g - e * g.sum(-1, keepdims=True)`` (the VJP of
+    log_softmax, ``e`` the exponential of its output) as one loop where the arrays are
+    C-ordered and the row sums are NumPy's (see rowwise.rows_exact)."""
+    from . import rowwise
+
+    def run(g: Any, e: Any, out: Any = None) -> Any:
+        shape = g.shape
+        if out is None:
+            out = np.empty(shape, dtype)
+        k = shape[-1]
+        if (g.flags.c_contiguous and e.flags.c_contiguous and out.flags.c_contiguous
+                and rowwise.rows_exact(dtype, k)):
+            n = g.size // k
+            rowwise.loops()["log_softmax_vjp"](g.reshape(n, k), e.reshape(n, k),
+                                               np.empty(n, dtype), out.reshape(n, k))
+            return out
+        t = np.multiply(e, np.add.reduce(g, -1, None, None, True))
+        return np.subtract(g, t, out=out)
+
+    run._yaad_loop = "log_softmax_vjp"
+    return run
+
+
+def softmax_vjps(items: list, keep: set, info: Any) -> list:
+    """With numba, ``g - e * sum(g, axis=-1, keepdims=True)`` (log_softmax's VJP over the
+    last axis) as one loop whose row sums add in NumPy's order, where the sum and the
+    product are read nowhere else and the arrays are real, of one shape and dtype."""
+    if not getattr(info, "numba", False):
+        return items
+    users = _uses_by_item(items)
+    made = {o: k for k, it in enumerate(items) if type(it) is Entry for o in it.outs}
+    out = list(items)
+
+    def only_user(s: int) -> Entry | None:
+        u = users.get(s, ())
+        if s in keep or len(u) != 1 or not _plain(items[u[0]]):
+            return None
+        return items[u[0]]
+
+    for k, it in enumerate(items):
+        g = _last_axis_sum(it, info) if type(it) is Entry else None
+        if g is None:
+            continue
+        s = it.outs[0]
+        mul = only_user(s)
+        if mul is None or _registry_name(mul) != "multiply" or len(mul.args) != 2:
+            continue
+        a, b = (_slot(r) for r in mul.args)
+        e = b if a == s else a if b == s else None
+        if e is None or e == s:
+            continue
+        sub = only_user(mul.outs[0])
+        if (sub is None or _registry_name(sub) != "subtract" or len(sub.args) != 2
+                or _slot(sub.args[0]) != g or _slot(sub.args[1]) != mul.outs[0]):
+            continue
+        r = sub.outs[0]
+        dtype = info.dtype[r]
+        if dtype not in _REAL or not all(info(x, True) and info.dtype[x] == dtype
+                                         and info(x) == info(r) for x in (g, e, mul.outs[0])):
+            continue
+        out[k] = out[made[mul.outs[0]]] = None
+        out[made[r]] = Entry(private_op(_log_softmax_vjp(dtype), "log_softmax_vjp", (),
+                                        save_args=False),
+                             (Slot(g, False), Slot(e, False)), None, sub.outs, sub.grad_in,
+                             sub.diff_out, None, sub.dtypes)
+    return [it for it in out if it is not None]
+
+
 _COLSUM: dict = {}
 
 
@@ -549,7 +642,8 @@ def _fresh(it: Any, info: Any) -> bool:
         return False
     if getattr(it.op.forward, "_yaad_loop", False):
         return it.op.name in ("tanh_grad", "expit_grad", "tanh_grad_colsum",
-                              "expit_grad_colsum")  # (their first output; colsum's: no)
+                              "expit_grad_colsum", "log_softmax_vjp")  # (their first
+        # output; colsum's: no)
     if len(it.outs) != 1:
         return False
     if _is_linear(it):
@@ -607,6 +701,7 @@ def replay_items(items: list, keep: set, info: Any) -> list:
     """The item list a NumPy replay spells: chains fused, the derivatives of activations
     one loop each (with numba), then steps in place."""
     items = activation_grads(fuse(items, keep, info), keep, info)
+    items = softmax_vjps(items, keep, info)
     return in_place(column_sums(items, keep, info), keep, info)
 
 
