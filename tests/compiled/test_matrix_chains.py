@@ -549,3 +549,20 @@ def test_the_cross_entropy_head_is_numpys(dtype, rows_exact, monkeypatch):
         tol = 1e-5 if dtype == "float32" else 1e-13
         np.testing.assert_allclose(got[1], t.grad.numpy(), rtol=0, atol=tol)
     assert _loops(compiled) == ["log_softmax_vjp"] * 2 and compiled.stats["replayed"] == 2
+
+
+def test_sums_over_empty_axes_stay_numpys():
+    # a bias gradient over zero rows, log_softmax of zero rows: NumPy's calls (no loop
+    # for an empty array), eager mode's values (float32: the native backend takes no such
+    # program, the NumPy replay runs)
+    def f(x, w, b):
+        h = Y.tanh(x @ w + b)
+        return Y.sum(h) + Y.sum(Y.log_softmax(x @ w, axis=-1))
+
+    compiled = Y.compile(f)
+    for _ in range(4):
+        arrays = [_draw((0, 3), "float32"), _draw((3, 4), "float32"), _draw(4, "float32")]
+        for a, b in zip(_grads_of(compiled, arrays), _grads_of(f, arrays)):
+            assert _same_bits(a, b)
+    assert compiled.stats["replayed"] == 2 and compiled.stats["eager"] == 0
+    assert "tanh_grad_colsum" not in _loops(compiled)  # (it could not reshape 0 rows)

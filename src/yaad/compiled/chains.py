@@ -535,6 +535,7 @@ def _axis0_sum(it: Entry, info: Any) -> int | None:
     shape = info(a.i)
     if (dtype is not None or out is not None or keepdims is not False
             or axis not in (0, (0,)) or len(shape) < 2 or math.prod(shape[1:]) < 2
+            or shape[0] < 1
             or info.dtype[a.i] not in _REAL):
         return None
     return a.i
