@@ -666,6 +666,40 @@ def test_native_loops_take_the_numpy_paths_steps_and_match_the_matrix_exponentia
         np.testing.assert_allclose(gy, gy_np, rtol=1e-12)
 
 
+def test_native_adjoint_gives_an_autonomous_fields_time_gradients(monkeypatch):
+    # The times' gradients of a field that does not read the time: its VJP program gives
+    # the time's gradient as a computed (exact) zero, so that the VJP is one native
+    # program (a constant zero tensor among its results kept it out of the numba adjoint:
+    # W12 with the times' gradient took 4.5 ms, 1.1 ms now); against the matrix
+    # exponential and the NumPy path
+    calls = count_native_loops(monkeypatch)
+    weights = np.arange(1.0, 6.0)[:, None]
+    times = np.array([0.2, 0.7, 1.1, 2.0, 2.6])
+
+    def solve():
+        ts = yaad.tensor(times, requires_grad=True)
+        w = yaad.tensor(W0, requires_grad=True)
+        ys = integrate.odeint(linear, Y0, ts, w, rtol=1e-12, atol=1e-13)
+        yaad.sum(ys ** 2 * weights).backward()
+        return np.asarray(ts.grad), np.asarray(w.grad)
+
+    exact = func.grad(lambda ts, w: yaad.sum(yaad.stack(
+        [yaad.linalg.expm((t - ts[0]) * w) @ Y0 for t in ts]) ** 2 * weights),
+        argnums=(0, 1))(times, W0)
+    for _ in range(3):  # eager (the first solve), recorded, verified
+        solve()
+    calls["dopri5_adjoint"] = 0
+    gt, gw = solve()
+    assert calls["dopri5_adjoint"] >= 1
+    np.testing.assert_allclose(gt, exact[0], rtol=1e-8, atol=1e-9 * np.abs(exact[0]).max())
+    np.testing.assert_allclose(gw, exact[1], rtol=1e-8)
+    with monkeypatch.context() as m:  # the NumPy path
+        m.setattr(yaad.ode.field.Field, "native", lambda self, name, arrays: None)
+        gt_np, gw_np = solve()
+    np.testing.assert_allclose(gt, gt_np, rtol=1e-12, atol=1e-12 * np.abs(gt_np).max())
+    np.testing.assert_allclose(gw, gw_np, rtol=1e-12)
+
+
 def test_native_loop_raises_as_the_numpy_path(monkeypatch):
     # max_steps and a solution that blows up, from the numba loop
     def blowup(y, t):

@@ -113,8 +113,7 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list,
         return field(ts)(y, t)
 
     def value_vjp(y: Any, t: Any, cot: Any, *ts: Any) -> Any:
-        # (the time's gradient only where asked for: an autonomous field's would be a
-        # constant zero, which keeps the program from being one native program)
+        # (the time's gradient only where asked for)
         at = [where.index(k) for k in slots]
 
         def g(y: Any, t: Any, *ps: Any) -> Any:
@@ -124,7 +123,10 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list,
             return field(full)(y, t)
 
         if need_t:
-            _, back = vjp(g, y, t, *[ts[j] for j in at])
+            # (+ 0 t: the time's gradient a computed value also where func does not read
+            # the time; the same gradients, the time's plus an exact 0)
+            _, back = vjp(lambda y, t, *ps: g(y, t, *ps) + 0.0 * t, y, t,
+                          *[ts[j] for j in at])
             return back(cot)
         _, back = vjp(lambda y, *ps: g(y, t, *ps), y, *[ts[j] for j in at])
         yb, *pbars = back(cot)
