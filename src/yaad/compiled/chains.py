@@ -348,6 +348,7 @@ def _grad_loop(kind: str, dtype: np.dtype, colsum: bool = False) -> Callable:
     loop: list = []
 
     def run(g: Any, y: Any, out: Any = None) -> Any:
+        # (out: a new array, or g or y, written into: see in_place)
         if out is None:
             out = np.empty(g.shape, dtype)
         if not loop:
@@ -355,7 +356,7 @@ def _grad_loop(kind: str, dtype: np.dtype, colsum: bool = False) -> Callable:
 
             loop.append(getattr(numba_loops, f"{kind}_grad"))
             loop.append(getattr(numba_loops, f"{kind}_grad_colsum"))
-        if g.flags.c_contiguous and y.flags.c_contiguous and out.flags.c_contiguous:
+        if g.flags.c_contiguous and y.flags.c_contiguous:
             if not colsum:
                 loop[0](g.reshape(-1), y.reshape(-1), one, out.reshape(-1))
                 return out
@@ -434,12 +435,12 @@ def _log_softmax_vjp(dtype: np.dtype) -> Callable:
     from . import rowwise
 
     def run(g: Any, e: Any, out: Any = None) -> Any:
+        # (out: a new array, or g or e, written into: see in_place)
         shape = g.shape
         if out is None:
             out = np.empty(shape, dtype)
         k = shape[-1]
-        if (g.flags.c_contiguous and e.flags.c_contiguous and out.flags.c_contiguous
-                and rowwise.rows_exact(dtype, k)):
+        if g.flags.c_contiguous and e.flags.c_contiguous and rowwise.rows_exact(dtype, k):
             n = g.size // k
             rowwise.loops()["log_softmax_vjp"](g.reshape(n, k), e.reshape(n, k),
                                                np.empty(n, dtype), out.reshape(n, k))

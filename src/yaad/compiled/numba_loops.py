@@ -73,10 +73,11 @@ def tanh_grad_colsum(g, y, one, out, col):  # pragma: no cover - compiled by num
     for j in range(m):
         col[j] = 0
     for i in range(n):
+        gi, yi, oi = g[i], y[i], out[i]
         for j in range(m):
-            v = g[i, j] * (one - y[i, j] * y[i, j])
-            out[i, j] = v
-            col[j] += v
+            oi[j] = gi[j] * (one - yi[j] * yi[j])
+        for j in range(m):
+            col[j] += oi[j]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -86,10 +87,11 @@ def expit_grad_colsum(g, y, one, out, col):  # pragma: no cover - compiled by nu
     for j in range(m):
         col[j] = 0
     for i in range(n):
+        gi, yi, oi = g[i], y[i], out[i]
         for j in range(m):
-            v = g[i, j] * (y[i, j] * (one - y[i, j]))
-            out[i, j] = v
-            col[j] += v
+            oi[j] = gi[j] * (yi[j] * (one - yi[j]))
+        for j in range(m):
+            col[j] += oi[j]
 
 
 # Row sums as NumPy's ``np.add.reduce(a, -1)`` of a C-ordered (n, k) array makes them for
