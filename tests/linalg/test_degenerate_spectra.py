@@ -732,12 +732,6 @@ def test_k_holding_whole_levels_is_exact(k, which, level):
     np.testing.assert_allclose(float(b.grad.item()), fd, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "forward mode through the vectors of an exactly degenerate level: the JVP's vector "
-    "tangents are taken in the solver's basis, where the tangent's block on the level is "
-    "not diagonal, so a reconstruction (U diag(S) Vh, V diag(w) V^H) misses the level's "
-    "off-diagonal part; exact needs the primal basis chosen by the tangent (or a "
-    "GaugeError raised only when the vectors' tangent is used). Reverse mode is exact."))
 @pytest.mark.parametrize("solver", ["svd", "eigh"])
 def test_jvp_of_a_reconstruction_through_a_degenerate_level(solver):
     rng = np.random.default_rng(0)

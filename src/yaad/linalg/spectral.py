@@ -54,11 +54,11 @@ from ..core.backend import (
     no_implementation,
 )
 from ..core.frames import user_frames
-from ..core.grad_mode import engine, is_grad_enabled
+from ..core.grad_mode import engine, is_grad_enabled, state
 from ..core.lazy import is_lazy
 from ..core.op import op
 from ..core.tensor import Tensor
-from ..modes.batched_values import per_example
+from ..modes.batched_values import BatchAxis, batch_axes, per_example
 from ..ops.elementwise import conj, imag, real, where
 from ..ops.products import matmul
 from ..ops.reductions import sum as _sum
@@ -681,6 +681,101 @@ def level_rotation(w: Any, v: Any, t: Any, tol: Any) -> Any:
                     r[idx][block] = np.linalg.eigh(p[idx][block])[1]
                 start = i
     return _like(r, t)
+
+
+# ---- forward mode: the basis of a degenerate level, chosen by the tangent ------------------
+# Along a tangent ``da`` a degenerate level continues (``s -> 0+``) from one basis: the one
+# that diagonalises the tangent's block on the level. In the solver's basis that block is
+# not diagonal, and no tangent of those vectors makes ``V diag(w) V^H`` (or any function of
+# the level's span and values) right: the eigenvalues' tangents are the block's
+# eigenvalues, its off-diagonal part is lost. So in forward mode the public functions
+# turn the level's vectors to that basis (an equally valid eigenbasis of ``a``, by a
+# constant unitary, so the tangent turns with them) and the rules, which choose the same
+# rotation, give the eigenvalues in the same order; the vectors' part inside the level is
+# 0, which no function of the level's span sees.
+
+
+def _forward_tangents(a: Any) -> dict[int, Any]:
+    """The forward-mode tangents of ``a`` at the active levels (vmap's markers left out)."""
+    tans = getattr(a, "_tangents", None) if isinstance(a, Tensor) else None
+    if not tans:
+        return {}
+    levels = state.levels
+    return {lv: t for lv, t in tans.items() if lv in levels and type(t) is not BatchAxis}
+
+
+def _members(x: Any, levels: list[int]) -> np.ndarray:
+    """The value of ``x`` as a NumPy array with the batch axes of ``levels`` (vmap) in
+    front, in that order (of size 1 where ``x`` is not batched at a level)."""
+    (d,) = _on_host(x)
+    axes = batch_axes(x)
+    src = [axes[lv] for lv in levels if lv in axes]
+    d = np.moveaxis(d, src, list(range(len(src))))
+    shape, i = [], 0
+    for lv in levels:
+        if lv in axes:
+            shape.append(d.shape[i])
+            i += 1
+        else:
+            shape.append(1)
+    return d.reshape(tuple(shape) + d.shape[i:])
+
+
+_UNCHOSEN = ("{name}: forward mode through the vectors of a degenerate level, along "
+             "{what}: the level continues from the basis that diagonalises the tangent's "
+             "block on it, and {why}, so no basis fits them all (the vectors' tangent "
+             "would be wrong for any function of them). Call jvp once per direction (one "
+             "tangent, no vmap/jacfwd), use reverse mode (grad, vjp, jacrev: exact for a "
+             "function of the level's span and values), or, for the values only, "
+             "{values}.")
+
+
+def _gauge_check(name: str, values: str, what: str, why: str, tans: dict[int, Any],
+                 blocks: Callable[..., Any], *outs: Any) -> None:
+    """Raise :class:`GaugeError` if a tangent in ``tans`` has a block on a degenerate level
+    that is not diagonal in the solver's basis: ``blocks(t, *outs)`` (arrays, batch axes of
+    every vmap level in front) gives that block's off-diagonal entries on each level (the
+    rest 0), and its scale. Here the rules' tangents stay in the solver's basis (a batched
+    tangent) or several tangents each choose their own: exact only where no block turns."""
+    for t in tans.values():
+        levels = sorted({lv for x in (t, *outs) for lv in batch_axes(x)})
+        mix, scale = blocks(_members(t, levels), *[_members(x, levels) for x in outs])
+        if _any(~negligible(mix, scale)):
+            raise GaugeError(_UNCHOSEN.format(name=name, what=what, why=why, values=values))
+
+
+def _eigh_mixing(td: np.ndarray, wd: np.ndarray, vd: np.ndarray) -> Any:
+    """The off-diagonal entries of ``V^H herm(t) V`` on the degenerate levels, and the scale."""
+    flat = degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1]), nonzero=False)
+    p = _conj_t(vd) @ ((td + _conj_t(td)) / 2) @ vd
+    return np.where(flat, p, 0), magnitude(td)
+
+
+def eigh_along_tangent(a: Any, w: Any, v: Any) -> Any:
+    """The eigenvectors ``v`` of ``eigh(a)``, in forward mode turned inside each degenerate
+    level to the basis the tangent of ``a`` splits it from (:func:`level_rotation`), so
+    that their tangents (those of the rule, turned the same way) describe the same path as
+    the eigenvalues' (the one-sided derivative): a reconstruction ``V diag(w) V^H`` has the
+    tangent ``herm(da)``. Raises :class:`GaugeError` where no basis can be chosen."""
+    tans = _forward_tangents(a)
+    if not tans:
+        return v
+    wd = data_of(w)
+    if not _any(degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1]), nonzero=False)):
+        return v
+    if len(tans) == 1:
+        (t,) = tans.values()
+        tol = degeneracy_tol(w, w.shape[-1])
+        r = level_rotation(w, v, t, tol)
+        if r is not None:
+            return matmul(v, r)
+        why = ("the tangents are batched (vmap, jacfwd, hessian): each would turn the "
+               "level its own way")
+    else:
+        why = "several forward-mode levels (jvp of jvp) each turn the level their own way"
+    _gauge_check("linalg.eigh", "use linalg.eigvalsh", "a direction that mixes it", why,
+                 tans, _eigh_mixing, w, v)
+    return v
 
 
 def _curved_levels(gw: Any, w: Any, v: Any, a: Any, flat: Any, tol: Any) -> Any:
@@ -1311,6 +1406,116 @@ def _svd_level_values(s: Any, u1: Any, v1: Any, t: Any, dp: Any, tol: Any, ds: A
     return real(x_da_y) if is_complex(x_da_y) else x_da_y
 
 
+def svd_rotation(s: Any, u: Any, vh: Any, t: Any) -> Any:
+    """``(R_U, R_V)`` (arrays), unitary and block-diagonal, such that ``U R_U`` and
+    ``V R_V`` (``V = Vh^H``) are the singular vectors that ``a``'s degenerate levels and
+    zeros continue from along the tangent ``t`` (``s -> 0+``); None when there are none, or
+    when ``t`` or the vectors are batched (vmap).
+
+    A level ``s_B > 0`` turns both ``U_B`` and ``V_B`` by the eigenvectors of
+    ``herm(U_B^H t V_B)``, descending (its members' one-sided derivatives, which the rule
+    gives them); the zeros, with the columns beyond ``min(m, n)`` (the null spaces; all of
+    them are columns of ``U`` and ``V`` when the matrix is square or ``full_matrices``),
+    turn ``U_N`` and ``V_N`` by the singular vectors of ``U_N^H t V_N``, so that the zeros
+    grow as its singular values, in the order of the rule's values."""
+    if not _plain_tangent(t, s, u, vh) or any(tuple(data_of(x).shape) != tuple(x.shape)
+                                              for x in (s, u, vh)):
+        return None
+    sd, ud, vhd, td = _on_host(s, u, vh, t)
+    k, m, n = sd.shape[-1], ud.shape[-2], vhd.shape[-1]
+    tol = degeneracy_tol(sd, max(m, n))
+    flat = degenerate_pairs(sd, tol, nonzero=True)
+    zero = sd <= tol
+    if not (flat.any() or zero.any()):
+        return None
+    vd = _conj_t(vhd)
+    cu, cv = ud.shape[-1], vd.shape[-1]
+    dtype = np.result_type(ud.dtype, vd.dtype, td.dtype)
+    batch = np.broadcast_shapes(td.shape[:-2], ud.shape[:-2])
+    ru = np.broadcast_to(np.eye(cu, dtype=dtype), batch + (cu, cu)).copy()
+    rv = np.broadcast_to(np.eye(cv, dtype=dtype), batch + (cv, cv)).copy()
+    ub, vb, tb = (np.broadcast_to(x, batch + x.shape[-2:]) for x in (ud, vd, td))
+    for idx in np.ndindex(batch):
+        ui, vi, ti = ub[idx], vb[idx], tb[idx]
+        for level in _components(flat[idx] if flat.ndim > 2 else flat):
+            block = ui[:, level].conj().T @ ti @ vi[:, level]
+            q = np.linalg.eigh((block + block.conj().T) / 2)[1][:, ::-1]  # descending
+            ru[idx][np.ix_(level, level)] = q
+            rv[idx][np.ix_(level, level)] = q
+        z = np.flatnonzero(zero[idx] if zero.ndim > 1 else zero)
+        if z.size:
+            nu, nv = np.concatenate([z, np.arange(k, cu)]), np.concatenate([z, np.arange(k, cv)])
+            left, _, right_h = np.linalg.svd(ui[:, nu].conj().T @ ti @ vi[:, nv])
+            ru[idx][np.ix_(nu, nu)] = left
+            rv[idx][np.ix_(nv, nv)] = right_h.conj().T
+    return _like(ru, t), _like(rv, t)
+
+
+def _svd_mixing(td: np.ndarray, sd: np.ndarray, ud: np.ndarray, vhd: np.ndarray) -> Any:
+    """Where the rule's tangents in the solver's basis miss part of ``t`` (batched
+    tangents): the off-diagonal entries of ``herm(U_B^H t V_B)`` on the repeated values,
+    and the part of ``t`` between the null spaces that ``diag(U_z^H t V_z)`` misses."""
+    m, n = ud.shape[-2], vhd.shape[-1]
+    tol = degeneracy_tol(sd, max(m, n))
+    flat = degenerate_pairs(sd, tol, nonzero=True)
+    zero = sd <= tol
+    k = sd.shape[-1]
+    u1, v1 = ud[..., :k], _conj_t(vhd)[..., :k]
+    p = _conj_t(u1) @ td @ v1
+    mix = [np.where(flat, (p + _conj_t(p)) / 2, 0).reshape(-1)]
+    if zero.any():
+        live = ~zero
+        ul, vl = u1 * live[..., None, :], v1 * live[..., None, :]
+        p_left = np.eye(m) - ul @ _conj_t(ul)
+        p_right = np.eye(n) - vl @ _conj_t(vl)
+        dz = np.where(zero, np.diagonal(p, axis1=-2, axis2=-1), 0)
+        uz, vz = u1 * zero[..., None, :], v1 * zero[..., None, :]
+        mix.append((p_left @ td @ p_right - (uz * dz[..., None, :]) @ _conj_t(vz)).reshape(-1))
+    return np.concatenate(mix), magnitude(td)
+
+
+def svd_along_tangent(a: Any, out: tuple[Any, Any, Any], full_matrices: bool,
+                      hermitian: bool) -> tuple[Any, Any, Any]:
+    """``(U, S, Vh)`` of ``svd(a)``, in forward mode turned inside each repeated value and
+    the null spaces to the basis the tangent of ``a`` continues them from
+    (:func:`svd_rotation`): a reconstruction ``U diag(S) Vh`` then has the tangent ``da``.
+    A reduced SVD of a non-square matrix with zeros is taken from the full one (its null
+    space is not among its columns). Raises :class:`GaugeError` where no basis can be
+    chosen."""
+    tans = _forward_tangents(a)
+    if not tans:
+        return out
+    u, s, vh = out
+    sd = data_of(s)
+    m, n = u.shape[-2], vh.shape[-1]
+    tol = degeneracy_tol(sd, max(m, n))
+    zero = _any(sd <= tol)
+    if not (zero or _any(degenerate_pairs(sd, tol, nonzero=True))):
+        return out
+    if len(tans) == 1:
+        (t,) = tans.values()
+        if hermitian:
+            t = herm(t)
+        k = sd.shape[-1]
+        if zero and not full_matrices and m != n:
+            u, s, vh = svd_op(a, True, hermitian)
+        rot = svd_rotation(s, u, vh, t)
+        if rot is not None:
+            u, vh = matmul(u, rot[0]), matmul(mH(rot[1]), vh)
+            if u.shape[-1] != out[0].shape[-1] or vh.shape[-2] != out[2].shape[-2]:
+                u, vh = u[..., :k], vh[..., :k, :]
+            return u, s, vh
+        why = ("the tangents are batched (vmap, jacfwd, hessian): each would turn them its "
+               "own way")
+    else:
+        why = "several forward-mode levels (jvp of jvp) each turn them their own way"
+    _gauge_check("linalg.svd", "use linalg.svdvals", "a direction that mixes them "
+                 "(a repeated singular value, or the null spaces at a zero)", why,
+                 {lv: herm(t) if hermitian else t for lv, t in tans.items()}, _svd_mixing,
+                 s, u, vh)
+    return out
+
+
 svd_op = op(_svd, name="linalg.svd", nout=3, vjp=located(_svd_vjp, "linalg.svd", 1), jvp=_svd_jvp,
          batch="broadcast")
 
@@ -1518,7 +1723,10 @@ def eigh(a: Any, UPLO: str = "L", *, eps: float | None = None) -> EighResult:
         eigenspaces; a loss depending on complex eigenvector phases raises GaugeError.
     """
     _check_eps("eigh", eps)
-    return EighResult(*eigh_op(a, UPLO, eps=eps))
+    w, v = eigh_op(a, UPLO, eps=eps)
+    if eps is None and state.levels:
+        v = eigh_along_tangent(a, w, v)
+    return EighResult(w, v)
 
 
 def eigvalsh(a: Any, UPLO: Literal["L", "U", "l", "u"] = "L") -> Any:
@@ -1624,7 +1832,10 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
         if not isinstance(a, Tensor):
             return np.linalg.svd(a, compute_uv=False, hermitian=hermitian)
         return svd_op(a, False, hermitian, eps=eps)[1]
-    return SVDResult(*svd_op(a, full_matrices, hermitian, eps=eps))
+    out = svd_op(a, full_matrices, hermitian, eps=eps)
+    if eps is None and state.levels:
+        out = svd_along_tangent(a, out, full_matrices, hermitian)
+    return SVDResult(*out)
 
 
 def svdvals(x: Any, /) -> Any:
