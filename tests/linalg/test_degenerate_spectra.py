@@ -966,3 +966,62 @@ def test_jvp_of_eigh_and_svd_vectors_away_from_degeneracy_matches_jax():
     got = float(np.asarray(yaad.func.jvp(s(yaad, L.svd), (x,), (t,))[1]))
     want = jax.jvp(s(jax.numpy, jax.numpy.linalg.svd), (x,), (t,))[1]
     np.testing.assert_allclose(got, float(want), rtol=1e-8)
+
+
+def _eig_functions():
+    def level(x, lo, hi):  # the spectral projector on the eigenvalues lo:hi by real part
+        w, v = L.eig(x)
+        order = np.argsort(np.asarray(w.detach()).real, kind="stable")[lo:hi]
+        return v[:, order] @ L.inv(v)[order, :]
+
+    def level_ref(x, lo, hi):
+        w, v = np.linalg.eig(x)
+        order = np.argsort(w.real, kind="stable")[lo:hi]
+        return v[:, order] @ np.linalg.inv(v)[order, :]
+
+    return {
+        "V w V^-1": (lambda x: (lambda w, v: (v * w[None, :]) @ L.inv(v))(*L.eig(x)),
+                     lambda x: x),
+        "level projector": (lambda x: level(x, 1, 3), lambda x: level_ref(x, 1, 3)),
+        "column norms": (lambda x: yaad.sum(yaad.abs(L.eig(x)[1]) ** 2, axis=0),
+                         lambda x: np.ones(x.shape[-1])),
+    }
+
+
+@pytest.mark.parametrize("c", [False, True])
+def test_jvp_of_functions_of_a_degenerate_level_of_eig_is_exact(c):
+    # V diag(1, 1, 2, -3) V^-1 (not normal) in three unitary frames: the reconstruction's
+    # tangent is da (it was 3.7 off), the level's spectral projector matches central
+    # differences, the columns keep unit norm, and a scalar of the level is the same in
+    # every frame.
+    rng = np.random.default_rng(15)
+    s = rng.standard_normal((4, 4)) + 2 * np.eye(4)
+    a0 = s @ np.diag([1.0, 1.0, 2.0, -3.0]) @ np.linalg.inv(s)
+    e0 = rng.standard_normal((4, 4)) + (1j * rng.standard_normal((4, 4)) if c else 0)
+    b0 = rng.standard_normal((4, 4))
+    scalars = []
+    for seed in range(3):
+        q = _basis(c, seed)[:4, :4]
+        q = np.linalg.qr(q)[0]
+        a, e = q.conj().T @ a0 @ q, q.conj().T @ e0 @ q
+        for name, (f, ref) in _eig_functions().items():
+            got = np.asarray(yaad.func.jvp(f, (a,), (e,))[1])
+            want = e if name == "V w V^-1" else central(ref, a, e)
+            np.testing.assert_allclose(got, want, atol=1e-8, err_msg=name)
+        proj = _eig_functions()["level projector"][0]
+        scalars.append(complex(np.asarray(yaad.func.jvp(
+            lambda x: yaad.trace(proj(x) @ (q.conj().T @ b0 @ q)), (a,), (e,))[1])))  # noqa: B023
+    np.testing.assert_allclose(scalars, scalars[0], atol=1e-10)
+
+
+def test_jvp_of_eig_vectors_raises_where_the_level_does_not_split_smoothly():
+    # A tangent whose block on the level is a Jordan block: the level splits as sqrt(t),
+    # no derivative, no basis: GaugeError. So does jacfwd (a basis for each direction).
+    a = np.diag([1.0, 1.0, 2.0])
+    e = np.zeros((3, 3))
+    e[0, 1] = 1.0
+    rec = lambda x: (lambda w, v: (v * w[None, :]) @ L.inv(v))(*L.eig(x))  # noqa: E731
+    with pytest.raises(GaugeError, match="square root"):
+        yaad.func.jvp(rec, (a,), (e,))
+    with pytest.raises(GaugeError, match="batched"):
+        yaad.func.jacfwd(rec)(a)

@@ -1103,6 +1103,64 @@ def _eig_level_split(w: Any, dp: Any, t: Any, tol: Any) -> Any:
     return _like(x, t), _like(x_inv, t)
 
 
+def _eig_mixing(td: np.ndarray, wd: np.ndarray, vd: np.ndarray, ad: np.ndarray) -> Any:
+    """The off-diagonal entries of ``V^-1 t V`` on the degenerate levels, and the scale."""
+    flat = degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1], ad), nonzero=False)
+    return np.where(flat, np.linalg.solve(vd, td @ vd), 0), magnitude(td)
+
+
+def eig_along_tangent(a: Any, w: Any, v: Any) -> Any:
+    """The eigenvectors ``v`` of ``eig(a)``, in forward mode turned inside each degenerate
+    level to the basis the tangent of ``a`` splits it from (``V X``, ``X^-1 V^-1 da V X``
+    diagonal on the level, :func:`_eig_level_split`), columns of unit norm: a
+    reconstruction ``V diag(w) V^-1`` has the tangent ``da``. The columns' tangents keep
+    their unit norm (the part along each column's own length is taken out); inside the
+    level they differ from the rule's at that basis by a change of basis of the level,
+    which no function of its span and values sees. Raises :class:`GaugeError` where no
+    basis can be chosen, or where the tangent's block on a level is not diagonalisable
+    (the level then splits as a square root: no derivative)."""
+    tans = _forward_tangents(a)
+    if not tans:
+        return v
+    wd = data_of(w)
+    tol = degeneracy_tol(w, w.shape[-1], a)
+    flat = degenerate_pairs(wd, data_of(tol), nonzero=False)
+    if not _any(flat):
+        return v
+    if len(tans) == 1:
+        (t,) = tans.values()
+        host = _on_host(w, v, t) if _plain_tangent(t, w, v, a) and all(
+            tuple(data_of(x).shape) == tuple(x.shape) for x in (w, v, a)) else None
+        if host is not None:
+            _, vd, td = host
+            dp = np.linalg.solve(vd, td @ vd)
+            split = _eig_level_split(w, dp, t, tol)
+            x, x_inv = (np.asarray(data_of(m)) for m in split)
+            turned = x_inv @ dp @ x
+            if _any(flat & ~negligible(turned, magnitude(dp))):
+                raise GaugeError(
+                    "linalg.eig: forward mode through the vectors of a degenerate level "
+                    "along a direction whose block on the level (of V^-1 da V) is not "
+                    "diagonalisable: the level splits as a square root of the step, so it "
+                    "has no derivative and no basis continues it. Use the eigenvalues' "
+                    "symmetric functions (a trace), or lift the degeneracy.")
+            vx = vd @ x
+            m = x / np.sqrt(np.sum(np.abs(vx) ** 2, axis=-2))[..., None, :]
+            vm = _like(vd @ m, t)
+            turned_v = matmul(v, _like(m, t))
+            # the tangent's part along each column's own length taken out (unit norm):
+            # a value 0 (unit columns) whose tangent is Re(v_j^H dv_j)
+            length = real(_sum(conj(vm) * turned_v, axis=-2)) - 1
+            return turned_v - vm * row(length)
+        why = ("the tangents are batched (vmap, jacfwd, hessian): each would turn the "
+               "level its own way")
+    else:
+        why = "several forward-mode levels (jvp of jvp) each turn the level their own way"
+    _gauge_check("linalg.eig", "use linalg.eigvals", "a direction that mixes it", why,
+                 tans, _eig_mixing, w, v, a)
+    return v
+
+
 eig_op = op(_eig, name="linalg.eig", nout=2, vjp=located(_eig_vjp, "linalg.eig", 0), jvp=_eig_jvp,
          batch="broadcast")
 
@@ -1763,7 +1821,10 @@ def eig(a: Any, *, eps: float | None = None) -> EigResult:
         unit norm. Each is defined up to a phase: a loss must not depend on it.
     """
     _check_eps("eig", eps)
-    return EigResult(*eig_op(a, eps=eps))
+    w, v = eig_op(a, eps=eps)
+    if eps is None and state.levels:
+        v = eig_along_tangent(a, w, v)
+    return EigResult(w, v)
 
 
 def eigvals(a: Any) -> Any:
