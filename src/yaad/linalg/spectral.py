@@ -704,10 +704,14 @@ def _forward_tangents(a: Any) -> dict[int, Any]:
     return {lv: t for lv, t in tans.items() if lv in levels and type(t) is not BatchAxis}
 
 
-def _members(x: Any, levels: list[int]) -> np.ndarray:
+def _members(x: Any, levels: list[int]) -> Any:
     """The value of ``x`` as a NumPy array with the batch axes of ``levels`` (vmap) in
-    front, in that order (of size 1 where ``x`` is not batched at a level)."""
-    (d,) = _on_host(x)
+    front, in that order (of size 1 where ``x`` is not batched at a level); None when it
+    cannot be read on the CPU."""
+    host = _on_host(x)
+    if host is None:
+        return None
+    d = host[0]
     axes = batch_axes(x)
     src = [axes[lv] for lv in levels if lv in axes]
     d = np.moveaxis(d, src, list(range(len(src))))
@@ -723,23 +727,35 @@ def _members(x: Any, levels: list[int]) -> np.ndarray:
 
 _UNCHOSEN = ("{name}: forward mode through the vectors of a degenerate level, along "
              "{what}: the level continues from the basis that diagonalises the tangent's "
-             "block on it, and {why}, so no basis fits them all (the vectors' tangent "
-             "would be wrong for any function of them). Call jvp once per direction (one "
-             "tangent, no vmap/jacfwd), use reverse mode (grad, vjp, jacrev: exact for a "
-             "function of the level's span and values), or, for the values only, "
-             "{values}.")
+             "block on it, and {why}, so no basis can be chosen for it (the vectors' "
+             "tangent would be wrong for any function of them). Call jvp once per "
+             "direction (one tangent, no vmap/jacfwd), use reverse mode (grad, vjp, "
+             "jacrev: exact for a function of the level's span and values), or, for the "
+             "values only, {values}.")
 
 
-def _gauge_check(name: str, values: str, what: str, why: str, tans: dict[int, Any],
+def _gauge_check(name: str, values: str, what: str, tans: dict[int, Any],
                  blocks: Callable[..., Any], *outs: Any) -> None:
-    """Raise :class:`GaugeError` if a tangent in ``tans`` has a block on a degenerate level
-    that is not diagonal in the solver's basis: ``blocks(t, *outs)`` (arrays, batch axes of
-    every vmap level in front) gives that block's off-diagonal entries on each level (the
-    rest 0), and its scale. Here the rules' tangents stay in the solver's basis (a batched
-    tangent) or several tangents each choose their own: exact only where no block turns."""
+    """Where the public function cannot turn a level for the tangent (several tangents,
+    each choosing its own basis; a batched tangent; arrays off the CPU), the rules'
+    tangents stay in the solver's basis, exact only where no tangent mixes a level: raise
+    :class:`GaugeError` where one does. ``blocks(t, *outs)`` (arrays, the batch axes of
+    every vmap level in front) gives the entries of the tangent that turn the levels (the
+    rest 0), and its scale."""
+    if len(tans) > 1:
+        why = "several forward-mode levels (jvp of jvp) each turn it their own way"
+    elif any(batch_axes(x) for x in (*tans.values(), *outs)):
+        why = ("the tangents are batched (vmap, jacfwd, hessian): each would turn it its "
+               "own way")
+    else:
+        why = "the arrays cannot be read on the CPU (another library's, on a GPU)"
     for t in tans.values():
         levels = sorted({lv for x in (t, *outs) for lv in batch_axes(x)})
-        mix, scale = blocks(_members(t, levels), *[_members(x, levels) for x in outs])
+        arrays = [_members(x, levels) for x in (t, *outs)]
+        if any(x is None for x in arrays):
+            raise GaugeError(_UNCHOSEN.format(name=name, what="a tangent", why=why,
+                                              values=values))
+        mix, scale = blocks(*arrays)
         if _any(~negligible(mix, scale)):
             raise GaugeError(_UNCHOSEN.format(name=name, what=what, why=why, values=values))
 
@@ -769,12 +785,8 @@ def eigh_along_tangent(a: Any, w: Any, v: Any) -> Any:
         r = level_rotation(w, v, t, tol)
         if r is not None:
             return matmul(v, r)
-        why = ("the tangents are batched (vmap, jacfwd, hessian): each would turn the "
-               "level its own way")
-    else:
-        why = "several forward-mode levels (jvp of jvp) each turn the level their own way"
-    _gauge_check("linalg.eigh", "use linalg.eigvalsh", "a direction that mixes it", why,
-                 tans, _eigh_mixing, w, v)
+    _gauge_check("linalg.eigh", "use linalg.eigvalsh", "a direction that mixes it", tans,
+                 _eigh_mixing, w, v)
     return v
 
 
@@ -1152,12 +1164,8 @@ def eig_along_tangent(a: Any, w: Any, v: Any) -> Any:
             # a value 0 (unit columns) whose tangent is Re(v_j^H dv_j)
             length = real(_sum(conj(vm) * turned_v, axis=-2)) - 1
             return turned_v - vm * row(length)
-        why = ("the tangents are batched (vmap, jacfwd, hessian): each would turn the "
-               "level its own way")
-    else:
-        why = "several forward-mode levels (jvp of jvp) each turn the level their own way"
-    _gauge_check("linalg.eig", "use linalg.eigvals", "a direction that mixes it", why,
-                 tans, _eig_mixing, w, v, a)
+    _gauge_check("linalg.eig", "use linalg.eigvals", "a direction that mixes it", tans,
+                 _eig_mixing, w, v, a)
     return v
 
 
@@ -1563,12 +1571,8 @@ def svd_along_tangent(a: Any, out: tuple[Any, Any, Any], full_matrices: bool,
             if u.shape[-1] != out[0].shape[-1] or vh.shape[-2] != out[2].shape[-2]:
                 u, vh = u[..., :k], vh[..., :k, :]
             return u, s, vh
-        why = ("the tangents are batched (vmap, jacfwd, hessian): each would turn them its "
-               "own way")
-    else:
-        why = "several forward-mode levels (jvp of jvp) each turn them their own way"
-    _gauge_check("linalg.svd", "use linalg.svdvals", "a direction that mixes them "
-                 "(a repeated singular value, or the null spaces at a zero)", why,
+    _gauge_check("linalg.svd", "use linalg.svdvals", "a direction that mixes it (a "
+                 "repeated singular value, or the null spaces at a zero)",
                  {lv: herm(t) if hermitian else t for lv, t in tans.items()}, _svd_mixing,
                  s, u, vh)
     return out
@@ -1779,6 +1783,9 @@ def eigh(a: Any, UPLO: str = "L", *, eps: float | None = None) -> EighResult:
         for Hermitian perturbations (that of ``eigh((a + a^H) / 2)``). It is finite and exact
         for degenerate eigenvalues when the loss depends only on eigenvalues or on whole
         eigenspaces; a loss depending on complex eigenvector phases raises GaugeError.
+        In forward mode (``jvp``) the vectors of a degenerate level come turned to the
+        basis the tangent splits it from, so that every function of the level's span and
+        values has its exact tangent (``docs/linalg.md``).
     """
     _check_eps("eigh", eps)
     w, v = eigh_op(a, UPLO, eps=eps)
@@ -1818,7 +1825,9 @@ def eig(a: Any, *, eps: float | None = None) -> EigResult:
     -------
     EigResult
         ``(eigenvalues, eigenvectors)``, always complex (unlike NumPy); eigenvectors have
-        unit norm. Each is defined up to a phase: a loss must not depend on it.
+        unit norm. Each is defined up to a phase: a loss must not depend on it. In
+        forward mode the vectors of a degenerate level come turned to the basis the
+        tangent splits it from, as :func:`eigh`'s.
     """
     _check_eps("eig", eps)
     w, v = eig_op(a, eps=eps)
@@ -1887,6 +1896,8 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: 
         exact too. A loss depending on a basis or on the phases of complex singular
         vectors raises GaugeError, and so does one through both ``u_i`` and ``v_i`` of a
         singular value at 0, whose relative sign jumps there (see ``docs/linalg.md``).
+        In forward mode the vectors of a repeated value and the null spaces come turned
+        to the basis the tangent continues them from, as :func:`eigh`'s.
     """
     _check_eps("svd", eps)
     if not compute_uv:
