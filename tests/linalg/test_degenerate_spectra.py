@@ -1025,3 +1025,26 @@ def test_jvp_of_eig_vectors_raises_where_the_level_does_not_split_smoothly():
         yaad.func.jvp(rec, (a,), (e,))
     with pytest.raises(GaugeError, match="batched"):
         yaad.func.jacfwd(rec)(a)
+
+
+@pytest.mark.parametrize("seed", range(FUZZ))
+def test_fuzz_forward_mode_through_the_vectors_of_random_levels(seed):
+    # The random draw's matrices (levels repeated exactly, within the tolerance, or split by
+    # 0.1 or more; values at 0): the JVP of V w^2 V^H (eigh), V w^2 V^-1 (eig) and
+    # U S^2 U^H (svd) against the analytic a e + e a (a e^H + e a^H), in the drawn basis.
+    rng, a, _, c = _program(zlib.crc32(b"forward vectors") + seed)
+    n = a.shape[0]
+    h = (a + a.conj().T) / 2
+    e = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if c else 0)
+    he = (e + e.conj().T) / 2
+    cases = [
+        (lambda x: (lambda w, v: (v * w[None, :] ** 2) @ _ct(v))(*L.eigh(x)), h, he,
+         h @ he + he @ h),
+        (lambda x: (lambda w, v: (v * w[None, :] ** 2) @ L.inv(v))(*L.eig(x)), h, he,
+         h @ he + he @ h),
+        (lambda x: (lambda u, s, vh: (u * s[None, :] ** 2) @ _ct(u))(*L.svd(x)), a, e,
+         a @ e.conj().T + e @ a.conj().T),
+    ]
+    for f, x, t, want in cases:
+        got = np.asarray(yaad.func.jvp(f, (x,), (t,))[1])
+        np.testing.assert_allclose(got, want, atol=1e-9 * max(1.0, np.abs(want).max()))
