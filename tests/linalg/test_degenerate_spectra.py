@@ -827,6 +827,44 @@ def test_jvp_of_functions_of_a_degenerate_level_is_exact_in_every_basis(c):
     np.testing.assert_allclose(scalars, scalars[0], atol=1e-11)
 
 
+def right_limit_derivative(f, x, e, h=1e-5):
+    """``d/dt f(x + t e)`` at ``t -> 0+`` from ``t = h, 2h, 3h`` only (``f(x)`` itself may
+    be another member of a degenerate level): the slope at 0 of the parabola through them."""
+    return (-5 * f(x + h * e) + 8 * f(x + 2 * h * e) - 3 * f(x + 3 * h * e)) / (2 * h)
+
+
+@pytest.mark.parametrize("c", [False, True])
+def test_jvp_of_a_single_member_of_a_level_is_its_one_sided_derivative(c):
+    # A member's vector inside a level has no derivative, but along a direction that splits
+    # the level into distinct values it has one from the right: the basis the level
+    # continues from, turned inside the level at first order by second-order perturbation
+    # theory. Its projector and |v^H B v| (phase-free) against one-sided differences, for
+    # members of the triplet and of the level 0, in two bases (without the turn: 0.07-13
+    # off).
+    for seed in range(2):
+        h, _ = rotated(c, seed=seed)
+        rng = np.random.default_rng(seed)
+        e, b = _herm_draw(rng, 16, c), _herm_draw(rng, 16, c)
+        for m in (1, 3, 5):
+            for f, ref in _member_functions(m, b):
+                got = np.asarray(yaad.func.jvp(f, (h,), (e,))[1])
+                np.testing.assert_allclose(got, right_limit_derivative(ref, h, e), atol=1e-4)
+
+
+def _member_functions(m, b):
+    """Phase-free functions of the eigenvector ``m`` of eigh: (yaad, NumPy) pairs."""
+    def vec(x):
+        return L.eigh(x)[1][:, m]
+
+    def vec_ref(x):
+        return np.linalg.eigh(x)[1][:, m]
+
+    return [(lambda x: (lambda v: v[:, None] @ yaad.conj(v)[None, :])(vec(x)),
+             lambda x: np.outer(vec_ref(x), vec_ref(x).conj())),
+            (lambda x: yaad.abs(yaad.sum(yaad.conj(vec(x)) * (b @ vec(x)))),
+             lambda x: abs(vec_ref(x).conj() @ b @ vec_ref(x)))]
+
+
 def _svd_functions(m, n):
     def parts(x, full):
         u, s, vh = L.svd(x, full_matrices=full)

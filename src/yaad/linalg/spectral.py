@@ -643,8 +643,26 @@ def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any
         r = level_rotation(w, v, t, tol)
         if r is not None:  # a degenerate level: its one-sided derivative, in any basis
             dp = matmul(mH(r), matmul(dp, r))
+            turn = _turn_inside_levels(dp, f, w, tol)  # in the basis V R
+            dv = dv + matmul(v, matmul(r, matmul(turn, mH(r))))
     dw = diag(dp)
     return (real(dw) if is_complex(dw) else dw), dv
+
+
+def _turn_inside_levels(dp: Any, f: Any, w: Any, tol: Any) -> Any:
+    """The tangent of the vectors ``V R`` of a degenerate level inside it (the coefficients
+    on the level's own vectors), along the tangent whose compression ``dp`` (``R^H V^H
+    herm(t) V R``) is diagonal on each level: second-order perturbation theory,
+    ``(sum_j dp_mj dp_jn / (l - w_j)) / (mu_n - mu_m)`` (``j`` off the level, ``mu`` the
+    diagonal), the turn that makes the members' vectors follow their split. Anti-Hermitian,
+    so no function of the level's span sees it; a function of single members' vectors
+    (``|v_m^H B v_m|``) needs it for its one-sided derivative. Pairs whose ``mu`` are equal
+    too (a sub-level the tangent leaves degenerate) get 0: higher orders decide them."""
+    mu = diag(dp)
+    mu = real(mu) if is_complex(mu) else mu
+    inside = degenerate_pairs(w, tol, nonzero=False)
+    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, mu.shape[-1]), None)
+    return where(inside, matmul(dp, f * dp) * split, 0)
 
 
 # ---- degenerate levels at second order ------------------------------------------------------
