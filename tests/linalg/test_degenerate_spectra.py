@@ -1052,6 +1052,30 @@ def test_jvp_of_functions_of_a_degenerate_level_of_eig_is_exact(c):
     np.testing.assert_allclose(scalars, scalars[0], atol=1e-10)
 
 
+def test_jvp_of_a_single_member_of_a_level_of_eig_is_its_one_sided_derivative():
+    # As eigh's: V diag(1, 1, 2, -3) V^-1 along a complex direction that splits the level;
+    # each member's spectral projector v_m (V^-1)_m (free of the vector's scale) against
+    # one-sided differences, the member found by its eigenvalue's tangent.
+    rng = np.random.default_rng(6)
+    s = rng.standard_normal((4, 4)) + 2 * np.eye(4)
+    a = (s @ np.diag([1.0, 1.0, 2.0, -3.0]) @ np.linalg.inv(s)).astype(complex)
+    e = rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4))
+    (w, _), (dw, _) = yaad.func.jvp(lambda x: tuple(L.eig(x)), (a,), (e,))
+    w, dw = np.asarray(w), np.asarray(dw)
+    level = np.flatnonzero(np.abs(w - 1) < 1e-8)
+    assert len(level) == 2
+    for j in level:
+        def ref(x, rate=dw[j]):
+            ww, vv = np.linalg.eig(x)
+            i = np.argmin(np.abs(ww - (1 + rate * (x - a)[0, 0] / e[0, 0])))
+            return np.outer(vv[:, i], np.linalg.inv(vv)[i])
+
+        got = np.asarray(yaad.func.jvp(
+            lambda x: (lambda w, v: v[:, j:j + 1] @ L.inv(v)[j:j + 1])(*L.eig(x)),  # noqa: B023
+            (a,), (e,))[1])
+        np.testing.assert_allclose(got, right_limit_derivative(ref, a, e), atol=1e-4)
+
+
 def test_jvp_of_eig_vectors_raises_where_the_level_does_not_split_smoothly():
     # A tangent whose block on the level is a Jordan block: the level splits as sqrt(t),
     # no derivative, no basis: GaugeError. So does jacfwd (a basis for each direction).

@@ -657,9 +657,10 @@ def _turn_inside_levels(dp: Any, f: Any, w: Any, tol: Any) -> Any:
     diagonal), the turn that makes the members' vectors follow their split. Anti-Hermitian,
     so no function of the level's span sees it; a function of single members' vectors
     (``|v_m^H B v_m|``) needs it for its one-sided derivative. Pairs whose ``mu`` are equal
-    too (a sub-level the tangent leaves degenerate) get 0: higher orders decide them."""
+    too (a sub-level the tangent leaves degenerate) get 0: higher orders decide them. The
+    same for eig, with ``dp = X^-1 V^-1 t V X`` (the left eigenvectors in ``V^-1``)."""
     mu = diag(dp)
-    mu = real(mu) if is_complex(mu) else mu
+    mu = real(mu) if is_complex(mu) and not is_complex(w) else mu  # (eig: complex values)
     inside = degenerate_pairs(w, tol, nonzero=False)
     split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, mu.shape[-1]), None)
     return where(inside, matmul(dp, f * dp) * split, 0)
@@ -1035,12 +1036,25 @@ def _eig_jvp(t: Any, ans: Any, a: Any, eps: Any = None) -> Any:
     dp = solve(v, matmul(t, v))
     tol = degeneracy_tol(w, w.shape[-1], a)
     c = inverse_gaps(row(w) - col(w), tol, eps) * dp
-    c = c - real_diag_matrix(matmul(matmul(mH(v), v), c))  # keep the columns of unit norm
     dw = diag(dp)
     split = _eig_level_split(w, dp, t, tol) if eps is None else None
-    if split is not None:  # a degenerate level: its one-sided derivative, in any basis
-        x, x_inv = split
-        dw = diag(matmul(x_inv, matmul(dp, x)))
+    if split is None:
+        c = c - real_diag_matrix(matmul(matmul(mH(v), v), c))  # keep the columns of unit norm
+        return dw, matmul(v, c)
+    # A degenerate level: its one-sided derivative, in any basis. In forward mode eig()
+    # returns the basis W = V X diag(1/n) (unit columns) the level continues from: the
+    # coefficients there, with the turn inside the levels, normalised, then back in V's.
+    x, x_inv = split
+    turned = matmul(x_inv, matmul(dp, x))
+    dw = diag(turned)
+    f = inverse_gaps(row(w) - col(w), tol, None)
+    cw = matmul(x_inv, matmul(c, x)) + _turn_inside_levels(turned, f, w, tol)
+    (vd,) = _on_host(v)
+    n = _like(np.sqrt(np.sum(np.abs(vd @ data_of(x)) ** 2, axis=-2)), t)
+    wd = _like(vd @ data_of(x) / n[..., None, :], t)
+    cw = cw * col(n) / row(n)
+    cw = cw - real_diag_matrix(matmul(matmul(mH(wd), wd), cw))
+    c = matmul(x, matmul(cw * row(n) / col(n), x_inv))
     return dw, matmul(v, c)
 
 
@@ -1174,14 +1188,8 @@ def eig_along_tangent(a: Any, w: Any, v: Any) -> Any:
                     "diagonalisable: the level splits as a square root of the step, so it "
                     "has no derivative and no basis continues it. Use the eigenvalues' "
                     "symmetric functions (a trace), or lift the degeneracy.")
-            vx = vd @ x
-            m = x / np.sqrt(np.sum(np.abs(vx) ** 2, axis=-2))[..., None, :]
-            vm = _like(vd @ m, t)
-            turned_v = matmul(v, _like(m, t))
-            # the tangent's part along each column's own length taken out (unit norm):
-            # a value 0 (unit columns) whose tangent is Re(v_j^H dv_j)
-            length = real(_sum(conj(vm) * turned_v, axis=-2)) - 1
-            return turned_v - vm * row(length)
+            m = x / np.sqrt(np.sum(np.abs(vd @ x) ** 2, axis=-2))[..., None, :]
+            return matmul(v, _like(m, t))  # (the rule's tangent keeps unit columns)
     _gauge_check("linalg.eig", "use linalg.eigvals", "a direction that mixes it", tans,
                  _eig_mixing, w, v, a)
     return v
