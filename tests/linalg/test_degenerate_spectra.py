@@ -911,6 +911,38 @@ def test_jvp_of_functions_of_repeated_and_zero_singular_values_is_exact(shape, c
                 np.testing.assert_allclose(got, want, atol=1e-8, err_msg=f"{name} {full}")
 
 
+@pytest.mark.parametrize("c", [False, True])
+@pytest.mark.parametrize("shape", [(4, 4), (6, 4), (4, 5)])
+def test_jvp_of_a_single_pair_of_a_repeated_singular_value_is_its_one_sided_derivative(
+        shape, c):
+    # s = (3, 3, 1, 0.5): each member of the pair at 3 has, along a direction that splits
+    # it, a derivative from the right; its projectors u u^H and v v^H (free of the pair's
+    # phase) against one-sided differences, the member found by its value's tangent (the
+    # turn inside the level, from the Hermitian dilation [[0, a], [a^H, 0]], was missing).
+    rng = np.random.default_rng(16)
+    a = _with_singular_values([3.0, 3.0, 1.0, 0.5], c, seed=2, shape=shape)
+    e = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if c else 0)
+    ds = np.asarray(yaad.func.jvp(L.svdvals, (a,), (e,))[1])
+    for j in (0, 1):
+        for side in (0, 1):
+            def ref(x, rate=ds[j], side=side):
+                uu, ss, vv = np.linalg.svd(x)
+                i = np.argmin(np.abs(ss - (3 + rate * ((x - a)[0, 0] / e[0, 0]).real)))
+                return (np.outer(uu[:, i], uu[:, i].conj()) if side == 0 else
+                        np.outer(vv[i].conj(), vv[i]))
+
+            got = np.asarray(yaad.func.jvp(lambda x: _pair_projector(x, j, side), (a,),  # noqa: B023
+                                           (e,))[1])
+            np.testing.assert_allclose(got, right_limit_derivative(ref, a, e), atol=1e-4)
+
+
+def _pair_projector(x, j, side):
+    u, _, vh = L.svd(x, full_matrices=False)
+    if side == 0:
+        return u[:, j:j + 1] @ _ct(u[:, j:j + 1])
+    return _ct(vh[j:j + 1]) @ vh[j:j + 1]
+
+
 def _analytic_svd(name, a, e):
     ah, eh = a.conj().T, e.conj().T
     return e @ ah + a @ eh if name == "U S^2 U^H" else eh @ a + ah @ e
