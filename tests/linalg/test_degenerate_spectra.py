@@ -1142,3 +1142,17 @@ def test_fuzz_forward_mode_through_the_vectors_of_random_levels(seed):
     for f, x, t, want in cases:
         got = np.asarray(yaad.func.jvp(f, (x,), (t,))[1])
         np.testing.assert_allclose(got, want, atol=1e-9 * max(1.0, np.abs(want).max()))
+
+
+def test_jvp_of_reconstructions_through_degenerate_levels_on_array_api_strict():
+    # Arrays of another library on the CPU: the levels turn as NumPy's do (read through
+    # DLPack), and the results stay that library's arrays.
+    import array_api_strict as xp
+    rng = np.random.default_rng(17)
+    q = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    a = q @ np.diag([2.0, 2.0, 1.0, 0.0]) @ q.T  # a repeated eigenvalue, a zero singular value
+    t = _herm_draw(rng, 4, False)
+    for f in (_eigh_rec, lambda x: (lambda u, s, vh: (u * s[..., None, :]) @ vh)(*L.svd(x))):
+        out = yaad.func.jvp(f, (yaad.tensor(xp.asarray(a)),), (yaad.tensor(xp.asarray(t)),))[1]
+        assert type(out.data).__module__.startswith("array_api_strict")
+        np.testing.assert_allclose(np.from_dlpack(out.data), t, atol=1e-12)

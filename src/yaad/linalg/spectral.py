@@ -710,8 +710,9 @@ def level_rotation(w: Any, v: Any, t: Any, tol: Any) -> Any:
 # eigenvalues, its off-diagonal part is lost. So in forward mode the public functions
 # turn the level's vectors to that basis (an equally valid eigenbasis of ``a``, by a
 # constant unitary, so the tangent turns with them) and the rules, which choose the same
-# rotation, give the eigenvalues in the same order; the vectors' part inside the level is
-# 0, which no function of the level's span sees.
+# rotation, give the eigenvalues in the same order, and the vectors' turn inside the level
+# (second-order perturbation theory: _turn_inside_levels, _svd_turn), which no function of
+# the level's span sees and a single member's vector needs.
 
 
 def _forward_tangents(a: Any) -> dict[int, Any]:
@@ -1157,10 +1158,9 @@ def eig_along_tangent(a: Any, w: Any, v: Any) -> Any:
     """The eigenvectors ``v`` of ``eig(a)``, in forward mode turned inside each degenerate
     level to the basis the tangent of ``a`` splits it from (``V X``, ``X^-1 V^-1 da V X``
     diagonal on the level, :func:`_eig_level_split`), columns of unit norm: a
-    reconstruction ``V diag(w) V^-1`` has the tangent ``da``. The columns' tangents keep
-    their unit norm (the part along each column's own length is taken out); inside the
-    level they differ from the rule's at that basis by a change of basis of the level,
-    which no function of its span and values sees. Raises :class:`GaugeError` where no
+    reconstruction ``V diag(w) V^-1`` has the tangent ``da``; the rule gives the tangent
+    of that basis (unit columns, turned inside the level as the members split). Raises
+    :class:`GaugeError` where no
     basis can be chosen, or where the tangent's block on a level is not diagonalisable
     (the level then splits as a square root: no derivative)."""
     tans = _forward_tangents(a)
@@ -1482,7 +1482,7 @@ def _svd_turn(s: Any, u: Any, vh: Any, t: Any, dp: Any, fm: Any, fp: Any, sinv: 
     xp = namespace(ru)
     eye = xp.eye(k, dtype=xp.bool)
     member = xp.any(flat, axis=-1)
-    q = _like(np.where(flat | (eye & member[..., :, None]), ru, np.eye(k, dtype=ru.dtype)), t)
+    q = xp.where(flat | (eye & member[..., :, None]), ru, xp.eye(k, dtype=ru.dtype))
     u1, v1 = u[..., :k], mH(vh)[..., :k]
     dq = matmul(mH(q), matmul(dp, q))
     dqh = mH(dq)
