@@ -22,7 +22,7 @@ from setuptools.command.build_ext import build_ext
 
 # The modules of the eager hot path (what compiling them gains: docs/performance.md,
 # "The compiled build").
-COMPILED = ("core.graph", "core.tensor", "core.op", "core.engine", "core.gradients")
+COMPILED = ("core.graph", "core.tensor", "core.op", "core.engine", "core.gradients", "core.views")
 
 DIRECTIVES = {
     "language_level": 3,

@@ -1,7 +1,9 @@
 """The op call's specialised one- and two-input paths build the node the general path builds.
 
 ``op.py`` records most calls through paths specialised by hand for one and two tensor
-inputs (the per-op overhead of benchmarks W3 and W8), beside the general ``op.apply``. For
+inputs, and for one tensor input with more arguments that are not tensors (an index, a
+shape: ``_call_first``) (the per-op overhead of benchmarks W3, W8 and W9), beside the
+general ``op.apply``. For
 every op of yaad that those paths serve, each call drawn from the op-case table runs both
 ways, with every mix of tensor and plain operands: the outputs, the recorded nodes (field
 by field) and the gradients of a random cotangent must be the same.
@@ -25,6 +27,7 @@ FAST = sorted(name for name, spec in builtin_ops().items() if _fast_arity(spec))
 RAN: set = set()  # ops whose comparison ran (all, unless tests were deselected)
 COMPARED: set = set()  # ops for which a call recorded a node on both paths
 REFUSED: set = set()  # ops for which a call of the specialised arity raised on both paths
+STATIC: set = set()  # ops of one input compared on calls with more arguments (_call_first)
 
 
 class _Recorder:
@@ -82,7 +85,7 @@ def _same_value(a, b, what: str) -> None:
         assert type(a) is type(b) and a.dtype == b.dtype, what
         np.testing.assert_array_equal(a, b, err_msg=what, strict=True)
     else:
-        assert type(a) is type(b) and (a == b or a is b), what
+        assert type(a) is type(b) and (a is b or a == b), what
 
 
 def _same_node(fast: Node | None, general: Node | None, name: str) -> None:
@@ -132,7 +135,9 @@ def check_paths(spec, args: tuple, rng: np.random.Generator) -> int:
     """Run ``spec`` on ``args`` both ways for each mix of operands; the number of mixes
     that recorded a node."""
     recorded = 0
-    for mix in itertools.product(("grad", "const", "plain"), repeat=len(args)):
+    hows = [("grad", "const", "plain") if isinstance(a, np.ndarray) else ("plain",)
+            for a in args]
+    for mix in itertools.product(*hows):
         if not any(isinstance(a, np.ndarray) and how != "plain" for a, how in zip(args, mix)):
             continue  # no tensor: plain NumPy, no path to compare
         inputs = _inputs(args, mix)
@@ -196,9 +201,10 @@ def _calls_of(name: str, data) -> list:
         case = CASES[data.draw(st.sampled_from(sorted(DIRECT[name])))]
         dtype = data.draw(st.sampled_from(case.dtypes))
         call: Call = case.draw(data, dtype)
-        # (a call with keyword or more arguments takes the general path: the first
-        # ``arity`` arguments alone, when valid, take the specialised one)
-        return [call.args[:arity]] if len(call.args) >= arity else []
+        # (a call with keyword arguments takes the general path: the first ``arity``
+        # arguments alone, when valid, take the specialised one; an op of one input
+        # called with more positional arguments takes _call_first)
+        return _with_static(call.args, arity, bool(call.kwargs))
     calls = []
     for key in _cases_reaching(name):
         case = CASES[key]
@@ -218,13 +224,23 @@ def _calls_of(name: str, data) -> list:
         finally:
             state.tracer = prev
             state.refresh()
-        calls += [tuple(a._data if isinstance(a, yaad.Tensor) else a for a in args[:arity])
-                  for spec_, args, kw in recorder.calls
-                  if spec_ is spec and len(args) >= arity]
+        calls += [c for spec_, args, kw in recorder.calls if spec_ is spec
+                  for c in _with_static(tuple(a._data if isinstance(a, yaad.Tensor) else a
+                                              for a in args), arity, bool(kw))]
         if calls:
             break
     # (an op called only inside rules, as repeat's VJP calls repeat_sum: a plain vector)
     return calls or [tuple(np.linspace(0.5, 1.5, 3) for _ in range(arity))]
+
+
+def _with_static(args: tuple, arity: int, keywords: bool) -> list:
+    """The calls to compare for a call with positional ``args``: its first ``arity``
+    arguments (the specialised arity), and, for an op of one input called with more
+    positional arguments and no keywords, the whole call (``_call_first``)."""
+    calls = [args[:arity]] if len(args) >= arity else []
+    if arity == 1 and len(args) > 1 and not keywords:
+        calls.append(args)
+    return calls
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning",
@@ -240,6 +256,8 @@ def test_specialised_paths_build_the_general_node(name, data):
     for args in _calls_of(name, data):
         if check_paths(spec, args, rng):
             COMPARED.add(name)
+            if len(args) > _fast_arity(spec):
+                STATIC.add(name)
 
 
 def test_the_comparison_sees_a_difference():
@@ -260,3 +278,11 @@ def test_zz_every_specialised_op_was_compared():
     rules are fewer than the arguments every call needs)."""
     missing = sorted(RAN - COMPARED - REFUSED)
     assert missing == [], f"ops with a specialised path but no node compared: {missing}"
+
+
+def test_zz_calls_with_more_arguments_were_compared():
+    """The one-input ops that take an index, a shape or axes were compared on such calls
+    (``_call_first``), not only on calls of their one input."""
+    if len(RAN) < len(FAST):
+        pytest.skip("the comparisons were deselected")
+    assert {"getitem", "reshape", "transpose", "moveaxis"} <= STATIC, sorted(STATIC)

@@ -17,8 +17,8 @@ from .edges import next_functions
 from .errors import error
 from .versions import _detached, _modified, clock, mark_detached, mark_modified, version_of
 
-__all__ = ["Node", "ShapeDtype", "NodeExtra", "UNARY", "clock", "record_node", "new_node",
-           "extra_of", "check_saved", "mark_modified", "mark_detached", "version_of"]
+__all__ = ["Node", "ShapeDtype", "shape_dtype", "NodeExtra", "UNARY", "clock", "record_node",
+           "new_node", "extra_of", "check_saved", "mark_modified", "mark_detached", "version_of"]
 
 try:  # Cython's pure-Python mode: the compiled build reads Node's decorators below
     import cython  # type: ignore[import-untyped, unused-ignore]
@@ -28,6 +28,9 @@ except ImportError:
 ndarray = np.ndarray
 UNARY = object()  # Node.e1 of a node with one input (neither a Node nor a tuple: no edge)
 
+# A C type in the compiled build (graph.pxd): a node that keeps an input's shape and dtype
+# makes one per call (indexing, reshape: see op._kept), through :func:`shape_dtype`.
+@cython.cclass
 class ShapeDtype:
     """Shape and dtype of an input whose value the rules do not need (saves memory)."""
 
@@ -99,6 +102,14 @@ class Node:
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
         """PyTorch's view of the edges (see :func:`yaad.core.edges.next_functions`)."""
         return next_functions(self)
+
+
+def shape_dtype(shape: tuple[int, ...], dtype: np.dtype[Any]) -> ShapeDtype:
+    """``ShapeDtype(shape, dtype)``, made without a call of ``__init__`` (the op call's)."""
+    sd = ShapeDtype.__new__(ShapeDtype)
+    sd.shape = shape
+    sd.dtype = dtype
+    return sd
 
 
 def record_node(op: Any, args: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any,

@@ -4,7 +4,7 @@
 # of op.Op is declared here, with the same meaning.
 import cython
 
-from yaad.core.graph cimport Node, new_node
+from yaad.core.graph cimport Node, new_node, shape_dtype
 
 
 cdef class Op:
@@ -16,6 +16,9 @@ cdef class Op:
 cdef _call_any(Op spec, tuple args, dict kw)
 cdef _call2(Op spec, tuple args)
 cdef _call1(Op spec, tuple args)
+
+@cython.locals(i=cython.Py_ssize_t, n=cython.Py_ssize_t, array=cython.bint)
+cdef _call_first(Op spec, tuple args)
 cdef _output(Op spec, tuple args, ans, Node node, bint rec, bint views)
 cdef Node _record(Op spec, tuple arrays, kw, ans, tuple parents)
 cdef bint _some_none(tuple parents)

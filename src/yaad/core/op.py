@@ -31,7 +31,7 @@ from .backend import PLAIN_TYPES, BackendError, any_foreign, is_foreign, is_inex
 from .backend import call as call_foreign
 from .errors import error, with_op_name
 from .grad_mode import state
-from .graph import Node, ShapeDtype, new_node
+from .graph import Node, ShapeDtype, new_node, shape_dtype
 from .tensor import Tensor, make_tensor
 from .views import note_view, note_views
 
@@ -249,12 +249,16 @@ def _make_function(spec: Op) -> OpFunction:
     fast = _fast_arity(spec)
 
     # Calls of one or two positional arguments take the general ``apply`` specialised by
-    # hand (_call1, _call2): they run for nearly every operation, where each attribute
-    # access shows in the per-op overhead (see benchmarks W3 and W8).
+    # hand (_call1, _call2), and so do calls of an op of one input with more positional
+    # arguments that are not tensors (_call_first: indexing, reshape): they run for nearly
+    # every operation, where each attribute access shows in the per-op overhead (see
+    # benchmarks W3, W8 and W9).
     # tests/core/test_node_paths.py checks, for every op, that they build the node and the
     # gradients ``apply`` does.
     def call(*args: Any, **kw: Any) -> Any:
         if kw or len(args) != fast:
+            if fast == 1 and not kw:  # (one input and more arguments: x[idx], reshape(x, s))
+                return _call_first(spec, args)
             return _call_any(spec, args, kw)
         if fast == 2:
             return _call2(spec, args)
@@ -351,6 +355,48 @@ def _call1(spec: Op, args: tuple[Any, ...]) -> Any:
     if rec and x.requires_grad and (spec.elementwise or ans.dtype.kind in "fc"):
         node = _record(spec, (xd,), None, ans, (x._node or x,))
     return _output(spec, args, ans, node, rec, not spec.save_args and type(ans) is ndarray)
+
+
+def _call_first(spec: Op, args: tuple[Any, ...]) -> Any:
+    """``apply`` for an op of one input (``_fast_arity`` 1) called with more positional
+    arguments: the input a tensor of NumPy data, the others (an index, a shape, axes) of
+    types that are never another library's array, or tuples of those. Anything else takes
+    the general path."""
+    x = args[0]
+    if not isinstance(x, Tensor):
+        return _call_any(spec, args, {})
+    n = len(args)
+    for i in range(1, n):
+        a = args[i]
+        if type(a) in PLAIN_TYPES:
+            continue
+        if type(a) is not tuple:
+            return _call_any(spec, args, {})
+        for v in a:  # (an index: integers, slices, index arrays; not tensors)
+            if type(v) not in PLAIN_TYPES:
+                return _call_any(spec, args, {})
+    st = state
+    if st.modes_on:
+        return run_modes(spec, args, {})
+    xd = x._data
+    if type(xd) is not ndarray:
+        return apply(spec, args, {})
+    arrays = (xd,) + args[1:]
+    try:
+        ans = spec.forward(*arrays)
+    except Exception as e:
+        raise with_op_name(e, spec.name) from e
+    array = type(ans) is ndarray
+    if array and ans.dtype.hasobject:
+        for a in arrays:
+            _refuse_object_operand(spec, a)
+    node = None
+    rec = st.enabled
+    if rec and x.requires_grad and (ans.dtype.kind in "fc" if array else is_inexact(ans)):
+        parents: Any = [None] * n
+        parents[0] = x._node or x
+        node = _record(spec, arrays, None, ans, tuple(parents))
+    return _output(spec, args, ans, node, rec, not spec.save_args and array)
 
 
 def _output(spec: Op, args: tuple[Any, ...], ans: Any, node: Node | None, rec: bool,
@@ -543,7 +589,7 @@ def _kept(spec: Op, arrays: tuple[Any, ...], j: int, parents: tuple[Any, ...], a
         return a
     if spec.elementwise and a.shape == ans.shape and a.dtype is ans.dtype:
         return None
-    return ShapeDtype(a.shape, a.dtype)
+    return shape_dtype(a.shape, a.dtype)
 
 
 def _wrap_outputs(spec: Op, ans: Any, node: Node | None) -> Any:

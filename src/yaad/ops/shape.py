@@ -1314,9 +1314,18 @@ def _scatter_into(acc, g, ans, a, idx):
     return acc
 
 
+_ELLIPSIS = (Ellipsis,)
+
+
 def _getitem(a, idx):
     # An element (x[1], x[0, 2]) is a 0-d view, as in PyTorch, where NumPy gives a scalar
-    # copy: in-place changes of the element and of x then see each other.
+    # copy: in-place changes of the element and of x then see each other. A trailing
+    # Ellipsis changes no other index (an index with one already raises: the general way).
+    if type(idx) is tuple and type(a) is ndarray:
+        try:
+            return a[idx + _ELLIPSIS]
+        except IndexError:
+            pass
     out = a[idx]
     if type(out) is ndarray or not isinstance(a, ndarray):
         return out
