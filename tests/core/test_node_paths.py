@@ -1,8 +1,9 @@
 """The op call's specialised one- and two-input paths build the node the general path builds.
 
 ``op.py`` records most calls through paths specialised by hand for one and two tensor
-inputs, and for one tensor input with more arguments that are not tensors (an index, a
-shape: ``_call_first``) (the per-op overhead of benchmarks W3, W8 and W9), beside the
+inputs, for one tensor input with more arguments that are not tensors (an index, a
+shape: ``_call_first``), and for variadic ops (einsum's contractions, stack, concatenate:
+``_call_variadic``) (the per-op overhead of benchmarks W3, W8 and W9), beside the
 general ``op.apply``. For
 every op of yaad that those paths serve, each call drawn from the op-case table runs both
 ways, with every mix of tensor and plain operands: the outputs, the recorded nodes (field
@@ -96,7 +97,7 @@ def _same_node(fast: Node | None, general: Node | None, name: str) -> None:
     assert len(fast.args) == len(general.args), name
     for k, (a, b) in enumerate(zip(fast.args, general.args)):
         _same_value(a, b, f"{name}: saved input {k}")
-    assert fast.kw is None and general.kw is None, name
+    assert fast.kw == general.kw, name
     _same_value(fast.ans, general.ans, f"{name}: saved output")
     assert len(fast.parents) == len(general.parents) and all(
         a is b for a, b in zip(fast.parents, general.parents)), f"{name}: parents"
@@ -131,9 +132,10 @@ def _gradients(out, inputs: tuple, cotangent) -> list:
     return yaad.autograd.grad(out, wanted, cotangent, allow_unused=True)
 
 
-def check_paths(spec, args: tuple, rng: np.random.Generator) -> int:
-    """Run ``spec`` on ``args`` both ways for each mix of operands; the number of mixes
-    that recorded a node."""
+def check_paths(spec, args: tuple, rng: np.random.Generator, kw: dict | None = None) -> int:
+    """Run ``spec`` on ``args`` (and keywords ``kw``) both ways for each mix of operands;
+    the number of mixes that recorded a node."""
+    kw = kw or {}
     recorded = 0
     hows = [("grad", "const", "plain") if isinstance(a, np.ndarray) else ("plain",)
             for a in args]
@@ -141,8 +143,8 @@ def check_paths(spec, args: tuple, rng: np.random.Generator) -> int:
         if not any(isinstance(a, np.ndarray) and how != "plain" for a, how in zip(args, mix)):
             continue  # no tensor: plain NumPy, no path to compare
         inputs = _inputs(args, mix)
-        fast, fast_error = _run(spec.fn, *inputs)
-        general, general_error = _run(apply, spec, inputs, {})
+        fast, fast_error = _run(lambda *a: spec.fn(*a, **kw), *inputs)
+        general, general_error = _run(apply, spec, inputs, dict(kw))
         where = f"{spec.name} on {mix}"
         assert fast_error == general_error, f"{where}: {fast_error} vs {general_error}"
         if fast_error is not None:
@@ -170,7 +172,7 @@ def check_paths(spec, args: tuple, rng: np.random.Generator) -> int:
         # The engine runs a node's rules in its loop (the common case) or through
         # gradients.node_gradients (hooks, several outputs, create_graph, ...): a hook on
         # the output sends the same node the second way.
-        hooked = spec.fn(*inputs)
+        hooked = spec.fn(*inputs, **kw)
         hooked.register_hook(lambda g: None)
         with np.errstate(all="ignore"):
             g_hooked = _gradients(hooked, inputs, cot)
@@ -286,3 +288,47 @@ def test_zz_calls_with_more_arguments_were_compared():
     if len(RAN) < len(FAST):
         pytest.skip("the comparisons were deselected")
     assert {"getitem", "reshape", "transpose", "moveaxis"} <= STATIC, sorted(STATIC)
+
+
+def _variadic_calls() -> list:
+    rng = np.random.default_rng(3)
+    r = lambda *shape: rng.standard_normal(shape)
+    c = lambda *shape: r(*shape) + 1j * r(*shape)
+    return [
+        ("einsum", ("ij,jk->ik", r(3, 4), r(4, 5)), {}),
+        ("einsum", ("Zc,abc->abZ", c(2, 2), c(2, 2, 2)), {}),  # W9's gates
+        ("einsum", ("ii->i", r(3, 3)), {}),  # a view of the operand
+        ("einsum", ("i,i->", r(4).astype(np.float32), r(4).astype(np.float32)), {}),
+        ("einsum", ("ij,jk,kl->il", r(2, 3), c(3, 4), r(4, 2)), {}),
+        ("einsum", ("ij,j->i", np.arange(6).reshape(2, 3), np.arange(3)), {}),  # integers
+        ("stack", (r(2, 3), c(2, 3)), {"axis": 1}),
+        ("stack", (r(3), r(3)), {}),
+        ("concatenate", (r(2, 3), r(1, 3)), {"axis": 0}),
+        ("concatenate", (r(2, 3), r(2, 1)), {"axis": 1, "dtype": None}),
+        ("stack", (r(2), r(3)), {}),  # refused alike
+    ]
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("call", _variadic_calls(), ids=lambda c: f"{c[0]}-{c[1][0]}"
+                         if isinstance(c[1][0], str) else c[0])
+def test_variadic_path_builds_the_general_node(call):
+    """Variadic ops of one output (``_call_variadic``) build the node, the output (a view
+    where NumPy's is one) and the gradients ``apply`` does, keywords included."""
+    name, args, kw = call
+    spec = registry[name]
+    assert spec.variadic and spec.nout == 1
+    recorded = check_paths(spec, args, np.random.default_rng(0), kw)
+    floating = all(not isinstance(a, np.ndarray) or a.dtype.kind in "fc" for a in args)
+    refused = name == "stack" and args[0].shape != args[1].shape
+    assert (recorded > 0) == (floating and not refused), name
+
+
+def test_variadic_path_notes_views():
+    """A contraction that NumPy returns as a view of its operand (a diagonal) is a view
+    of the tensor on the variadic path too: an in-place change of the base is seen."""
+    x = yaad.tensor(np.arange(9.0).reshape(3, 3))
+    d = yaad.einsum("ii->i", x)
+    assert np.shares_memory(d._data, x._data)
+    x[1, 1] = 40.0
+    np.testing.assert_array_equal(d.numpy(), [0.0, 40.0, 8.0])

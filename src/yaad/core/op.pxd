@@ -19,6 +19,8 @@ cdef _call1(Op spec, tuple args)
 
 @cython.locals(i=cython.Py_ssize_t, n=cython.Py_ssize_t, array=cython.bint)
 cdef _call_first(Op spec, tuple args)
+@cython.locals(i=cython.Py_ssize_t, n=cython.Py_ssize_t, array=cython.bint, tensors=cython.bint)
+cdef _call_variadic(Op spec, tuple args, dict kw)
 cdef _output(Op spec, tuple args, ans, Node node, bint rec, bint views)
 cdef Node _record(Op spec, tuple arrays, kw, ans, tuple parents)
 cdef bint _some_none(tuple parents)

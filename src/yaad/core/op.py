@@ -247,6 +247,7 @@ def _fast_arity(spec: Op) -> int:
 
 def _make_function(spec: Op) -> OpFunction:
     fast = _fast_arity(spec)
+    variadic = bool(spec.variadic) and spec.nout == 1
 
     # Calls of one or two positional arguments take the general ``apply`` specialised by
     # hand (_call1, _call2), and so do calls of an op of one input with more positional
@@ -259,6 +260,8 @@ def _make_function(spec: Op) -> OpFunction:
         if kw or len(args) != fast:
             if fast == 1 and not kw:  # (one input and more arguments: x[idx], reshape(x, s))
                 return _call_first(spec, args)
+            if variadic:  # (einsum's contractions, stack, concatenate)
+                return _call_variadic(spec, args, kw)
             return _call_any(spec, args, kw)
         if fast == 2:
             return _call2(spec, args)
@@ -397,6 +400,62 @@ def _call_first(spec: Op, args: tuple[Any, ...]) -> Any:
         parents[0] = x._node or x
         node = _record(spec, arrays, None, ans, tuple(parents))
     return _output(spec, args, ans, node, rec, not spec.save_args and array)
+
+
+def _call_variadic(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+    """``apply`` for a variadic op of one output whose arguments are each a tensor of
+    NumPy data, a NumPy array or of a type that is never another library's array
+    (einsum's subscripts, stack's axis; no tensor among the keywords). Anything else
+    takes the general path."""
+    if kw:
+        for v in kw.values():
+            if type(v) not in PLAIN_TYPES:
+                return _call_any(spec, args, kw)
+    n = len(args)
+    arrays: Any = list(args)
+    tensors = False
+    for i in range(n):
+        a = args[i]
+        if isinstance(a, Tensor):
+            a = arrays[i] = a._data
+            if type(a) is not ndarray:
+                return apply(spec, args, {})
+            tensors = True
+        elif type(a) not in PLAIN_TYPES:
+            return _call_any(spec, args, kw)
+    if not tensors:
+        return _call_plain(spec, args, kw)
+    st = state
+    if st.modes_on:
+        return run_modes(spec, args, kw)
+    arrays = tuple(arrays)
+    try:
+        ans = spec.forward(*arrays, **kw)
+    except Exception as e:
+        raise with_op_name(e, spec.name) from e
+    array = type(ans) is ndarray
+    if array and ans.dtype.hasobject:
+        for a in arrays:
+            _refuse_object_operand(spec, a)
+    node = None
+    rec = st.enabled
+    if rec and (ans.dtype.kind in "fc" if array else is_inexact(ans)):
+        parents: Any = None
+        for i in range(n):
+            a = args[i]
+            if isinstance(a, Tensor) and a.requires_grad:
+                if parents is None:
+                    parents = [None] * n
+                parents[i] = a._node or a
+        if parents is not None:
+            node = _record(spec, arrays, kw, ans, tuple(parents))
+    out = _new(Tensor)
+    out._data = ans
+    out._node = node
+    out.requires_grad = node is not None
+    if not spec.save_args and array and ans.base is not None:
+        note_view(spec, args, kw, out, None, rec)
+    return out
 
 
 def _output(spec: Op, args: tuple[Any, ...], ans: Any, node: Node | None, rec: bool,

@@ -709,6 +709,19 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
         The contraction. Its gradients are einsums too (cached the same way); a label
         repeated in one operand (a diagonal) gets its gradient placed on that diagonal.
     """
+    if optimize is True and dtype is None and out is None and operands and type(operands[0]) is str:
+        # The usual call (subscripts, then arrays or tensors): its plan from the cache
+        # without normalising the arguments (an operand without a shape, a list, takes the
+        # general way below).
+        try:
+            shapes = tuple([o.shape for o in operands[1:]])
+            steps = _plan(operands[0], shapes, "auto")
+        except (AttributeError, ValueError):
+            pass
+        else:
+            if type(steps) is str:
+                return _contract(steps, *operands[1:])
+            return _run(steps, operands[1:])
     if out is not None:
         raise TypeError("einsum: out= is not supported (results are new tensors)")
     subscripts, ops = _split_args(operands)
