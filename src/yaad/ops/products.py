@@ -898,6 +898,22 @@ def _vjp_plan(subscripts: str, k: int, shapes: tuple) -> tuple:
 def _contract_vjp(i, g, ans, subscripts, *ops):
     k = i - 1
     steps, consts = _vjp_plan(subscripts, k, tuple([o.shape for o in ops]))
+    if (type(steps) is str and not consts and len(ops) == 2 and type(g) is np.ndarray
+            and type(ops[0]) is np.ndarray and type(ops[1]) is np.ndarray):
+        # A product of two NumPy arrays in a first-order backward (W9's gates): the
+        # calls of the general way below (_conj_product, _run, _contract_forward), inline.
+        a, b = ops[k], ops[1 - k]
+        if b.dtype.kind != "c":
+            r = _contract_forward(steps, g, b)
+        elif b.size > g.size + a.size:
+            r = _contract_forward(steps, g.conj() if g.dtype.kind == "c" else g, b)
+            if r.dtype.kind == "c":
+                r = r.conj()
+        else:
+            r = _contract_forward(steps, g, b.conj())
+        if r.shape != a.shape:
+            r = broadcast_to(r, np.broadcast_shapes(r.shape, a.shape))
+        return r
     if consts:
         xp = namespace(g)  # (NumPy for a tensor)
         extra = [xp.eye(n, dtype=g.dtype) if kind == "eye" else xp.ones(n, dtype=g.dtype)
