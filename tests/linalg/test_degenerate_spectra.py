@@ -1156,3 +1156,16 @@ def test_jvp_of_reconstructions_through_degenerate_levels_on_array_api_strict():
         out = yaad.func.jvp(f, (yaad.tensor(xp.asarray(a)),), (yaad.tensor(xp.asarray(t)),))[1]
         assert type(out.data).__module__.startswith("array_api_strict")
         np.testing.assert_allclose(np.from_dlpack(out.data), t, atol=1e-12)
+
+
+def test_jvp_of_a_hermitian_svd_through_repeated_and_zero_values():
+    # svd(hermitian=True): eigenvalues 2 and -2 are one repeated singular value (u and v of
+    # opposite signs there), and a double zero; U diag(S) Vh has the tangent e.
+    rng = np.random.default_rng(18)
+    q = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    for d in ([2.0, 2.0, 1.0, 0.0], [2.0, -2.0, 1.0, 0.5], [3.0, 3.0, 0.0, 0.0]):
+        a = q @ np.diag(d) @ q.T
+        e = _herm_draw(rng, 4, False)
+        got = yaad.func.jvp(lambda x: (lambda u, s, vh: (u * s[None, :]) @ vh)(
+            *L.svd(x, hermitian=True)), (a,), (e,))[1]
+        np.testing.assert_allclose(np.asarray(got), e, atol=1e-12)
