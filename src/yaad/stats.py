@@ -39,6 +39,7 @@ from .ops.elementwise import (
     arctan2,
     betainc,
     betaln,
+    digamma,
     exp,
     expm1,
     floor,
@@ -169,6 +170,7 @@ class _Continuous(_Distribution):
                  valid: Callable[..., Any] | None = None, safe: tuple[float, ...] = (),
                  doc: str = "") -> None:
         self.name = name
+        self.ends = _ENDS[name]
         self.params = _Params(name, shapes, (("loc", 0.0), ("scale", 1.0)))
         self.std = std
         self.lo, self.hi, self.open_lo = lo, hi, open_lo
@@ -182,7 +184,8 @@ class _Continuous(_Distribution):
             f"parameters.")
 
     def _standard(self, method: str, x: Any, args: tuple[Any, ...], kwds: dict[str, Any],
-                  closed: bool = False) -> tuple[Any, Any, Any, Any, list[Any], Any, Any]:
+                  closed: bool = False, end: str | None = None
+                  ) -> tuple[Any, Any, Any, Any, list[Any], Any, Any, Any]:
         *shapes, loc, scale = self.params.parse(method, args, kwds, x)
         ok = scale > 0
         if self.valid is not None:
@@ -194,24 +197,42 @@ class _Continuous(_Distribution):
         # scale is exactly 0, also where the standard function's derivative in z is
         # infinite there (gamma's cdf for a < 1; the chain rule gave inf * 0, NaN).
         z = where(u == 0, u / _constant(scale), u / scale)
-        below = (z <= self.lo) if self.open_lo and not closed else (z < self.lo)
-        above = z > self.hi
+        below = (z <= self.lo) if self.open_lo and not closed or end == "lo" else (z < self.lo)
+        above = (z >= self.hi) if end == "hi" else (z > self.hi)
+        if end is not None:  # (a cdf at x = +-inf: constant in every argument, its limit)
+            below, above = below | (z == -_INF), above | (z == _INF)
         inside = ~(below | above)
         mid = 1.0 if self.lo == -_INF or self.hi == _INF else 0.5 * (self.lo + self.hi)
         zs = where(inside, z, self.lo + 1.0 if self.hi == _INF and self.lo > -_INF else mid)
         us = where(inside, u, zs * scale) if "logpdf_u" in self.std else None
-        return ok, below, above, zs, shapes, scale, us
+        return ok, below, above, zs, shapes, scale, us, z
 
     def _piecewise(self, method: str, x: Any, args: tuple[Any, ...], kwds: dict[str, Any],
-                   f: Callable[..., Any], low: float, high: float) -> Any:
-        ok, below, above, zs, shapes, *_ = self._standard(method, x, args, kwds)
-        return where(ok, where(below, low, where(above, high, f(zs, *shapes))), _NAN)
+                   f: Callable[..., Any], low: Any, high: Any, end: str = "") -> Any:
+        """``f`` inside the support, ``low`` below it and ``high`` above it. ``end`` "lo"
+        (logcdf) or "hi" (logsf): the end where the value is ``log 0 = -inf``, with the
+        derivatives of ``self.ends`` there, and inside where the cdf (sf) underflows."""
+        ok, below, above, zs, shapes, scale, _, z = self._standard(method, x, args, kwds,
+                                                                   end=end)
+        inside = f(zs, *shapes)
+        if end:
+            *_, loc, _ = self.params.parse(method, args, kwds, x)
+            value = -_INF
+            for arg, slope in zip([x, loc, scale, *shapes], self.ends[end](scale, *shapes)):
+                value = value + _end_slope(arg, slope)
+            edge = z == (self.lo if end == "lo" else self.hi)
+            if end == "lo":
+                low = where(edge, value, low)
+            else:
+                high = where(edge, value, high)
+            inside = where(inside == -_INF, value, inside)
+        return where(ok, where(below, low, where(above, high, inside)), _NAN)
 
     def logpdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the probability density at ``x``."""
         # (an open edge, lognorm's 0, is computed as the limit from inside: -inf)
-        ok, below, above, zs, shapes, scale, us = self._standard(
-            "logpdf", x, args, kwds, closed="logpdf_u" in self.std)
+        ok, below, above, zs, shapes, scale, us, _ = self._standard(
+            "logpdf", x, args, kwds, closed="logpdf_u" in self.std, end=None)
         if "logpdf_u" in self.std:
             inside = self.std["logpdf_u"](us, scale, *shapes) - log(scale)
         else:
@@ -232,16 +253,64 @@ class _Continuous(_Distribution):
 
     def logcdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the cumulative distribution function."""
-        f = self.std.get("logcdf") or (lambda z, *s: log(self.std["cdf"](z, *s)))
-        return self._piecewise("logcdf", x, args, kwds, f, -_INF, 0.0)
+        f = self.std.get("logcdf") or (lambda z, *s: _log_of(self.std["cdf"], self.std["sf"],
+                                                              z, *s))
+        return self._piecewise("logcdf", x, args, kwds, f, -_INF, 0.0, "lo")
 
     def logsf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the survival function."""
-        f = self.std.get("logsf") or (lambda z, *s: log(self.std["sf"](z, *s)))
-        return self._piecewise("logsf", x, args, kwds, f, 0.0, -_INF)
+        f = self.std.get("logsf") or (lambda z, *s: _log_of(self.std["sf"], self.std["cdf"],
+                                                             z, *s))
+        return self._piecewise("logsf", x, args, kwds, f, 0.0, -_INF, "hi")
 
 
 _NAN = math.nan
+
+
+def _log_of(p: Callable[..., Any], q: Callable[..., Any], z: Any, *shapes: Any) -> Any:
+    """``log p(z)`` for a probability ``p = 1 - q``: ``log1p(-q)`` where ``q < 1/2`` (``log p``
+    lost every digit of a small ``q``: log(1 - 3.0e-16) came out -3.3e-16)."""
+    pz, qz = p(z, *shapes), q(z, *shapes)
+    small, under = qz < 0.5, pz == 0  # (under: p underflowed, log 0 without NumPy's warning)
+    return where(small, log1p(-where(small, qz, 0.0)),
+                 where(under, -_INF, log(where(small | under, 1.0, pz))))
+
+
+def _end_slope_vjp(g: Any, ans: Any, a: Any, slope: Any) -> Any:
+    return g * slope
+
+
+def _end_slope_vjp_slope(g: Any, ans: Any, a: Any, slope: Any) -> Any:
+    return 0 * g
+
+
+def _end_slope_jvp(t: Any, ans: Any, a: Any, slope: Any) -> Any:
+    return where(t == 0, 0.0, t * slope)  # (a tangent 0 moves nothing, also at slope inf)
+
+
+def _end_slope_forward(a: Any, slope: Any) -> Any:
+    shape = np.broadcast_shapes(np.shape(a), np.shape(slope))
+    return np.zeros(shape, np.result_type(a, slope))
+
+
+# 0 with the derivative ``slope`` in ``a`` (+-inf allowed: below a ``where`` the engine makes
+# 0 * inf a strong zero), 0 in ``slope``: the derivatives of a log-cdf at an end of the
+# support, where its value is -inf. An op of this module, as stats.shape_xlogy.
+_END_SLOPE = Op(forward=_end_slope_forward, name="stats.end_slope",
+                vjps=(_end_slope_vjp, _end_slope_vjp_slope),
+                jvps=(_end_slope_jvp, _end_slope_vjp_slope),
+                save_args=True, save_ans=False, nout=1, variadic=False, elementwise=True,
+                selects=False, linear=False)
+_END_SLOPE.batch = "broadcast"
+
+
+def _end_slope(a: Any, slope: Any) -> Any:
+    if isinstance(a, Tensor) or isinstance(slope, Tensor):
+        return apply(_END_SLOPE, (a, slope), {})
+    return _end_slope_forward(a, slope)
+
+
+_END_SLOPE.fn = _end_slope
 
 
 # ---- the standard forms ------------------------------------------------------------------
@@ -323,6 +392,41 @@ def _laplace_logcdf(z: Any) -> Any:
     return where(left, where(left, z, 0) - _LOG2, log1p(-0.5 * exp(-where(left, 0, z))))
 
 
+# The derivatives of logcdf at the lower end and of logsf at the upper end of the support,
+# in (x, loc, scale, *shapes): the limits from inside. Near a finite end, cdf ~ C z^p (p and C
+# functions of the shapes): (p / z) dz in x, loc and scale (-p / scale in the scale at z = 0,
+# which it does not move, +inf in the scale at z = 1, which it moves away), and p'(shape)
+# log z + C'/C in a shape (-inf, or C'/C where p does not depend on it). At an infinite end,
+# the limit of the derivative of the log tail's asymptotic form as x goes to it.
+_I = _INF
+
+
+def _t_end(s: Any, df: Any) -> tuple[Any, ...]:
+    # t's tails: cdf ~ C(df) |z|^-df, so 0 in x and loc, df / scale in the scale, -inf in df;
+    # at df = inf the normal's (+inf in x, the others the same)
+    normal, zero = df == _INF, 0.0 * s  # (zero: the precision of the parameters)
+    return where(normal, _I + zero, zero), where(normal, zero - _I, zero), df / s, -_I
+
+
+_ENDS: dict[str, dict[str, Callable[..., tuple[Any, ...]]]] = {
+    "norm": {"lo": lambda s: (_I, -_I, _I), "hi": lambda s: (-_I, _I, _I)},
+    "t": {"lo": _t_end, "hi": _t_end},
+    "cauchy": {"lo": lambda s: (0.0, 0.0, 1 / s), "hi": lambda s: (0.0, 0.0, 1 / s)},
+    "laplace": {"lo": lambda s: (1 / s, -1 / s, _I), "hi": lambda s: (-1 / s, 1 / s, _I)},
+    "gamma": {"lo": lambda s, a: (_I, -_I, -a / s, -_I),
+              "hi": lambda s, a: (-1 / s, 1 / s, _I, _I)},
+    "chi2": {"lo": lambda s, df: (_I, -_I, -0.5 * df / s, -_I),
+             "hi": lambda s, df: (-0.5 / s, 0.5 / s, _I, _I)},
+    "beta": {"lo": lambda s, a, b: (_I, -_I, -a / s, -_I, digamma(a + b) - digamma(b)),
+             "hi": lambda s, a, b: (-_I, _I, _I, digamma(a + b) - digamma(a), -_I)},
+    "expon": {"lo": lambda s: (_I, -_I, -1 / s), "hi": lambda s: (-1 / s, 1 / s, _I)},
+    "uniform": {"lo": lambda s: (_I, -_I, -1 / s), "hi": lambda s: (-_I, _I, _I)},
+    # cdf = ndtr(log z / s): the normal's tail in log z (0 in x and loc at z = inf)
+    "lognorm": {"lo": lambda scale, s: (_I, -_I, -_I, _I),
+                "hi": lambda scale, s: (0.0, 0.0, _I, _I)},
+}
+
+
 norm = _Continuous("norm", (), {
     "logpdf": lambda z: -0.5 * z * z - _LOG_SQRT_2PI,
     "cdf": ndtr, "sf": lambda z: ndtr(-z), "logcdf": log_ndtr, "logsf": lambda z: log_ndtr(-z),
@@ -348,15 +452,24 @@ beta = _Continuous("beta", ("a", "b"), {
 }, lo=0.0, hi=1.0, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), doc="beta")
 expon = _Continuous("expon", (), {
     "logpdf": lambda z: -z, "cdf": lambda z: -expm1(-z), "sf": lambda z: exp(-z),
-    "logsf": lambda z: -z, "logcdf": lambda z: log(-expm1(-z)),
+    "logsf": lambda z: -z, "logcdf": lambda z: _log_of(lambda v: -expm1(-v), lambda v: exp(-v), z),
 }, lo=0.0, doc="exponential")
 laplace = _Continuous("laplace", (), {
     "logpdf": lambda z: -_abs(z) - _LOG2,
     "cdf": _laplace_cdf, "sf": lambda z: _laplace_cdf(-z),
     "logcdf": _laplace_logcdf, "logsf": lambda z: _laplace_logcdf(-z),
 }, doc="Laplace (double exponential)")
+def _cauchy_logpdf(z: Any) -> Any:
+    # -log(pi) - log1p(z^2), written -2 log|z| - log1p(1 / z^2) for |z| > 1: z^2 overflowed
+    # beyond 1e154 (-inf, where SciPy's value is finite)
+    far = _abs(z) > 1
+    zf, zn = where(far, z, 2.0), where(far, 0.0, z)
+    return -math.log(math.pi) + where(far, -2 * log(_abs(zf)) - log1p((1 / zf) ** 2),
+                                      -log1p(zn * zn))
+
+
 cauchy = _Continuous("cauchy", (), {
-    "logpdf": lambda z: -math.log(math.pi) - log1p(z * z),
+    "logpdf": _cauchy_logpdf,
     "cdf": lambda z: arctan2(1.0, -z) / math.pi, "sf": lambda z: arctan2(1.0, z) / math.pi,
 }, doc="Cauchy")
 uniform = _Continuous("uniform", (), {
