@@ -171,3 +171,25 @@ def test_linalg_dispatch():
     out = np.linalg.norm(_leaf(x))
     assert isinstance(out, yaad.Tensor) and out.requires_grad
     np.testing.assert_allclose(out.data, np.linalg.norm(x))
+
+
+def test_repeated_ufunc_calls_keep_their_keywords_and_gradients():
+    """A ufunc called on a tensor again (the look-up is kept after the first call without
+    keywords) gives what the first call gave, and a call with ``dtype=`` or ``out=``
+    before or after it still casts or raises."""
+    a = np.array([[1.0, -2.0], [0.5, 3.0]])
+    x0 = np.array([[0.25, 1.5], [-1.0, 2.0]])
+    for _ in range(3):
+        x = yaad.tensor(x0, requires_grad=True)
+        y = np.multiply(x, x, dtype=np.float32)
+        assert y.dtype == np.float32
+        np.testing.assert_array_equal(y.numpy(), np.multiply(x0, x0, dtype=np.float32))
+        z = np.add(a, x) * np.multiply(a, x)
+        assert z.dtype == np.float64
+        np.testing.assert_array_equal(z.numpy(), (a + x0) * (a * x0))
+        z.sum().backward()
+        np.testing.assert_allclose(np.asarray(x.grad), a * x0 + (a + x0) * a, rtol=1e-15)
+        with pytest.raises(TypeError, match="out="):
+            np.add(a, x, out=np.empty((2, 2)))
+        with pytest.raises(TypeError, match="keyword"):
+            np.add(a, x, where=True)

@@ -133,6 +133,10 @@ def _check_out(what: str, kwargs: dict) -> None:
                         f"(see docs/errors.md#out-argument)")
 
 
+# ufunc -> its yaad function, for calls without keywords (filled by array_ufunc)
+_ufunc_calls: dict[Any, Any] = {}
+
+
 def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     """Handle ``Tensor.__array_ufunc__`` (see the module docstring).
 
@@ -148,6 +152,10 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
     -------
     Tensor
     """
+    if method == "__call__" and not kwargs:  # (``array + tensor``: the usual call)
+        fn = _ufunc_calls.get(ufunc)
+        if fn is not None:
+            return fn(*inputs)
     name = _UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__)
     what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     _check_out(what, kwargs)
@@ -163,6 +171,8 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
             inputs = tuple(astype(x, dtype) if isinstance(x, Tensor) else x for x in inputs)
         if method == "outer":
             inputs = _outer_operands(inputs)
+        elif dtype is None:
+            _ufunc_calls[ufunc] = fn  # (the same call next time, without the look-ups)
         return fn(*inputs)
     target = _UFUNC_METHODS.get((ufunc.__name__, method))
     fn = _yaad_function(target, "numpy") if target else None
