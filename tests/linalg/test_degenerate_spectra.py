@@ -1169,3 +1169,72 @@ def test_jvp_of_a_hermitian_svd_through_repeated_and_zero_values():
         got = yaad.func.jvp(lambda x: (lambda u, s, vh: (u * s[None, :]) @ vh)(
             *L.svd(x, hermitian=True)), (a,), (e,))[1]
         np.testing.assert_allclose(np.asarray(got), e, atol=1e-12)
+
+
+@pytest.mark.parametrize("frac", [0.6, 0.9])
+def test_a_chain_of_values_each_within_the_tolerance_is_one_level(frac):
+    # Values 1, 1 + d, 1 + 2 d with d below the degeneracy tolerance (100 n eps max|w|) and
+    # 2 d above it: the forward-mode turn mixed the whole chain, the rules' masks only the
+    # close pairs, leaving 1/(2 d) between its ends. The tangents of V diag(w) V^H (eigh,
+    # eig) and U diag(S) Vh were off by 0.1 to 1.7 (svd: 1e9), the gradient of U diag(S) Vh
+    # by 3e-4. Oracles: the reconstruction's own tangent (e) and gradient (m), and SciPy's
+    # Frechet derivative of expm for V exp(w) V^H.
+    import scipy.linalg as sla
+
+    rng = np.random.default_rng(5)
+    eps = np.finfo(float).eps
+    e, m = rng.standard_normal((2, 4, 4))
+    d = frac * 100 * 4 * eps * 3.0  # tol of eigh and svd: max value 3
+    s = np.array([3.0, 1 + 2 * d, 1 + d, 1.0])
+    a = np.diag(s[::-1])
+    he = (e + e.T) / 2
+    np.testing.assert_allclose(np.asarray(yaad.func.jvp(_eigh_rec, (a,), (he,))[1]), he,
+                               atol=1e-11)
+    expm = yaad.func.jvp(lambda x: (lambda w, v: (v * yaad.exp(w)[None, :]) @ _ct(v))(
+        *L.eigh(x)), (a,), (he,))[1]
+    np.testing.assert_allclose(np.asarray(expm), sla.expm_frechet(a, he, compute_expm=False),
+                               atol=1e-10)
+    np.testing.assert_allclose(np.asarray(yaad.func.jvp(_svd_rec, (np.diag(s),), (e,))[1]),
+                               e, atol=1e-11)
+    np.testing.assert_allclose(np.asarray(yaad.func.grad(
+        lambda x: yaad.sum(_svd_rec(x) * m))(np.diag(s))), m, atol=1e-11)
+    d = frac * 100 * 4 * eps * np.sqrt(12.0)  # tol of eig: the Frobenius norm of a
+
+    def eig_rec(x):
+        w, v = L.eig(x)
+        return (v * w[None, :]) @ L.inv(v)
+
+    got = yaad.func.jvp(eig_rec, (np.diag([1.0, 1 + d, 1 + 2 * d, 3.0]),), (e,))[1]
+    np.testing.assert_allclose(np.asarray(got), e, atol=1e-11)
+
+
+@pytest.mark.parametrize("c", [False, True])
+def test_jvp_of_vectors_along_a_tangent_that_leaves_a_level_degenerate_stays_finite(c):
+    # A tangent zero on a level's block (it couples the level only to the other levels):
+    # the level stays degenerate at first order, its block in the solver's basis is
+    # rounding noise, and the turn inside the level divided by the differences of that
+    # noise (the tolerance was relative to the noise itself): vectors' tangents of 1e15.
+    # The members are a sub-level: no turn between them (higher orders decide it), so the
+    # vectors' tangent is first-order perturbation theory, 0 inside the level, in the
+    # basis returned (eigh; svd of a positive definite matrix, where U = V; eig).
+    rng = np.random.default_rng(8)
+    q = np.linalg.qr(rng.standard_normal((3, 3)) + (1j * rng.standard_normal((3, 3)) if c
+                                                     else 0))[0]
+    a = q @ np.diag([1.0, 1.0, 3.0]) @ q.conj().T
+    a = (a + a.conj().T) / 2
+    t = q @ np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]) @ q.conj().T
+
+    def first_order(w, v, t):
+        p = np.linalg.solve(v, t @ v)
+        gaps = w[None, :] - w[:, None]
+        coef = np.where(np.abs(gaps) > 1e-8, p / np.where(np.abs(gaps) > 1e-8, gaps, 1), 0)
+        coef -= np.diag(np.real(np.diag(v.conj().T @ v @ coef)))  # (unit columns)
+        return v @ coef
+
+    for solver, x in ((L.eigh, a), (L.eig, a), (lambda y: L.svd(y)[::2], a + 5 * np.eye(3))):
+        (w, v), (_, dv) = yaad.func.jvp(lambda y: tuple(solver(y)), (x,), (t,))  # noqa: B023
+        w, v, dv = np.asarray(w), np.asarray(v), np.asarray(dv)
+        if solver is not L.eigh and solver is not L.eig:  # svd: (U, Vh); U = V, values s
+            w, dv = np.linalg.svd(x, compute_uv=False), dv.conj().T
+            v = v.conj().T  # Vh^H: its tangent dv (= dVh^H)
+        np.testing.assert_allclose(dv, first_order(w, v, t), atol=1e-9)

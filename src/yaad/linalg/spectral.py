@@ -310,8 +310,29 @@ def degenerate_pairs(values: Any, tol: Any, nonzero: bool = True) -> Any:
     xp = namespace(v)
     k = v.shape[-1]
     t = tol[..., None]
-    pairs = (xp.abs(v[..., None, :] - v[..., :, None]) <= t) & ~xp.eye(k, dtype=xp.bool)
+    pairs = same_level((xp.abs(v[..., None, :] - v[..., :, None]) <= t)
+                       & ~xp.eye(k, dtype=xp.bool))
     return pairs & (xp.abs(v[..., :, None]) > t) if nonzero else pairs
+
+
+def same_level(flat: Any) -> Any:
+    """The transitive closure of the pairs ``flat`` (a symmetric mask ``(..., k, k)``, False
+    on the diagonal): values each within the tolerance of the next form one level even
+    where its ends are further apart (``1, 1 + 0.6 tol, 1 + 1.2 tol``). The forward-mode
+    turn of a level (:func:`level_rotation`, :func:`_components`) mixes the whole chain, so
+    the masks of the rules must cover it too: a gap ``1.2 tol`` left unmasked inside a
+    turned level made the tangent of ``V diag(w) V^H`` wrong by O(1) (``U diag(S) Vh``'s by
+    1e9). Lazy (Dask) masks are left as they are (no value is read inside a rule)."""
+    if is_lazy(flat) or not _any(flat):
+        return flat
+    xp = namespace(flat)
+    off = ~xp.eye(flat.shape[-1], dtype=xp.bool)
+    while True:
+        f = xp.astype(flat, xp.float32)
+        wider = flat | ((xp.matmul(f, f) > 0) & off)
+        if not _any(wider & ~flat):
+            return flat
+        flat = wider
 
 
 def magnitude(*xs: Any) -> float:
@@ -366,7 +387,7 @@ def inverse_gaps(diff: Any, tol: Any, eps: Any, num: Any = None, scale: float = 
     off = ~xp.eye(n, dtype=xp.bool)
     if eps is not None:
         return _lorentz(diff, eps) * (off if xp is np else xp.astype(off, d.dtype))
-    flat = (xp.abs(d) <= tol[..., None]) & off
+    flat = same_level((xp.abs(d) <= tol[..., None]) & off)
     if num is not None:
         require_negligible(num, flat, scale, message)
     zero = flat | ~off
@@ -662,7 +683,9 @@ def _turn_inside_levels(dp: Any, f: Any, w: Any, tol: Any) -> Any:
     mu = diag(dp)
     mu = real(mu) if is_complex(mu) and not is_complex(w) else mu  # (eig: complex values)
     inside = degenerate_pairs(w, tol, nonzero=False)
-    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, mu.shape[-1]), None)
+    # (equal to working precision relative to the whole tangent, not to mu alone: a tangent
+    # that leaves a level degenerate, zero on its block, gives mu of rounding noise)
+    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, mu.shape[-1], dp), None)
     return where(inside, matmul(dp, f * dp) * split, 0)
 
 
@@ -1495,7 +1518,7 @@ def _svd_turn(s: Any, u: Any, vh: Any, t: Any, dp: Any, fm: Any, fp: Any, sinv: 
     nmat = nmat + (matmul(mH(y), y) + matmul(mH(z), z)) * row(sinv) * 0.5
     mu = diag(dq)
     mu = real(mu) if is_complex(mu) else mu
-    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, k), None)
+    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, k, t), None)  # (as for eigh)
     return matmul(q, matmul(where(flat, nmat * split, 0), mH(q)))
 
 
