@@ -76,7 +76,110 @@ def _conj(x: Any) -> Any:
     return conj(x) if (kind if kind is not None else dtype_kind(x.dtype)) == "c" else x
 
 
-def _matrix_function(name: str, forward: Any, frechet_block: Any = None) -> Any:
+_CUT = ("linalg.{name}: the matrix{where} has {what} on the branch cut of the principal "
+        "{fn} (the closed negative real axis), where {name} jumps: {why}, so it has no "
+        "derivative there. {todo}")
+_REAL_TODO = ("To differentiate the value SciPy returns (the upper side of the cut), pass "
+              "the complex matrix a + 1j * eps * I with a small eps > 0.")
+_COMPLEX_TODO = ("Move the eigenvalue off the axis (a + 1j * eps * I picks the upper side, "
+                 "SciPy's value); a real matrix with a simple negative eigenvalue is "
+                 "differentiable (a real perturbation keeps it on the axis).")
+
+
+def _off_the_cut(name: str, a: Any) -> float:
+    """Raise ``LinAlgError`` where ``logm`` or ``sqrtm`` has no derivative at ``a``: an
+    eigenvalue 0; for a complex matrix, an eigenvalue on the negative real axis (a complex
+    perturbation crosses it); for a real one, a repeated negative eigenvalue (a real
+    perturbation splits it into a complex pair on both sides of the cut: logm(-I + t J)
+    jumps from i pi I to pi J). A simple negative eigenvalue of a real matrix stays on the
+    axis under real perturbations: the derivative exists (SciPy's side of the cut).
+
+    Returns the angle ``phi`` by which to turn the matrix clockwise before its Frechet
+    derivative is computed (0 if no eigenvalue is on the cut): ``f`` on the turned block
+    matrix, whose eigenvalues are off the cut, with the branch of SciPy's value
+    (``log z = log(e^-i phi z) + i phi``, ``sqrt z = e^(i phi / 2) sqrt(e^-i phi z)``).
+    On the block itself a repeated negative eigenvalue came out of the Schur form as a
+    complex pair on both sides of the cut (the gradient of logm at a real matrix with the
+    eigenvalues -1, -2.5, 3 was 1e18)."""
+    a = data_of(a)
+    if type(a) is not np.ndarray or a.shape[-1] == 0:
+        return 0.0
+    w = np.linalg.eigvals(a)
+    n = a.shape[-1]
+    eps = np.finfo(a.dtype).eps
+    scale = np.max(np.abs(w), axis=-1, keepdims=True)
+    # (rounding: a simple eigenvalue moves by ~eps, a repeated (Jordan) one by ~sqrt(eps))
+    exact, split = 100 * n * eps * scale, n * math.sqrt(eps) * scale
+    fn = "logarithm" if name == "logm" else "square root"
+    zero = np.abs(w) <= exact
+    if zero.any():
+        where = _batch_index(zero)
+        raise np.linalg.LinAlgError(_CUT.format(
+            name=name, where=where, what="the eigenvalue 0", fn=fn,
+            why=("log 0 = -inf" if name == "logm" else "the derivative of sqrt at 0 is "
+                 "infinite, and a perturbation makes the eigenvalue negative"),
+            todo="Shift the matrix (a + eps * I)."))
+    if a.dtype.kind == "c":
+        on = (np.abs(w.imag) <= exact) & (w.real < 0)
+        if on.any():
+            lam = w[on][0]
+            raise np.linalg.LinAlgError(_CUT.format(
+                name=name, where=_batch_index(on), what=f"the eigenvalue {lam.real:.6g}",
+                fn=fn, why="a perturbation of its imaginary part crosses the cut",
+                todo=_COMPLEX_TODO))
+        return 0.0
+    near = (np.abs(w.imag) <= split) & (w.real < 0)
+    if not near.any():
+        return 0.0
+    close = np.abs(w[..., :, None] - w[..., None, :]) <= split[..., None]
+    repeated = near & ((close & near[..., None, :]).sum(axis=-1) > 1)
+    if repeated.any():
+        lam = w[repeated][0].real
+        raise np.linalg.LinAlgError(_CUT.format(
+            name=name, where=_batch_index(repeated),
+            what=f"the repeated eigenvalue {lam:.6g}", fn=fn,
+            why="a real perturbation splits it into a complex pair on both sides of the cut",
+            todo=_REAL_TODO))
+    return _turn_angle(w, near)
+
+
+def _turn_angle(w: Any, near: Any) -> float:
+    """An angle to turn eigenvalues ``w`` clockwise by, less than half that between the cut
+    and the eigenvalues below it (``near``: those taken as on the cut)."""
+    below = np.pi - np.abs(np.angle(w[(w.imag < 0) & ~near]))
+    return float(min(0.5, 0.5 * below.min())) if below.size else 0.5
+
+
+def _sqrtm(a: Any) -> Any:
+    """SciPy's sqrtm, checked where it is complex for a real matrix: SciPy 1.17 returned a
+    wrong root for a real matrix already in real Schur form with a negative eigenvalue
+    (``[[1, .5, 0], [-.5, 1, 0], [0, 0, -1]]``: the square of its result was off by 0.5);
+    there it is ``e^(i phi / 2) sqrtm(e^(-i phi) a)``, turned off the cut."""
+    out = sla.sqrtm(a)
+    if a.dtype.kind == "c" or out.dtype.kind != "c" or a.size == 0:
+        return out
+    tol = 1e3 * a.shape[-1] * np.finfo(a.dtype).eps * max(1.0, float(np.abs(a).max()))
+    bad = np.abs(out @ out - a).max(axis=(-1, -2)) > tol * np.maximum(
+        1.0, np.abs(out).max(axis=(-1, -2)) ** 2)
+    if not np.any(bad):
+        return out
+    out = np.array(out, copy=True)
+    for i in zip(*np.nonzero(bad)) if bad.ndim else [()]:
+        w = np.linalg.eigvals(a[i])
+        phi = _turn_angle(w, (w.imag == 0) & (w.real < 0))
+        out[i] = np.exp(0.5j * phi) * sla.sqrtm(np.exp(-1j * phi) * a[i])
+    return out
+
+
+def _batch_index(mask: Any) -> str:
+    """`` (batch index (i, j))`` of the first matrix where ``mask`` (..., n) holds."""
+    if mask.ndim == 1:
+        return ""
+    return f" at batch index {tuple(int(i) for i in np.argwhere(mask.any(axis=-1))[0])}"
+
+
+def _matrix_function(name: str, forward: Any, frechet_block: Any = None,
+                     check: Callable[[str, Any], float] | None = None) -> Any:
     def fwd(A: Any) -> Any:
         A = square_matrices(name, A)
         # Computed in double precision (SciPy's single-precision logm is inaccurate), then
@@ -93,7 +196,16 @@ def _matrix_function(name: str, forward: Any, frechet_block: Any = None) -> Any:
     # The VJP is the adjoint of E -> L_f(A, E): conj(L_f(A^T, conj(g))), which holds for
     # every primary matrix function. (L_f(A^H, g) would need f(conj z) = conj f(z), false
     # on the branch cut: sqrtm and logm of a real matrix with a negative eigenvalue.)
+    def turn(A: Any) -> tuple[complex, complex]:
+        """(c, k): L_f(A, E) = k L_f(c A, c E) on SciPy's side of the cut (c = k = 1 off
+        it; see _off_the_cut)."""
+        phi = 0.0 if check is None else check(name, A)
+        if not phi:
+            return 1, 1
+        return complex(np.exp(-1j * phi)), 1 if name == "logm" else complex(np.exp(0.5j * phi))
+
     def vjp(g: Any, ans: Any, A: Any) -> Any:
+        c, k = turn(A)
         if type(g) is np.ndarray and type(A) is np.ndarray:
             # First-order backward on NumPy arrays: the same forwards as below, called
             # directly (each yaad call on arrays would only add its dispatch).
@@ -102,13 +214,20 @@ def _matrix_function(name: str, forward: Any, frechet_block: Any = None) -> Any:
             # (frechet_block: f of the same block, built where f's kernels want it)
             block = None if frechet_block is None else frechet_block(A, e)
             if block is None:
-                block = fwd(_block_upper(A.swapaxes(-1, -2), e))
-            r = block[..., :n, n:]
+                At = A.swapaxes(-1, -2)
+                block = fwd(_block_upper(At, e) if c == 1 else _block_upper(c * At, c * e))
+            r = block[..., :n, n:] if k == 1 else k * block[..., :n, n:]
             return r.conj() if r.dtype.kind == "c" else r
-        return _conj(frechet(fn, mT(A), _conj(g)))
+        if c == 1:
+            return _conj(frechet(fn, mT(A), _conj(g)))
+        return _conj(k * frechet(fn, c * mT(A), c * _conj(g)))
+
+    def jvp(t: Any, ans: Any, A: Any) -> Any:
+        c, k = turn(A)
+        return frechet(fn, A, t) if c == 1 else k * frechet(fn, c * A, c * t)
 
     fn: OpFunction = public(op(fwd, name=f"linalg.{name}", save_ans=False, batch="broadcast",
-                               vjp=vjp, jvp=lambda t, ans, A: frechet(fn, A, t)))
+                               vjp=vjp, jvp=jvp))
     return fn
 
 
@@ -193,12 +312,16 @@ Returns
 Tensor
 """
 
-logm = _matrix_function("logm", sla.logm)
+logm = _matrix_function("logm", sla.logm, check=_off_the_cut)
 logm.__doc__ = """Principal matrix logarithm, batched (scipy.linalg.logm).
 
 Complex for a real matrix with negative eigenvalues (SciPy's rule); the gradient is
-the adjoint Frechet derivative ``conj(L_log(A^T, conj(g)))``. Not differentiable at a
-matrix with an eigenvalue on the closed negative real axis.
+the adjoint Frechet derivative ``conj(L_log(A^T, conj(g)))``. Where no derivative
+exists, backward (and forward mode) raise ``numpy.linalg.LinAlgError``: an eigenvalue 0,
+a complex matrix with an eigenvalue on the negative real axis (the branch cut), a real
+matrix with a repeated negative eigenvalue (``-I``: a real perturbation splits it into a
+complex pair on both sides of the cut). A simple negative eigenvalue of a real matrix is
+differentiable (real perturbations keep it on the axis).
 
 Parameters
 ----------
@@ -209,12 +332,13 @@ Returns
 Tensor
 """
 
-sqrtm = _matrix_function("sqrtm", sla.sqrtm)
+sqrtm = _matrix_function("sqrtm", _sqrtm, check=_off_the_cut)
 sqrtm.__doc__ = """Principal matrix square root, batched (scipy.linalg.sqrtm).
 
 Complex for a real matrix with negative eigenvalues (SciPy's rule); the gradient is
-the adjoint Frechet derivative ``conj(L_sqrt(A^T, conj(g)))``. Not
-differentiable at a matrix with an eigenvalue on the closed negative real axis.
+the adjoint Frechet derivative ``conj(L_sqrt(A^T, conj(g)))``. Where no derivative
+exists, backward (and forward mode) raise ``numpy.linalg.LinAlgError``, as for
+:func:`logm` (an eigenvalue 0, the branch cut).
 
 Parameters
 ----------
