@@ -116,3 +116,77 @@ def test_other_solvers_return_tensors(solver):
     out = call()
     assert isinstance(out, Tensor), (solver, type(out))
     np.testing.assert_allclose(out.data, oracle(), rtol=1e-6, atol=1e-8)
+
+
+# ---- plain arrays in, a function that uses a tensor requiring grad from outside ----------
+#
+# Every solver given NumPy arrays but a function (field, map, operator) that captures a
+# tensor c requiring grad returns a tensor linked to c, whose gradient is the analytic one;
+# minimize, which is not differentiated (its args= raise), raises naming fun. Before,
+# minimize returned SciPy's arrays, cutting the gradient to c without a word.
+
+_Y0 = np.array([1.0, 2.0])
+_X_FIXED = so.fixed_point(lambda x: C * np.cos(x), 1.0, xtol=1e-14)
+_OP4 = np.diag([1.0, 2.0, 3.0, 4.0]) + 0.3 * (np.eye(4, k=1) + np.eye(4, k=-1))
+
+# name -> (result as a function of the captured c, d sum(result) / dc analytically)
+CAPTURED = {
+    "integrate.odeint": (lambda c: integrate.odeint(lambda y, t: -c * y, _Y0, _T, rtol=1e-11,
+                                                    atol=1e-12)[-1],
+                         -3.0 * np.exp(-C)),
+    "integrate.solve_ivp": (lambda c: integrate.solve_ivp(
+        lambda t, y: -c * y, (0.0, 1.0), _Y0, t_eval=_T, rtol=1e-11, atol=1e-12).y[:, -1],
+        -3.0 * np.exp(-C)),
+    "implicit.fixed_point": (lambda c: implicit.fixed_point(lambda x: c * yaad.cos(x),
+                                                            np.array(1.0)),
+                             np.cos(_X_FIXED) / (1 + C * np.sin(_X_FIXED))),
+    "implicit.root": (lambda c: implicit.root(lambda x: x ** 3 - c, np.array(1.0)),
+                      1 / (3 * C ** (2 / 3))),
+    "sparse.linalg.cg": (lambda c: sl.cg(sl.LinearOperator((2, 2), lambda v: c * v + v), _Y0,
+                                         rtol=1e-13)[0], -3.0 / (1 + C) ** 2),
+    "sparse.linalg.minres": (lambda c: sl.minres(sl.LinearOperator((2, 2), lambda v: c * v + v),
+                                                 _Y0, rtol=1e-13)[0], -3.0 / (1 + C) ** 2),
+    "sparse.linalg.gmres": (lambda c: sl.gmres(sl.LinearOperator((2, 2), lambda v: c * v + v),
+                                               _Y0, rtol=1e-13)[0], -3.0 / (1 + C) ** 2),
+    "sparse.linalg.expm_multiply": (lambda c: sl.expm_multiply(
+        sl.LinearOperator((2, 2), lambda v: c * v), _Y0), 3.0 * np.exp(C)),
+    # the largest eigenvalue of c * OP4 is c * lambda_max(OP4)
+    "sparse.linalg.eigsh": (lambda c: sl.eigsh(sl.LinearOperator(
+        (4, 4), lambda v: c * (yaad.tensor(_OP4) @ v)), k=1, which="LA")[0],
+        np.linalg.eigvalsh(_OP4)[-1]),
+    "sparse.linalg.eigs": (lambda c: yaad.real(sl.eigs(sl.LinearOperator(
+        (4, 4), lambda v: c * (yaad.tensor(_OP4) @ v)), k=1, which="LR")[0]),
+        np.linalg.eigvalsh(_OP4)[-1]),
+}
+
+
+@pytest.mark.parametrize("solver", sorted(CAPTURED))
+def test_a_captured_tensor_gets_its_gradient(solver):
+    call, want = CAPTURED[solver]
+    c = yaad.tensor(C, requires_grad=True)
+    out = call(c)
+    assert isinstance(out, Tensor) and out.requires_grad, (solver, type(out))
+    yaad.sum(out).backward()
+    assert c.grad.dtype == np.float64 and c.grad.shape == ()
+    np.testing.assert_allclose(c.grad, want, rtol=1e-6, err_msg=solver)
+
+
+def test_minimize_refuses_a_captured_tensor():
+    c = yaad.tensor(C, requires_grad=True)
+    with pytest.raises(TypeError, match="optimize.minimize: fun uses a tensor that requires "
+                                        r"grad from outside \(shape \(\), float64\)"):
+        optimize.minimize(lambda x: yaad.sum((x - c) ** 2), np.array([1.0, 2.0]))
+    # detached, or with gradients off, it runs (SciPy's values)
+    x = optimize.minimize(lambda x: yaad.sum((x - c.detach()) ** 2), np.array([1.0, 2.0])).x
+    np.testing.assert_allclose(x, [C, C], atol=1e-6)
+    with yaad.no_grad():
+        x = optimize.minimize(lambda x: yaad.sum((x - c) ** 2), np.array([1.0, 2.0])).x
+    np.testing.assert_allclose(x, [C, C], atol=1e-6)
+
+
+def test_every_solver_has_a_captured_case():
+    named = {f"sparse.linalg.{n}" for n in sl.__all__} | {
+        f"{m.__name__.removeprefix('yaad.')}.{n}" for m in (integrate, optimize, implicit)
+        for n in m.__all__}
+    # (spsolve takes a sparse matrix, never a function)
+    assert named == set(CAPTURED) | NOT_SOLVERS | {"optimize.minimize", "sparse.linalg.spsolve"}

@@ -14,8 +14,9 @@ import scipy  # (scipy.optimize is imported where first used)
 
 from .autograd import grad as _grad
 from .core.arguments import no_derivative
-from .core.grad_mode import enable_grad, no_grad
+from .core.grad_mode import enable_grad, no_grad, state
 from .core.tensor import Tensor
+from .implicit import Closure
 
 # Methods that use a Hessian-vector product, and those that need the whole Hessian.
 _HESSP = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
@@ -148,6 +149,19 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), metho
 
     def tensors(vec: np.ndarray, requires_grad: bool) -> list[Tensor]:
         return [Tensor(a, requires_grad=requires_grad) for a in layout.split(vec)]
+
+    if state.enabled:  # a tensor requiring grad that fun uses from outside: refused too
+        closure = Closure(fun, "optimize.minimize")
+        closure.discover(layout.build(tensors(start, False)), *args)
+        if closure.found:
+            t = closure.captured[0]
+            raise TypeError(
+                f"optimize.minimize: fun uses a tensor that requires grad from outside "
+                f"(shape {tuple(t.shape)}, {t.dtype}), but minimize has no derivative with "
+                f"respect to it (the result is SciPy's, not recorded), so its gradient would "
+                f"be lost. Detach it inside fun (t.detach()) if no gradient is wanted; for "
+                f"the derivative of a minimizer, solve its gradient with yaad.implicit.root. "
+                f"(see docs/errors.md#no-derivative)")
 
     def value_and_grad(vec: np.ndarray) -> tuple[float, np.ndarray]:
         with enable_grad():
