@@ -445,10 +445,20 @@ chi2 = _Continuous("chi2", ("df",), {
     "cdf": lambda z, df: gammainc(0.5 * df, 0.5 * z),
     "sf": lambda z, df: gammaincc(0.5 * df, 0.5 * z),
 }, lo=0.0, valid=lambda df: df > 0, safe=(1.0,), doc="chi-squared")
+def _beta_sf(z: Any, a: Any, b: Any) -> Any:
+    # 1 - I_z(a, b) where that is at least 1/2 (no cancellation) or where 1 - z rounds to 1;
+    # I_(1-z)(b, a) elsewhere (a small upper tail). I_(1-z)(b, a) alone lost z below
+    # eps / 2: sf(1e-20, 0.001, 2) was 1 (SciPy, mpmath: 0.044), its derivatives in a, b 0.
+    lower = betainc(a, b, z)
+    inside = (lower < 0.5) | (1 - z == 1)
+    upper = betainc(b, a, where(inside, 0.5, 1 - z))  # (not at 1 where unused: inf * 0)
+    return where(inside, 1 - lower, upper)
+
+
 beta = _Continuous("beta", ("a", "b"), {
     "logpdf_u": lambda u, s, a, b: (_xlogy(a - 1, u) + _xlogy(b - 1, _upper_gap(u, s))
                                     - (a + b - 2) * log(s) - betaln(a, b)),
-    "cdf": lambda z, a, b: betainc(a, b, z), "sf": lambda z, a, b: betainc(b, a, 1 - z),
+    "cdf": lambda z, a, b: betainc(a, b, z), "sf": _beta_sf,
 }, lo=0.0, hi=1.0, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), doc="beta")
 expon = _Continuous("expon", (), {
     "logpdf": lambda z: -z, "cdf": lambda z: -expm1(-z), "sf": lambda z: exp(-z),

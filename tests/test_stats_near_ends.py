@@ -1,0 +1,70 @@
+"""Distributions just inside an end of the support, where a complement (1 - z) rounds or a
+probability underflows: values against SciPy and mpmath, derivatives against mpmath."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+import yaad
+
+S = yaad.stats
+
+
+def _beta_sf_mp(x, a, b):
+    return 1 - mpmath.betainc(a, b, 0, x, regularized=True)
+
+
+@pytest.mark.parametrize("x, a, b", [(1e-20, 1e-3, 2.0), (1e-20, 0.5, 2.0), (1e-17, 1.0, 1.0),
+                                     (1e-10, 2.0, 3.0), (0.3, 0.01, 100.0), (0.999, 2.0, 0.5)])
+def test_beta_sf_just_above_the_lower_end(x, a, b):
+    # sf was I_(1-z)(b, a) alone: 1 - z rounds to 1 below eps / 2, so sf(1e-20, 0.001, 2)
+    # was 1 (SciPy and mpmath 0.0440524) and its derivatives in a and b were 0 (mpmath
+    # 43.07 and -6.2e-4; at a = 0.5: 6.8e-9 and -4.2e-11, x's -inf for -7.5e9)
+    args = [np.array(v) for v in (x, a, b)]
+    ts = [yaad.tensor(v, requires_grad=True) for v in args]
+    out = S.beta.sf(*ts)
+    with mpmath.workdps(50):
+        want = float(_beta_sf_mp(*[mpmath.mpf(v) for v in (x, a, b)]))
+        dwant = []
+        for i in range(3):
+            point = [mpmath.mpf(v) for v in (x, a, b)]
+
+            def along(u, i=i, point=point):
+                return _beta_sf_mp(*(point[:i] + [u] + point[i + 1:]))
+
+            dwant.append(float(mpmath.diff(along, point[i], h=point[i] * mpmath.mpf(10) ** -30)))
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-13)
+    np.testing.assert_allclose(out.detach().numpy(), ss.beta.sf(x, a, b), rtol=1e-13)
+    out.backward()
+    np.testing.assert_allclose([float(t.grad) for t in ts], dwant, rtol=1e-10)
+    _, jvp = yaad.func.jvp(lambda *v: S.beta.sf(*v), tuple(args),
+                           (np.array(0.0), np.array(1.0), np.array(0.0)))
+    np.testing.assert_allclose(float(np.asarray(jvp)), dwant[1], rtol=1e-10)
+
+
+@pytest.mark.xfail(strict=True, reason="log-cdf where the cdf underflows inside the support: "
+                   "yaad (as SciPy) returns -inf and the end's derivatives (gamma.logsf(800, 2): "
+                   "x -1.0 for -0.99875, a inf for 6.263; beta.logcdf(0.01, 200, 2): b 4.883 "
+                   "for 4.873); the finite value needs the tails in log space (the series of "
+                   "P(a, x), the continued fraction of Q(a, x), and those of I_x(a, b))")
+@pytest.mark.parametrize("name, method, args", [("gamma", "logsf", (800.0, 2.0)),
+                                                ("beta", "logcdf", (0.01, 200.0, 2.0))])
+def test_a_log_cdf_where_the_cdf_underflows_inside_the_support(name, method, args):
+    def exact(*v):
+        if name == "gamma":
+            return mpmath.log(mpmath.gammainc(v[1], v[0], mpmath.inf, regularized=True))
+        return mpmath.log(mpmath.betainc(v[1], v[2], 0, v[0], regularized=True))
+
+    ts = [yaad.tensor(np.array(v), requires_grad=True) for v in args]
+    out = getattr(getattr(S, name), method)(*ts)
+    with mpmath.workdps(50):
+        point = [mpmath.mpf(v) for v in args]
+        want = float(exact(*point))  # (-793.314, -915.741)
+        dwant = [float(mpmath.diff(lambda u, i=i: exact(*(point[:i] + [u] + point[i + 1:])),
+                                   point[i])) for i in range(len(args))]
+    out.backward()
+    np.testing.assert_allclose([float(t.grad) for t in ts], dwant, rtol=1e-8)
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
