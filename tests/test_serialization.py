@@ -522,3 +522,118 @@ def test_parameter_flag_in_a_tampered_header(tmp_path):
                        '"tree": {"array": 0, "parameter": true}}', [np.arange(3.0)])
     with pytest.raises(SerializationError, match="header"):
         yaad.load(path)
+
+
+# ---- tensors and views of them, saved together, keep sharing memory (as torch's storage) ---
+#
+# {'a': t, 'b': t[1:]} was stored as two arrays: after load an in-place change of one no
+# longer showed in the other, where torch.load keeps the sharing through the storage. The
+# bytes the views reach are stored once now, each view as dtype, shape, strides and offset.
+
+_VIEW_DTYPES = ["float64", "float32", "float16", "int64", "int32", "uint8", "int8", "bool",
+                "complex128", "complex64"]
+# name -> (the view in yaad/NumPy indexing, the same in torch), for a base of shape (3, 4, 5)
+_VIEW_OPS = {
+    "rows": (lambda t: t[1:], lambda t: t[1:]),
+    "strided": (lambda t: t[:, ::2, 1::3], lambda t: t[:, ::2, 1::3]),
+    "element (0-d)": (lambda t: t[2, 1, 3], lambda t: t[2, 1, 3]),
+    "transposed": (lambda t: yaad.transpose(t, (2, 0, 1)), lambda t: t.permute(2, 0, 1)),
+    "matrix transpose": (lambda t: t[0].T, lambda t: t[0].T),
+    "diagonal": (lambda t: yaad.diagonal(t[1]), lambda t: torch_diagonal(t[1])),
+    "reshaped": (lambda t: t.reshape(12, 5), lambda t: t.reshape(12, 5)),
+    "row of the last plane": (lambda t: t[-1, -1], lambda t: t[-1, -1]),
+}
+
+
+def torch_diagonal(t):
+    import torch
+
+    return torch.diagonal(t)
+
+
+@fuzz_settings(normal=30, long=300)
+@given(dtype=st.sampled_from(_VIEW_DTYPES),
+       views=st.lists(st.sampled_from(sorted(_VIEW_OPS)), min_size=1, max_size=4, unique=True),
+       base_first=st.booleans(), change=st.integers(0, 4))
+def test_views_saved_together_keep_sharing_memory_as_in_pytorch(dtype, views, base_first,
+                                                                  change):
+    import torch
+
+    values = (np.arange(60) % 7).reshape(3, 4, 5).astype(dtype)
+    base, tbase = yaad.tensor(values.copy()), torch.from_numpy(values.copy())
+    ours = [_VIEW_OPS[v][0](base) for v in views]
+    theirs = [_VIEW_OPS[v][1](tbase) for v in views]
+    ours, theirs = ([base, *ours], [tbase, *theirs]) if base_first else (
+        [*ours, base], [*theirs, tbase])
+    got, want = io.BytesIO(), io.BytesIO()
+    yaad.save({"all": ours}, got)
+    torch.save({"all": theirs}, want)
+    got.seek(0)
+    want.seek(0)
+    u, t = yaad.load(got)["all"], torch.load(want)["all"]
+    for a, b in zip(u, t):
+        assert isinstance(a, yaad.Tensor) and a.shape == tuple(b.shape)
+        assert a.dtype == values.dtype
+        np.testing.assert_array_equal(a.data, b.numpy())
+    # an in-place change of one shows in every other, as in PyTorch
+    i = change % len(u)
+    mark = np.ones((), dtype)
+    u[i][...] = yaad.tensor(mark)
+    t[i][...] = torch.from_numpy(mark.copy())
+    for a, b in zip(u, t):
+        np.testing.assert_array_equal(a.data, b.numpy())
+    # the memory is stored once
+    with np.load(io.BytesIO(got.getvalue())) as archive:
+        assert len([k for k in archive.files if k != "__yaad__"]) == 1
+
+
+def test_array_views_negative_strides_and_flags_keep_sharing():
+    # NumPy views (negative steps too: torch has none), tensors requiring grad and
+    # Parameters, one stored array; and a version counter shared, so that a value saved
+    # for backward and changed through the other side is refused at backward
+    a = np.arange(12.0).reshape(3, 4)
+    w = yaad.nn.Parameter(np.arange(5.0))
+    obj = {"a": a, "rev": a[::-1, ::-2], "col": a[:, 1], "w": w, "w_view": w.data[1:],
+           "t": yaad.tensor(np.ones(4)), "other": np.zeros(2)}
+    obj["t_rev"] = obj["t"][::-1]
+    f = io.BytesIO()
+    yaad.save(obj, f)
+    f.seek(0)
+    back = yaad.load(f)
+    assert isinstance(back["w"], yaad.nn.Parameter) and back["w"].requires_grad
+    back["a"][2, 3] = -1.0
+    assert back["rev"][0, 0] == -1.0 and back["col"].shape == (3,)
+    back["w_view"][0] = 9.0
+    assert back["w"].data[1] == 9.0
+    np.testing.assert_array_equal(back["other"], np.zeros(2))
+    x = yaad.tensor(np.ones(4), requires_grad=True)
+    y = yaad.sum(x * back["t_rev"])
+    back["t"][0] = 5.0  # (in place, through the base: t_rev[3] was saved for backward)
+    assert back["t_rev"][3] == 5.0
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()
+
+
+@pytest.mark.parametrize("view", [
+    '{"view": 0, "dtype": "<f8", "shape": [2], "strides": [8], "offset": 8}',  # past the end
+    '{"view": 0, "dtype": "<f8", "shape": [1], "strides": [8], "offset": -8}',  # before it
+    '{"view": 0, "dtype": "<f8", "shape": [2], "strides": [-8], "offset": 0}',  # backwards
+    '{"view": 0, "dtype": "<f8", "shape": [2], "strides": [1000000], "offset": 0}',
+    '{"view": 0, "dtype": "|O", "shape": [1], "strides": [8], "offset": 0}',  # objects
+    '{"view": 0, "dtype": "<f8", "shape": [1.5], "strides": [8], "offset": 0}',
+    '{"view": 0, "dtype": "<f8", "shape": [-1], "strides": [8], "offset": 0}',
+    '{"view": 0, "dtype": 5, "shape": [1], "strides": [8], "offset": 0}',
+    '{"view": 1, "dtype": "<f8", "shape": [1], "strides": [8], "offset": 0}',  # no entry
+])
+def test_a_tampered_view_reaches_no_other_memory(tmp_path, view):
+    path = tmp_path / "tampered_view.npz"
+    _with_header(path, f'{{"format": "yaad-npz", "version": 2, "tree": {view}}}',
+                 [np.zeros(16, np.uint8)])
+    with pytest.raises(SerializationError) as info:
+        yaad.load(path)
+    assert str(path) in str(info.value)
+    # the same entry inside its bounds loads (a view of the stored bytes)
+    good = '{"view": 0, "dtype": "<f8", "shape": [2], "strides": [8], "offset": 0}'
+    _with_header(path, f'{{"format": "yaad-npz", "version": 2, "tree": {good}}}',
+                 [np.zeros(16, np.uint8)])
+    np.testing.assert_array_equal(yaad.load(path), np.zeros(2))

@@ -8,7 +8,11 @@ and references to the arrays). Nothing is ever unpickled: arrays are read with
 A round trip keeps every array's shape (0-d and empty included), dtype, bytes and, for a
 tensor, ``requires_grad``; a NumPy scalar comes back as a NumPy scalar of its dtype. A
 tensor or array held twice (tied weights) is stored once and loads as one object, as with
-``torch.load``; views of one array load as separate arrays. Another
+``torch.load``. Tensors and arrays sharing memory (a tensor and views of it, saved
+together) keep sharing it, as ``torch.load`` keeps a storage: the bytes they reach are
+stored once (a uint8 entry), each as its dtype, shape, strides and byte offset there
+(format version 2; a file without views is still version 1), and a view read back is
+checked to lie inside those bytes. Another
 library's array (PyTorch, JAX, CuPy, Dask, ...) is refused, naming it: convert it first.
 
 Types, as ``torch.save``/``torch.load`` keep them: an :class:`~yaad.nn.Parameter` loads
@@ -41,7 +45,7 @@ from .nn.module import Parameter
 
 _HEADER = "__yaad__"
 _FORMAT = "yaad-npz"
-_VERSION = 1
+_VERSION = 2  # (2: views sharing memory; a file without them is written as version 1)
 
 
 class SerializationError(ValueError):
@@ -53,17 +57,90 @@ def _foreign(obj: Any) -> bool:
     return is_foreign(obj) or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__")
 
 
-def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]) -> Any:
+def _leaves(obj: Any, out: list[Any]) -> list[Any]:
+    """The tensors and arrays in ``obj`` (containers walked as :func:`_encode` walks them)."""
+    if isinstance(obj, (Tensor, np.ndarray)):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _leaves(v, out)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _leaves(v, out)
+    return out
+
+
+def _memory_of(a: Any) -> Any:
+    """The array that owns ``a``'s memory (NumPy's ``base``: views of views point to it)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _bounds(shape: Any, strides: Any, itemsize: int, offset: int) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` that an array of ``shape`` and ``strides`` starting at byte
+    ``offset`` reaches (``(offset, offset)`` when it is empty)."""
+    if any(n == 0 for n in shape):
+        return offset, offset
+    lo = offset + sum(min(0, st * (n - 1)) for n, st in zip(shape, strides))
+    hi = offset + sum(max(0, st * (n - 1)) for n, st in zip(shape, strides)) + itemsize
+    return lo, hi
+
+
+def _shared_memory(obj: Any, arrays: list[np.ndarray]) -> dict[int, tuple[int, int]]:
+    """Tensors and arrays of ``obj`` that share memory (a tensor and a view of it): the
+    bytes they reach in their memory are stored once, as a uint8 array appended to
+    ``arrays``; returns id(object) -> (that entry, the byte address where it starts)."""
+    groups: dict[int, dict[int, np.ndarray]] = {}
+    for leaf in _leaves(obj, []):
+        data = leaf.data if isinstance(leaf, Tensor) else leaf
+        if isinstance(data, np.ndarray) and not data.dtype.hasobject and data.dtype.kind != "V":
+            groups.setdefault(id(_memory_of(data)), {})[id(leaf)] = data
+    shared: dict[int, tuple[int, int]] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        root = _memory_of(next(iter(members.values())))
+        if not (root.flags.c_contiguous or root.flags.f_contiguous):
+            continue  # (memory NumPy cannot hand out as bytes: each stored on its own)
+        base = root.__array_interface__["data"][0]
+        spans = [_bounds(d.shape, d.strides, d.itemsize,
+                         d.__array_interface__["data"][0] - base) for d in members.values()]
+        lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+        memory = root.reshape(-1, order="A").view(np.uint8) if root.size else np.zeros(0, np.uint8)
+        arrays.append(np.array(memory[lo:hi]))
+        for key in members:
+            shared[key] = (len(arrays) - 1, base + lo)
+    return shared
+
+
+def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, dict[str, Any]],
+            shared: dict[int, tuple[int, int]] | None = None) -> Any:
     """The JSON structure of ``obj``; arrays are appended to ``arrays``. A tensor or array
     met again (``seen``: its id to its entry) refers to the same entry, so that it loads
-    as one object (tied weights stay tied)."""
+    as one object (tied weights stay tied). One of ``shared`` (tensors and arrays sharing
+    memory) is an entry ``view``: its dtype, shape, strides and byte offset in the bytes
+    stored once for all of them, so that they load sharing memory again."""
+    shared = {} if shared is None else shared
     if isinstance(obj, (Tensor, np.ndarray)) and id(obj) in seen:
-        ref: dict[str, Any] = {"array": seen[id(obj)]}
+        ref: dict[str, Any] = dict(seen[id(obj)])
         if isinstance(obj, Tensor):
             ref["tensor"] = bool(obj.requires_grad)
             if isinstance(obj, Parameter):
                 ref["parameter"] = True
         return ref
+    if isinstance(obj, (Tensor, np.ndarray)) and id(obj) in shared:
+        data = obj.data if isinstance(obj, Tensor) else obj
+        entry, start = shared[id(obj)]
+        node = {"view": entry, "dtype": data.dtype.str, "shape": list(data.shape),
+                "strides": list(data.strides),
+                "offset": data.__array_interface__["data"][0] - start}
+        seen[id(obj)] = dict(node)
+        if isinstance(obj, Tensor):
+            node["tensor"] = bool(obj.requires_grad)
+            if isinstance(obj, Parameter):
+                node["parameter"] = True
+        return node
     if isinstance(obj, (Tensor, np.ndarray, np.generic)):
         data = obj.data if isinstance(obj, Tensor) else obj
         if is_foreign(data):
@@ -78,7 +155,7 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
                       if isinstance(data, np.ndarray) else np.asarray(data))
         node: dict[str, Any] = {"array": len(arrays) - 1}
         if not isinstance(obj, np.generic):
-            seen[id(obj)] = len(arrays) - 1
+            seen[id(obj)] = {"array": len(arrays) - 1}
         if isinstance(obj, Tensor):
             node["tensor"] = bool(obj.requires_grad)
             if isinstance(obj, Parameter):
@@ -95,7 +172,7 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
     if isinstance(obj, (complex, np.complexfloating)):
         return {"complex": [obj.real, obj.imag]}
     if isinstance(obj, (list, tuple)):
-        items = [_encode(v, arrays, f"{where}[{i}]", seen) for i, v in enumerate(obj)]
+        items = [_encode(v, arrays, f"{where}[{i}]", seen, shared) for i, v in enumerate(obj)]
         fields = getattr(type(obj), "_fields", None)
         if isinstance(obj, tuple) and isinstance(fields, tuple) and all(
                 isinstance(f, str) for f in fields) and len(fields) == len(obj):
@@ -117,7 +194,8 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, int]
                                 f"{type(k).__name__}; keys must be str or int")
             keys.append(k)
         kind = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
-        return {kind: [[k, _encode(obj[k], arrays, f"{where}[{k!r}]", seen)] for k in keys]}
+        return {kind: [[k, _encode(obj[k], arrays, f"{where}[{k!r}]", seen, shared)]
+                       for k in keys]}
     if _foreign(obj):
         kind = f"{type(obj).__module__.split('.')[0]}.{type(obj).__name__}"
         raise TypeError(f"yaad.save: {where} is another library's array ({kind}); yaad saves "
@@ -147,8 +225,10 @@ def save(obj: Any, f: str | os.PathLike[str] | BinaryIO) -> None:
         (PyTorch, JAX, CuPy, Dask: convert it first).
     """
     arrays: list[np.ndarray] = []
-    tree = _encode(obj, arrays, "the object", {})
-    header = json.dumps({"format": _FORMAT, "version": _VERSION, "tree": tree})
+    shared = _shared_memory(obj, arrays)
+    tree = _encode(obj, arrays, "the object", {}, shared)
+    header = json.dumps({"format": _FORMAT, "version": _VERSION if shared else 1,
+                         "tree": tree})
     entries = {f"a{i}": a for i, a in enumerate(arrays)}
     entries[_HEADER] = np.array(header)
     if not isinstance(f, (str, os.PathLike)):
@@ -193,6 +273,8 @@ def _decode(node: Any, arrays: Any, name: str, made: dict[tuple[Any, ...], Any])
                 made[kind] = a if "tensor" not in node else (Parameter if parameter else Tensor)(
                     a, requires_grad=node["tensor"])
             return made[kind]
+        if "view" in node:
+            return _view(node, arrays, name, made)
         if "complex" in node:
             re, im = node["complex"]
             return complex(re, im)
@@ -215,6 +297,49 @@ def _decode(node: Any, arrays: Any, name: str, made: dict[tuple[Any, ...], Any])
             return tuple.__new__(cls, items)  # (as namedtuple's _make: no constructor runs)
     raise SerializationError(f"yaad.load: {name} has an unreadable structure entry "
                              f"{str(node)[:80]!r}; the file is corrupt")
+
+
+def _tensor_flags(node: dict[str, Any]) -> tuple[Any, bool]:
+    if "tensor" in node and not isinstance(node["tensor"], bool):
+        raise ValueError(f"the tensor flag {node['tensor']!r} is not a bool")
+    parameter = node.get("parameter", False)
+    if not isinstance(parameter, bool) or (parameter and "tensor" not in node):
+        raise ValueError(f"the parameter flag {parameter!r} is not a tensor's bool")
+    return node.get("tensor"), parameter
+
+
+def _view(node: dict[str, Any], arrays: Any, name: str, made: dict[tuple[Any, ...], Any]) -> Any:
+    """An array (or tensor) in memory it shares with others: a view of the bytes stored
+    once, checked to lie inside them (a tampered entry cannot reach other memory)."""
+    key = f"a{node['view']}"
+    if key not in arrays:
+        raise SerializationError(f"yaad.load: {name} refers to a missing array entry "
+                                 f"{key!r}; the file is corrupt")
+    memory = arrays[key]
+    if memory.dtype != np.uint8 or memory.ndim != 1:
+        raise ValueError(f"the memory entry {key!r} is not bytes")
+    if not isinstance(node["dtype"], str):
+        raise ValueError(f"the view's dtype {node['dtype']!r} is not a dtype's name")
+    dtype = np.dtype(node["dtype"])
+    if dtype.hasobject or dtype.kind == "V":
+        raise ValueError(f"the view's dtype {node['dtype']!r} is not one yaad saves")
+    shape, strides, offset = node["shape"], node["strides"], node["offset"]
+    if not (isinstance(shape, list) and isinstance(strides, list) and len(shape) == len(strides)
+            and all(type(v) is int for v in (*shape, *strides, offset))
+            and all(n >= 0 for n in shape)):
+        raise ValueError("a view's shape, strides and offset must be integers")
+    lo, hi = _bounds(shape, strides, dtype.itemsize, offset)
+    if lo < 0 or hi > memory.size or not 0 <= offset <= memory.size:
+        raise ValueError(f"a view reaches bytes [{lo}, {hi}) outside its memory entry "
+                         f"{key!r} of {memory.size} bytes")
+    tensor, parameter = _tensor_flags(node)
+    kind = (key, dtype.str, tuple(shape), tuple(strides), offset, tensor, parameter)
+    if kind not in made:
+        # (memory is the base of every view of it: one version counter for all)
+        a = np.ndarray(tuple(shape), dtype, buffer=memory, offset=offset, strides=tuple(strides))
+        made[kind] = a if tensor is None else (Parameter if parameter else Tensor)(
+            a, requires_grad=tensor)
+    return made[kind]
 
 
 def _namedtuple_class(module: Any, qualname: Any, fields: Any, name: str) -> Any:
