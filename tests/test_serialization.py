@@ -637,3 +637,25 @@ def test_a_tampered_view_reaches_no_other_memory(tmp_path, view):
     _with_header(path, f'{{"format": "yaad-npz", "version": 2, "tree": {good}}}',
                  [np.zeros(16, np.uint8)])
     np.testing.assert_array_equal(yaad.load(path), np.zeros(2))
+
+
+def test_two_equal_views_of_one_tensor_load_as_two_objects_as_in_pytorch():
+    # t[1:] taken twice is two tensors sharing memory; yaad.load made them one object (the
+    # entries were equal), so their .grad and requires_grad became one. torch.load keeps
+    # two; the same view saved twice (one object) still loads as one.
+    import torch
+
+    t, tt = yaad.tensor(np.arange(6.0)), torch.arange(6.0)
+    one = t[1:]
+    got, want = io.BytesIO(), io.BytesIO()
+    yaad.save({"a": t[1:], "b": t[1:], "c": one, "d": one, "t": t}, got)
+    tone = tt[1:]
+    torch.save({"a": tt[1:], "b": tt[1:], "c": tone, "d": tone, "t": tt}, want)
+    got.seek(0)
+    want.seek(0)
+    u, w = yaad.load(got), torch.load(want)
+    for x, y in (("a", "b"), ("c", "d"), ("a", "c")):
+        assert (u[x] is u[y]) == (w[x] is w[y]), (x, y)
+        assert np.shares_memory(u[x].data, u[y].data)
+    u["a"][0] = yaad.tensor(-1.0)
+    assert u["b"].data[0] == -1.0 and u["t"].data[1] == -1.0

@@ -134,7 +134,8 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, dict
         entry, start = shared[id(obj)]
         node = {"view": entry, "dtype": data.dtype.str, "shape": list(data.shape),
                 "strides": list(data.strides),
-                "offset": data.__array_interface__["data"][0] - start}
+                "offset": data.__array_interface__["data"][0] - start,
+                "object": len(seen)}  # (two equal views of one tensor load as two objects)
         seen[id(obj)] = dict(node)
         if isinstance(obj, Tensor):
             node["tensor"] = bool(obj.requires_grad)
@@ -333,7 +334,10 @@ def _view(node: dict[str, Any], arrays: Any, name: str, made: dict[tuple[Any, ..
         raise ValueError(f"a view reaches bytes [{lo}, {hi}) outside its memory entry "
                          f"{key!r} of {memory.size} bytes")
     tensor, parameter = _tensor_flags(node)
-    kind = (key, dtype.str, tuple(shape), tuple(strides), offset, tensor, parameter)
+    obj = node.get("object")
+    if obj is not None and type(obj) is not int:
+        raise ValueError(f"a view's object number {obj!r} is not an integer")
+    kind = (key, dtype.str, tuple(shape), tuple(strides), offset, tensor, parameter, obj)
     if kind not in made:
         # (memory is the base of every view of it: one version counter for all)
         a = np.ndarray(tuple(shape), dtype, buffer=memory, offset=offset, strides=tuple(strides))
