@@ -29,6 +29,11 @@ RAN: set = set()  # ops whose comparison ran (all, unless tests were deselected)
 COMPARED: set = set()  # ops for which a call recorded a node on both paths
 REFUSED: set = set()  # ops for which a call of the specialised arity raised on both paths
 STATIC: set = set()  # ops of one input compared on calls with more arguments (_call_first)
+# Ops whose NumPy/SciPy computation is not bit-reproducible from one call to the next:
+# SciPy's logm picks its number of square roots from onenormest, a randomized estimate,
+# so two calls on the same matrix may round differently (4 of 100 random 12x12 complex
+# blocks did). Their outputs and gradients are compared to rounding, not bit for bit.
+UNREPRODUCIBLE = {"linalg.logm"}
 
 
 class _Recorder:
@@ -151,7 +156,8 @@ def check_paths(spec, args: tuple, rng: np.random.Generator, kw: dict | None = N
             REFUSED.add(spec.name)
             continue
         assert type(fast) is type(general), where
-        _same_value(fast._data, general._data, f"{where}: output")
+        same = _same_gradient if spec.name in UNREPRODUCIBLE else _same_value
+        same(fast._data, general._data, f"{where}: output")
         assert fast.requires_grad == general.requires_grad, where
         assert (getattr(fast, "_base", None) is None) == (
             getattr(general, "_base", None) is None), f"{where}: view noted on one path"
@@ -168,7 +174,7 @@ def check_paths(spec, args: tuple, rng: np.random.Generator, kw: dict | None = N
             g_fast = _gradients(fast, inputs, cot)
             g_general = _gradients(general, inputs, cot)
         for k, (a, b) in enumerate(zip(g_fast, g_general)):
-            _same_value(a, b, f"{where}: gradient {k}")
+            same(a, b, f"{where}: gradient {k}")
         # The engine runs a node's rules in its loop (the common case) or through
         # gradients.node_gradients (hooks, several outputs, create_graph, ...): a hook on
         # the output sends the same node the second way.
