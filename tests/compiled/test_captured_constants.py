@@ -117,3 +117,93 @@ def test_a_captured_tensor_whose_data_is_rebound_or_written_gives_the_new_value(
             got_value, got_grad = _value_and_grad(compiled, psi)
             np.testing.assert_allclose(got_value, want_value, rtol=1e-12)
             np.testing.assert_allclose(got_grad, want_grad, rtol=1e-10, atol=1e-14)
+
+
+# ---- captured index arrays of a gathered loss ------------------------------------------
+#
+# The gradient of -mean(log_softmax(z)[rows, labels]) for the seed 1 of .backward() is a
+# constant (-1/n at each (row, label)), which the compiled backward computes once; it holds
+# while the index arrays have their recorded bits, which the backward checks itself: the
+# arrays may be watched by the state check (a closure), or not at all (another module's
+# global, read by reference on every replay), and they may change between the call and
+# its .backward(). Oracle: the hand-written gradient (softmax(z) - onehot(labels)) / n for
+# the labels in force when the gradient is computed, and eager yaad.
+
+def _ce_oracle(z, rows, labels):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    g = np.zeros_like(z)
+    np.add.at(g, (rows, labels), -1.0 / len(rows))
+    np.add.at(g, rows, p[rows] / len(rows))
+    return g
+
+
+def _index_captures(rows, labels):
+    import types
+
+    other = types.ModuleType("other_module")  # its globals are not watched
+    other.ROWS, other.LABELS = rows, labels
+    exec("def index():\n    return ROWS, LABELS\n", other.__dict__)
+    held = {"rows": rows, "labels": labels}
+
+    def in_closure(z):
+        return -yaad.mean(yaad.log_softmax(z, axis=-1)[held["rows"], held["labels"]])
+
+    def in_another_module(z):
+        return -yaad.mean(yaad.log_softmax(z, axis=-1)[other.index()])
+
+    return {"in_closure": in_closure, "in_another_module": in_another_module}
+
+
+def _index_changes(labels):
+    """In-place changes of the labels: by NumPy on the array, through a view, by a ufunc
+    writing into it (each keeps them in 0..9)."""
+    def element():
+        labels[3] = (labels[3] + 1) % 10
+
+    def view():
+        v = labels[::2]
+        v[...] = (v + 3) % 10
+
+    def ufunc():
+        np.remainder(labels + 7, 10, out=labels)
+
+    return [element, view, ufunc]
+
+
+@pytest.mark.parametrize("capture", ["in_closure", "in_another_module"])
+@pytest.mark.parametrize("when", ["between_calls", "before_backward"])
+def test_captured_index_arrays_changed_in_place_give_the_new_gradient(capture, when):
+    rng = np.random.default_rng(7)
+    rows, labels = np.arange(12), rng.integers(0, 10, 12)
+    fn = _index_captures(rows, labels)[capture]
+    compiled = yaad.compile(fn)
+    z = rng.standard_normal((12, 10))
+
+    def grads(f, change):
+        x = yaad.tensor(z, requires_grad=True)
+        out = f(x)
+        if when == "before_backward":
+            change()
+        out.backward()
+        return np.array(x.grad)
+
+    for _ in range(3):  # recorded twice, then replayed
+        np.testing.assert_array_equal(grads(compiled, lambda: None), grads(fn, lambda: None))
+    for change in _index_changes(labels):
+        if when == "between_calls":
+            change()
+            got = grads(compiled, lambda: None)
+            np.testing.assert_allclose(got, _ce_oracle(z, rows, labels), rtol=1e-12,
+                                       atol=1e-15)
+            np.testing.assert_array_equal(got, grads(fn, lambda: None))
+        else:
+            # the same change made after the compiled call and after the eager one
+            saved = labels.copy()
+            got = grads(compiled, change)
+            labels[...] = saved
+            want = grads(fn, change)
+            np.testing.assert_allclose(got, _ce_oracle(z, rows, labels), rtol=1e-12,
+                                       atol=1e-15)
+            np.testing.assert_array_equal(got, want)
+    assert compiled.stats["eager"] == 0

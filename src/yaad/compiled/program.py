@@ -335,8 +335,18 @@ class End:
             # The implicit seed 1 of .backward(): what depends on the seed alone (the
             # gradient of a mean, spread over the rows, say) is a constant, recorded.
             folded = set(seeds)
+            # Constant arrays a folded item reads (the index arrays of a gathered loss,
+            # whose gradient is then a constant one-hot array): read by reference, their
+            # contents may change, so the folded branch is taken only while they have the
+            # bits they had here (a few hundred bytes each; at most FOLD_BYTES in all).
+            arrays: dict = {}
             for it in kept:
-                if type(it) is Entry and item_uses(it) <= folded and _immutable(it):
+                if type(it) is Entry and item_uses(it) <= folded:
+                    found = _constant_arrays(it)
+                    if found is None or sum(a.nbytes for a in {**arrays, **found}.values()
+                                            ) > FOLD_BYTES:
+                        continue
+                    arrays.update(found)
                     folded.update(item_defs(it))
             # (an item is folded when it reads and writes folded slots only: a shape guard
             # writes nothing, and stays unless what it checks is a folded constant)
@@ -346,8 +356,13 @@ class End:
             for it in folded_items:
                 used |= item_uses(it)
             if len(folded_items) < len(kept):
-                lines.append(f"    if {seeds[0]} is {ns.name(self.one, 'one')}:".replace(
-                    f"{seeds[0]} is", f"v{seeds[0]} is"))
+                cond = [f"v{seeds[0]} is {ns.name(self.one, 'one')}"]
+                for a in arrays.values():
+                    name = ns.name(a, "fa")
+                    cond.append(f"{name}.shape == {a.shape!r} and {name}.dtype == "
+                                f"{ns.name(a.dtype, 'fd')} and {name}.tobytes() == "
+                                f"{ns.name(a.tobytes(), 'fb')}")
+                lines.append(f"    if {' and '.join(cond)}:")
                 for s in sorted((folded - set(seeds)) & used):
                     lines.append(f"        v{s} = {ns.name(rec.value[s], 'k')}")
                 if not foreign:
@@ -579,19 +594,30 @@ _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), slice, type(Ell
               np.dtype, np.generic)
 
 
-def _immutable(it: Entry) -> bool:
-    """Whether the constants ``it`` reads are immutable (arrays are read by reference:
-    their contents may change from call to call)."""
+FOLD_BYTES = 1 << 12  # constant arrays a folded backward checks by their bits, in all
+
+
+def _constant_arrays(it: Entry) -> dict | None:
+    """The NumPy arrays among the constants ``it`` reads (by id), or None when another
+    constant is mutable. Arrays are read by reference: their contents may change from call
+    to call, so what is computed from them once holds only while they keep their bits."""
     from .tape import Slot, SlotTuple
+
+    found: dict = {}
 
     def ok(r: Any) -> bool:
         if type(r) is Slot:
             return True
         if type(r) is SlotTuple or type(r) is tuple or type(r) is list:
             return all(ok(x) for x in (r.items if type(r) is SlotTuple else r))
+        if type(r) is np.ndarray and not r.dtype.hasobject:
+            found[id(r)] = r
+            return True
         return isinstance(r, _IMMUTABLE) or isinstance(r, type)
 
-    return all(ok(r) for r in it.args) and all(ok(v) for v in (it.kw or {}).values())
+    if all(ok(r) for r in it.args) and all(ok(v) for v in (it.kw or {}).values()):
+        return found
+    return None
 
 
 def _live_items(items: list, wanted: set) -> list:
