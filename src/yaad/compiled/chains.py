@@ -362,6 +362,10 @@ def _grad_loop(kind: str, dtype: np.dtype, colsum: bool = False) -> Callable:
                 return out
             shape = g.shape
             if _colsum_exact(dtype, shape):
+                if len(shape) == 2:  # (the common case: a layer's matrix, as it is)
+                    col = np.empty(shape[1], dtype)
+                    loop[1](g, y, one, out, col)
+                    return out, col
                 n = shape[0]
                 col = np.empty(shape[1:], dtype)
                 loop[1](g.reshape(n, -1), y.reshape(n, -1), one, out.reshape(n, -1),
@@ -396,7 +400,10 @@ def _colsum_loop(dtype: np.dtype) -> Callable:
 
                 loop.append(colsum)
             col = np.empty(shape[1:], dtype)
-            loop[0](a.reshape(shape[0], -1), col.reshape(-1))
+            if len(shape) == 2:
+                loop[0](a, col)
+            else:
+                loop[0](a.reshape(shape[0], -1), col.reshape(-1))
             return col
         return np.add.reduce(a, 0)
 

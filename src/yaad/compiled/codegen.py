@@ -31,7 +31,8 @@ class Namespace:
     def __init__(self) -> None:
         self.env: dict[str, Any] = {"np": np, "_bcast": broadcast_copy,
                                     "_scatter": scatter_at, "_stack_into": stack_into,
-                                    "_mean_of": mean_of, "_rowwise": rowwise}
+                                    "_mean_of": mean_of, "_rowwise": rowwise,
+                                    "_float32": np.float32, "_float64": np.float64}
         self._ids: dict[int, str] = {}
 
     def name(self, obj: Any, prefix: str = "c") -> str:
@@ -404,6 +405,10 @@ def _mean(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     n = math.prod(shape[k] for k in axes)
     if not n or type(keepdims) is not bool:
         return None  # (an empty mean warns)
+    kind = shapes.dtype[r.i]
+    if axis is None and not keepdims and kind.kind == "f":
+        # (mean_of's steps for a real scalar: the sum, a double division, the dtype's type)
+        return f"_{kind.name}(float(np.add.reduce({a[0]}, None)) / {n})"
     return f"_mean_of({a[0]}, {None if axis is None else axes!r}, {keepdims!r}, {n})"
 
 

@@ -44,18 +44,27 @@ def shifted(x: np.ndarray) -> np.ndarray:
 MAX_ROW = 128  # longer rows: NumPy's pairwise sum splits them (not reproduced here)
 
 
+def _rows(x: np.ndarray) -> tuple:
+    """``(loops, rows, exact)``: the loops, ``x`` shifted as rows (a new array; ``x``
+    itself when it is a matrix: no reshaping on the common path), and whether the row
+    sums may be the loop's."""
+    lp = _LOOPS or loops()
+    shape = x.shape
+    k = shape[-1]
+    rows = lp["shifted"](x if len(shape) == 2 else x.reshape(-1, k))
+    return lp, rows, k <= MAX_ROW and rows_exact(rows.dtype, k)
+
+
 def log_softmax(x: np.ndarray) -> np.ndarray:
     """``ops.nn._log_softmax(x, -1)``."""
-    y = shifted(x)
-    k = x.shape[-1]
-    if k <= MAX_ROW and rows_exact(y.dtype, k):
-        lp = loops()
-        rows = y.reshape(-1, k)
-        s = np.empty(len(rows), y.dtype)
+    lp, rows, exact = _rows(x)
+    if exact:
+        s = np.empty(len(rows), rows.dtype)
         lp["rowsum"](np.exp(rows), s)
         np.log(s, out=s)
         lp["sub_rows"](rows, s, rows)
-        return y
+        return rows if rows.ndim == x.ndim else rows.reshape(x.shape)
+    y = rows.reshape(x.shape)
     s = np.exp(y).sum(axis=-1, keepdims=True)
     np.log(s, out=s)
     return np.subtract(y, s, out=y)
@@ -63,16 +72,14 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 
 def softmax(x: np.ndarray) -> np.ndarray:
     """``ops.nn._softmax(x, -1)``."""
-    e = shifted(x)
-    np.exp(e, out=e)
-    k = x.shape[-1]
-    if k <= MAX_ROW and rows_exact(e.dtype, k):
-        lp = loops()
-        rows = e.reshape(-1, k)
-        s = np.empty(len(rows), e.dtype)
+    lp, rows, exact = _rows(x)
+    np.exp(rows, out=rows)
+    if exact:
+        s = np.empty(len(rows), rows.dtype)
         lp["rowsum"](rows, s)
         lp["div_rows"](rows, s, rows)
-        return e
+        return rows if rows.ndim == x.ndim else rows.reshape(x.shape)
+    e = rows.reshape(x.shape)
     return np.divide(e, e.sum(axis=-1, keepdims=True), out=e)
 
 
