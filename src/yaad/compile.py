@@ -87,37 +87,41 @@ def _flat(x: Any, leaves: list[Any], objects: list[Any]) -> Any:
     return (t, x)
 
 
-def _guard(args: tuple[Any, ...], enabled: bool) -> Callable[..., bool]:
-    """``check(args, enabled)``: whether a call has the signature of this one (tensor
-    arguments: the same classes, shapes, dtypes, ``requires_grad``, leaf or not, distinct
-    objects; the same grad mode, the default floating-point state), as straight-line code.
-    Stricter than the signature (a class and a dtype by identity): a call it refuses
-    takes the general path."""
+def _guard(args: tuple[Any, ...], enabled: bool, call: Callable[..., Any]
+           ) -> Callable[..., Any]:
+    """``replay(args)``: ``call(args)`` (a tree's replay) if a call has the signature of
+    this one (no mode on; tensor arguments: the same classes, shapes, dtypes,
+    ``requires_grad``, leaf or not, distinct objects; the same grad mode, the default
+    floating-point state), else ``MISS``, as one function of straight-line code. Stricter
+    than the signature (a class and a dtype by identity): a call it refuses takes the
+    general path."""
     from .compiled.codegen import Namespace, build
 
     ns = Namespace()
-    ns.env["_float_state"] = float_state
+    ns.env.update(_float_state=float_state, _st=state, _call=call, MISS=MISS)
     n = len(args)
     names = ", ".join(f"a{k}" for k in range(n)) + ","
-    lines = [f"    if enabled is not {enabled!r} or len(args) != {n}:", "        return False",
+    lines = [f"    if _st.modes_on or _st.enabled is not {enabled!r} or len(args) != {n}:",
+             "        return MISS",
              f"    {names} = args"]
     for k, a in enumerate(args):
         d = a._data
         lines += [f"    if a{k}.__class__ is not {ns.name(a.__class__, 'C')}:",
-                  "        return False",
+                  "        return MISS",
                   f"    d = a{k}._data",
                   f"    if (d.__class__ is not {ns.name(d.__class__, 'D')} or d.dtype is not "
                   f"{ns.name(d.dtype, 'T')} or d.shape != {tuple(d.shape)!r}",
                   f"            or a{k}.requires_grad is not {a.requires_grad!r}"
                   f" or (a{k}._node is None) is not {a._node is None!r}):",
-                  "        return False"]
+                  "        return MISS"]
     if 1 < n <= 4:
         pairs = [f"a{i} is a{j}" for i in range(n) for j in range(i + 1, n)]
-        lines += [f"    if {' or '.join(pairs)}:", "        return False"]
+        lines += [f"    if {' or '.join(pairs)}:", "        return MISS"]
     elif n > 4:
-        lines += [f"    if len(set(map(id, args))) != {n}:", "        return False"]
-    lines.append("    return _float_state() is None")
-    return build("same_signature", "args, enabled", lines, ns)  # type: ignore[no-any-return]
+        lines += [f"    if len(set(map(id, args))) != {n}:", "        return MISS"]
+    lines += ["    if _float_state() is not None:", "        return MISS",
+              "    return _call(args)"]
+    return build("replay_last", "args", lines, ns)  # type: ignore[no-any-return]
 
 
 # The classes of models whose train/eval mode matters (yaad.nn.Module, registered by
@@ -204,9 +208,9 @@ class Compiled:
         self.max_recordings = max_recordings
         self.warn = warn
         self._trees: dict[Any, Any] = {}
-        # (tree, check(args, enabled)) of the last call replayed on tensor arguments: the
-        # next call with the same signature skips building and hashing it (see _guard)
-        self._last: tuple[Any, Callable[..., bool]] | None = None
+        # replay(args) of the last call replayed on tensor arguments (see _guard): the next
+        # call with the same signature skips building and hashing it
+        self._last: Callable[..., Any] | None = None
         self._eager: dict[Any, Any] = {}  # signature -> why this signature runs eagerly
         self._restarts: dict[Any, Any] = {}  # signature -> times the state it reads changed
         self.stats = {"replayed": 0, "recorded": 0, "eager": 0}
@@ -248,25 +252,24 @@ class Compiled:
     # ---- calling ----
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
+        last = self._last
+        if last is not None and not kw:
+            # The common case, specialised: tensor arguments only, with the signature of
+            # the last replay (checked by generated code, which replays them; see _guard).
+            try:
+                out = last(args)
+            except Exception:
+                out = MISS  # (the general path below explains)
+            if out is not MISS:
+                self.stats["replayed"] += 1
+                return out
         st = state
         if st.modes_on:  # forward mode, an outer recording, anomaly detection
             return self.fn(*args, **kw)
         if not kw and not self._modules:
-            # The common case, specialised: tensor arguments only; the same signature as
-            # the last replay's (a generated check), else looked up.
-            last = self._last
-            if last is not None and last[1](args, st.enabled):
-                call = last[0].call
-                if call is not None:
-                    try:
-                        out = call(args)
-                    except Exception:
-                        out = MISS
-                    if out is not MISS:
-                        self.stats["replayed"] += 1
-                        return out
-            # (every change of self._trees happens below: the last replay's tree is
-            # forgotten first)
+            # Tensor arguments only: their signature looked up without the general
+            # path's flattening. (Every change of self._trees and of a tree's replay
+            # happens below: the last replay is forgotten first.)
             self._last = None
             parts: list[Any] = [st.enabled, float_state()]
             for a in args:
@@ -287,7 +290,7 @@ class Compiled:
                         if out is not MISS:
                             self.stats["replayed"] += 1
                             if parts[1] is None:
-                                self._last = (tree, _guard(args, parts[0]))
+                                self._last = _guard(args, parts[0], tree.call)
                             return out
         try:
             key, leaves, objects = self._signature(args, kw)
