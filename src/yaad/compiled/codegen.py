@@ -128,6 +128,17 @@ def _method(name: str, nargs: tuple):
     return t
 
 
+def _swapaxes(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
+    # (of a matrix: its .T, the same view, without the method call's arguments)
+    got = _method("swapaxes", (2,))(it, a, kw, shapes)
+    r, axes = it.args[0], it.args[1:]
+    if (got is not None and type(r) is Slot and len(shapes(r.i)) == 2
+            and all(type(x) is int and -2 <= x < 2 for x in axes)
+            and axes[0] % 2 != axes[1] % 2):
+        return f"{a[0]}.T"
+    return got
+
+
 def _to_shape(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
     # expand_dims, squeeze, reshape: a view of the known output shape (NumPy scalars have
     # the method too).
@@ -415,7 +426,7 @@ def _mean(it: Entry, a: list, kw: dict, shapes: Any) -> str | None:
 _TEMPLATES = {
     "add": _binary("+"), "subtract": _binary("-"), "multiply": _binary("*"),
     "divide": _binary("/"), "matmul": _binary("@"), "negative": _negative,
-    "swapaxes": _method("swapaxes", (2,)), "transpose": _method("transpose", (0, 1)),
+    "swapaxes": _swapaxes, "transpose": _method("transpose", (0, 1)),
     "reshape": _to_shape, "expand_dims": _to_shape, "squeeze": _to_shape,
     "sum": _sum, "getitem": _getitem, "conjugate": _conj, "broadcast_to": _broadcast,
     "scatter_add": _scatter, "tensordot": _tensordot, "moveaxis": _moveaxis,
@@ -699,7 +710,7 @@ def _mat(x: str, shape: tuple, perm: Any, new_shape: tuple, swap: bool) -> tuple
         x = f"{x}.reshape({tuple(new_shape)!r})"
         shape = tuple(new_shape)
     if swap:
-        x = f"{x}.swapaxes(-1, -2)"
+        x = f"{x}.T" if len(shape) == 2 else f"{x}.swapaxes(-1, -2)"
     return x, shape
 
 
