@@ -549,8 +549,10 @@ def test_the_cross_entropy_head_is_numpys(dtype, rows_exact, monkeypatch):
         tol = 1e-5 if dtype == "float32" else 1e-13
         np.testing.assert_allclose(got[1], t.grad.numpy(), rtol=0, atol=tol)
     # (under the implicit seed 1, the gradient reaching log_softmax is a constant one-hot
-    # array and its row sums are folded: only the branch for another seed runs the loop)
-    assert _loops(compiled) == ["log_softmax_vjp"] and compiled.stats["replayed"] == 2
+    # array and its row sums are folded: that branch's loop takes them, g - e * s; the
+    # branch for another seed sums the rows itself)
+    assert _loops(compiled) == ["log_softmax_vjp", "sub_scaled_rows"]
+    assert compiled.stats["replayed"] == 2
 
 
 def test_sums_over_empty_axes_stay_numpys():

@@ -459,6 +459,28 @@ def _log_softmax_vjp(dtype: np.dtype) -> Callable:
     return run
 
 
+def _scaled_rows_vjp(dtype: np.dtype) -> Callable:
+    """``run(g, e, s, out=None)``: ``g - e * s`` for (n, k) ``g`` and ``e`` and (n, 1) ``s``
+    of ``dtype`` as one loop where they are C-ordered (the products and differences NumPy
+    makes, one at a time)."""
+    loop: list = []
+
+    def run(g: Any, e: Any, s: Any, out: Any = None) -> Any:
+        if out is None:
+            out = np.empty(g.shape, dtype)
+        if g.flags.c_contiguous and e.flags.c_contiguous:
+            if not loop:
+                from .numba_loops import sub_scaled_rows
+
+                loop.append(sub_scaled_rows)
+            loop[0](g, e, s, out)
+            return out
+        return np.subtract(g, np.multiply(e, s), out=out)
+
+    run._yaad_loop = "sub_scaled_rows"
+    return run
+
+
 def softmax_vjps(items: list, keep: set, info: Any) -> list:
     """With numba, ``g - e * sum(g, axis=-1, keepdims=True)`` (log_softmax's VJP over the
     last axis) as one loop whose row sums add in NumPy's order, where the sum and the
@@ -476,6 +498,11 @@ def softmax_vjps(items: list, keep: set, info: Any) -> list:
         return items[u[0]]
 
     for k, it in enumerate(items):
+        if out[k] is None:
+            continue  # (taken into a loop already)
+        if type(it) is Entry and _registry_name(it) == "multiply":
+            _scaled_rows(k, it, out, made, only_user, info)
+            continue
         g = _last_axis_sum(it, info) if type(it) is Entry else None
         if g is None:
             continue
@@ -502,6 +529,35 @@ def softmax_vjps(items: list, keep: set, info: Any) -> list:
                              (Slot(g, False), Slot(e, False)), None, sub.outs, sub.grad_in,
                              sub.diff_out, None, sub.dtypes)
     return [it for it in out if it is not None]
+
+
+def _scaled_rows(k: int, mul: Entry, out: list, made: dict, only_user: Callable,
+                 info: Any) -> None:
+    """``g - e * s`` with the row sums ``s`` (n, 1) made elsewhere (a folded constant: the
+    sum of a constant gradient) as one loop, in ``out`` (see softmax_vjps)."""
+    if not _plain(mul) or len(mul.args) != 2 or len(mul.outs) != 1:
+        return
+    e, s = (_slot(r) for r in mul.args)
+    t = mul.outs[0]
+    sub = only_user(t)
+    if (e is None or s is None or sub is None or _registry_name(sub) != "subtract"
+            or len(sub.args) != 2 or _slot(sub.args[1]) != t or _slot(sub.args[0]) is None
+            or len(sub.outs) != 1):
+        return
+    g, r = _slot(sub.args[0]), sub.outs[0]
+    if out[made[r]] is not sub:
+        return
+    shape, dtype = info(r), info.dtype[r]
+    if (dtype not in _REAL or len(shape) != 2 or g in (e, s, t)
+            or not all(info(x, True) and info.dtype[x] == dtype and info(x) == shape
+                       for x in (g, e, t))
+            or not (info(s, True) and info.dtype[s] == dtype and info(s) == (shape[0], 1))):
+        return
+    out[k] = None
+    out[made[r]] = Entry(private_op(_scaled_rows_vjp(dtype), "sub_scaled_rows", (),
+                                    save_args=False),
+                         (Slot(g, False), Slot(e, False), Slot(s, False)), None, sub.outs,
+                         sub.grad_in, sub.diff_out, None, sub.dtypes)
 
 
 _COLSUM: dict = {}
@@ -651,7 +707,8 @@ def _fresh(it: Any, info: Any) -> bool:
         return False
     if getattr(it.op.forward, "_yaad_loop", False):
         return it.op.name in ("tanh_grad", "expit_grad", "tanh_grad_colsum",
-                              "expit_grad_colsum", "log_softmax_vjp")  # (their first
+                              "expit_grad_colsum", "log_softmax_vjp",
+                              "sub_scaled_rows")  # (their first
         # output; colsum's: no)
     if len(it.outs) != 1:
         return False

@@ -169,3 +169,14 @@ def log_softmax_vjp(g, e, s, out):  # pragma: no cover - compiled by numba
         si = s[i]
         for j in range(k):
             out[i, j] = g[i, j] - e[i, j] * si
+
+
+@numba.njit(cache=True, error_model="numpy")
+def sub_scaled_rows(g, e, s, out):  # pragma: no cover - compiled by numba
+    """``out = g - e * s`` for (n, k) ``g`` and ``e`` and (n, 1) ``s`` (log_softmax's VJP
+    where the row sums ``s`` of ``g`` are known: a constant gradient's, folded)."""
+    n, k = g.shape
+    for i in range(n):
+        si = s[i, 0]
+        for j in range(k):
+            out[i, j] = g[i, j] - e[i, j] * si
