@@ -168,7 +168,7 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
             raise TypeError(f"{what}: keyword arguments {sorted(kwargs)} are not supported "
                             f"on tensors")
         if dtype is not None:
-            inputs = tuple(astype(x, dtype) if isinstance(x, Tensor) else x for x in inputs)
+            inputs = _cast_tensors(inputs, dtype)
         if method == "outer":
             inputs = _outer_operands(inputs)
         elif dtype is None:
@@ -180,6 +180,12 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
         raise _no_yaad_op(what)
     kwargs.setdefault("axis", 0)  # the default of ufunc.reduce and ufunc.accumulate
     return fn(*inputs, **kwargs)
+
+
+def _cast_tensors(inputs: tuple, dtype: Any) -> tuple:
+    """The tensors among ``inputs`` cast to ``dtype`` (apart from array_ufunc: a generator
+    there would make ``dtype`` a cell on every call)."""
+    return tuple([astype(x, dtype) if isinstance(x, Tensor) else x for x in inputs])
 
 
 def _outer_operands(inputs: tuple) -> tuple:

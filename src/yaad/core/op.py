@@ -607,8 +607,11 @@ def _record(spec: Op, arrays: tuple[Any, ...], kw: dict[str, Any] | None, ans: A
             arrays = (_kept(spec, arrays, 0, parents, ans), _kept(spec, arrays, 1, parents, ans))
         elif n == 1:
             arrays = (_kept(spec, arrays, 0, parents, ans),)
-        else:
-            arrays = tuple([_kept(spec, arrays, j, parents, ans) for j in range(n)])
+        else:  # (a loop: a comprehension would make its variables cells on every call)
+            kept = []
+            for j in range(n):
+                kept.append(_kept(spec, arrays, j, parents, ans))
+            arrays = tuple(kept)
     if spec.save_ans:
         saved = ans
     elif spec.nout == 1:

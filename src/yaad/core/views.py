@@ -75,8 +75,7 @@ def note_view(op: Any, args: tuple[Any, ...], kw: dict[str, Any], out: Tensor, k
     a = args[0]  # (nearly always the one viewed)
     i: int | None = 0
     if not (isinstance(a, Tensor) and (a._data is root or a._data.base is root)):
-        i = next((j for j, b in enumerate(args) if isinstance(b, Tensor)
-                  and (b._data is root or b._data.base is root)), None)
+        i = _viewed(args, root)
         if i is None:
             return
         a = args[i]
@@ -89,6 +88,15 @@ def note_view(op: Any, args: tuple[Any, ...], kw: dict[str, Any], out: Tensor, k
     if n >= 32 and not n & (n - 1):  # now and then, drop the dead ones
         views[:] = [r for r in views if r() is not None]
     views.append(weakref.ref(out))
+
+
+def _viewed(args: tuple[Any, ...], root: Any) -> int | None:
+    """The position of the tensor among ``args`` whose memory ``root`` is, else None
+    (apart from note_view: a generator there would make ``root`` a cell on every call)."""
+    for j, b in enumerate(args):
+        if isinstance(b, Tensor) and (b._data is root or b._data.base is root):
+            return j
+    return None
 
 
 def note_views(op: Any, args: tuple[Any, ...], kw: dict[str, Any], out: Any,

@@ -727,14 +727,7 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
     subscripts, ops = _split_args(operands)
     ops = tuple([o if hasattr(o, "shape") else np.asarray(o) for o in ops])
     if dtype is not None:
-        from .shape import astype
-
-        dtype = np.dtype(dtype)
-        for k, o in enumerate(ops):
-            if not np.can_cast(o.dtype, dtype, casting):
-                raise TypeError(f"einsum: cannot cast operand {k} from {o.dtype} to {dtype} "
-                                f"with casting={casting!r}")
-        ops = tuple(o if o.dtype == dtype else astype(o, dtype) for o in ops)
+        ops = _cast_operands(ops, np.dtype(dtype), casting)
     shapes = tuple([o.shape for o in ops])
     try:
         steps = _plan(subscripts, shapes, _optimize_key(optimize))
@@ -742,6 +735,18 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
         msg = str(e)
         raise ValueError(msg if msg.startswith("einsum") else f"einsum: {msg}") from None
     return _run(steps, ops)
+
+
+def _cast_operands(ops: tuple, dtype: np.dtype, casting: str) -> tuple:
+    """einsum's operands cast to ``dtype`` (apart from einsum: its comprehension's
+    variables would be cells on every call of einsum)."""
+    from .shape import astype
+
+    for k, o in enumerate(ops):
+        if not np.can_cast(o.dtype, dtype, casting):
+            raise TypeError(f"einsum: cannot cast operand {k} from {o.dtype} to {dtype} "
+                            f"with casting={casting!r}")
+    return tuple([o if o.dtype == dtype else astype(o, dtype) for o in ops])
 
 
 # -- the contraction primitive: one op for one, two or (optimize=False) more operands
@@ -914,6 +919,11 @@ def _contract_vjp(i, g, ans, subscripts, *ops):
         if r.shape != a.shape:
             r = broadcast_to(r, np.broadcast_shapes(r.shape, a.shape))
         return r
+    return _contract_vjp_general(k, g, steps, consts, ops)
+
+
+def _contract_vjp_general(k, g, steps, consts, ops):
+    # (apart from _contract_vjp: its closures' variables would be cells on every call)
     if consts:
         xp = namespace(g)  # (NumPy for a tensor)
         extra = [xp.eye(n, dtype=g.dtype) if kind == "eye" else xp.ones(n, dtype=g.dtype)
