@@ -193,3 +193,59 @@ def test_out_argument_is_refused():
                  lambda: yaad.outer(a, a, out=np.zeros((4, 4)))):
         with pytest.raises(TypeError, match="out="):
             call()
+
+
+_TENSORDOT_CALLS = [
+    ((2, 2), (2, 2, 2, 2, 2), ([1], [3])),  # W13's gate on qubit 3
+    ((2, 2, 2, 2), (2, 2, 2, 2, 2), ([2, 3], [4, 0])),  # W13's CNOT on a ring's last pair
+    ((3, 4, 5), (4, 3, 2), ([1, 0], [0, 1])),
+    ((3, 4), (4, 5), 1),
+    ((3, 4), (5, 6), 0),  # an outer product
+    ((), (), 0),
+    ((3, 4, 5), (4, 5, 6), 2),
+    ((3, 4, 5), (4, 5, 6), ([-2, -1], [0, 1])),
+    ((3, 4), (4, 3), (1, 0)),  # ints, not sequences
+    ((3, 4), (4, 3), ([0, -2], [1, 0])),  # one axis twice (0 and -2): NumPy's error
+    ((3, 4), (3, 4), ([0, 0], [0, 1])),  # a duplicate
+    ((3, 4), (5, 4), ([0], [0])),  # a length mismatch
+    ((3, 4), (4, 5), ([5], [0])),  # out of range
+    ((3, 4), (4, 5), (np.int64(1), np.int64(0))),  # NumPy integers
+    ((3, 4), (4, 5), np.int64(1)),
+    ((3, 4), (4, 5), ([1], [0, 1])),  # unequal numbers of axes
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64])
+@pytest.mark.parametrize("sa, sb, axes", _TENSORDOT_CALLS)
+def test_tensordot_on_arrays_is_numpys_bit_for_bit(sa, sb, axes, dtype):
+    """tensordot on NumPy arrays (its forward, and each step of its VJP) reads the shapes
+    and axes from a cache and makes numpy.tensordot's calls: the same values bit for bit,
+    dtype and shape, the same error where NumPy raises, twice (the cached plan)."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(sa) * 3
+    b = rng.standard_normal(sb) * 3
+    if np.dtype(dtype).kind == "c":
+        a, b = a + 1j * rng.standard_normal(sa), b + 1j * rng.standard_normal(sb)
+    a, b = a.astype(dtype), b.astype(dtype)
+    for _ in range(2):
+        try:
+            expected = np.tensordot(a, b, axes)
+        except Exception as e:  # noqa: BLE001  (NumPy's own error, whatever it is)
+            with pytest.raises((type(e), ValueError)):
+                yaad.tensordot(a, b, axes)
+            continue
+        got = yaad.tensordot(a, b, axes)
+        assert type(got) is np.ndarray and got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected, strict=True)
+        if dtype is np.int64:
+            continue
+        ta, tb = yaad.tensor(a, requires_grad=True), yaad.tensor(b, requires_grad=True)
+        out = yaad.tensordot(ta, tb, axes)
+        np.testing.assert_array_equal(out.numpy(), expected, strict=True)
+        cot = rng.standard_normal(expected.shape).astype(expected.dtype)
+        ga, gb = yaad.autograd.grad(out, [ta, tb], cot)
+        with yaad.enable_grad():
+            ga2, gb2 = yaad.autograd.grad(yaad.tensordot(ta, tb, axes), [ta, tb],
+                                          yaad.tensor(cot), create_graph=True)
+        np.testing.assert_allclose(np.asarray(ga), ga2.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(gb), gb2.numpy(), rtol=1e-5)

@@ -353,8 +353,55 @@ def _tensordot_axes(axes, nda: int, ndb: int) -> tuple[list, list]:
 
 
 def _tensordot(a, b, axes=2):
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        # NumPy's tensordot works out its transposes and shapes in Python on every call;
+        # they depend on the shapes and axes alone: cached, then the same calls
+        # (transpose, reshape, dot, reshape), so the same bits.
+        try:
+            plan = _tensordot_plan(_axes_key(axes), a.shape, b.shape)
+        except TypeError:  # (axes NumPy reads otherwise, or not hashable: NumPy's way)
+            plan = None
+        if plan is not None:
+            ta, sa, tb, sb, out = plan
+            return np.dot(a.transpose(ta).reshape(sa), b.transpose(tb).reshape(sb)).reshape(out)
     _tensordot_axes(axes, ndim_of(a), ndim_of(b))  # a clear error for bad axes
     return np.tensordot(a, b, axes)
+
+
+def _axes_key(axes) -> Any:
+    """tensordot's ``axes`` as a hashable key: an int, or a pair of ints or int tuples."""
+    if type(axes) is int:
+        return axes
+    ia, ib = axes
+    return (ia if type(ia) is int else tuple([int(i) for i in ia]),
+            ib if type(ib) is int else tuple([int(i) for i in ib]))
+
+
+@lru_cache(maxsize=1024)
+def _tensordot_plan(axes, sa: tuple, sb: tuple) -> tuple | None:
+    """What numpy.tensordot computes from the shapes and axes: the transposes and shapes
+    of both operands and of the result; None where NumPy would raise (NumPy's error)."""
+    nda, ndb = len(sa), len(sb)
+    if type(axes) is int:
+        if axes < 0 or axes > min(nda, ndb):
+            return None
+        ia, ib = list(range(nda - axes, nda)), list(range(axes))
+    else:
+        ia, ib = ([x] if type(x) is int else list(x) for x in axes)
+    if (len(ia) != len(ib) or len(set(ia)) != len(ia) or len(set(ib)) != len(ib)
+            or not all(-nda <= i < nda for i in ia) or not all(-ndb <= i < ndb for i in ib)):
+        return None
+    ia = [i % nda for i in ia]
+    ib = [i % ndb for i in ib]
+    if len(set(ia)) != len(ia) or len(set(ib)) != len(ib):
+        return None  # (the same axis given as i and i - n: NumPy's own result)
+    if any(sa[i] != sb[j] for i, j in zip(ia, ib)):
+        return None
+    fa = [k for k in range(nda) if k not in ia]
+    fb = [k for k in range(ndb) if k not in ib]
+    n2 = math.prod(sa[i] for i in ia)
+    return (tuple(fa + ia), (math.prod(sa[k] for k in fa), n2), tuple(ib + fb),
+            (n2, math.prod(sb[k] for k in fb)), tuple(sa[k] for k in fa) + tuple(sb[k] for k in fb))
 
 
 def _inverse(perm: list) -> tuple | None:
