@@ -3,6 +3,8 @@ complex, first and second order), float32 kept, forward mode, and PyTorch where 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -319,3 +321,41 @@ def test_against_torch():
         (ty * torch.tensor(weights)).sum().backward()
         np.testing.assert_allclose(y.data, ty.detach().numpy())
         np.testing.assert_allclose(a.grad, ta.grad.numpy())
+
+
+_MOVEAXIS_CALLS = [
+    ((2, 2, 2, 2, 2), 0, 3),  # W13's gate on qubit 3
+    ((2, 2, 2, 2, 2), (0, 1), (4, 0)),  # W13's CNOT on the ring's last pair
+    ((3, 4, 5), [0, 1], [-1, -2]),
+    ((3, 4, 5), -1, 0),
+    ((3, 4, 5), (), ()),
+    ((3,), 0, 0),
+    ((3, 4, 5), 3, 0),  # out of range
+    ((3, 4, 5), (0, 0), (1, 2)),  # repeated
+    ((3, 4, 5), (0, 1), (2,)),  # unequal lengths
+    ((3, 4, 5), np.int64(1), np.int64(2)),  # NumPy integers
+    ((3, 4, 5), [np.int64(0)], [2]),
+]
+
+
+@pytest.mark.parametrize("shape, source, destination", _MOVEAXIS_CALLS)
+def test_moveaxis_on_arrays_is_numpys_view(shape, source, destination):
+    """moveaxis on NumPy arrays reads its transpose order from a cache: the view
+    numpy.moveaxis gives (values, strides, the same memory), NumPy's error where it
+    raises, twice (the cached order); the gradient moves the axes back."""
+    a = np.arange(math.prod(shape), dtype=float).reshape(shape)
+    for _ in range(2):
+        try:
+            expected = np.moveaxis(a, source, destination)
+        except Exception as e:  # noqa: BLE001  (NumPy's own error)
+            with pytest.raises(type(e)):
+                yaad.moveaxis(a, source, destination)
+            continue
+        got = yaad.moveaxis(a, source, destination)
+        assert got.strides == expected.strides and np.shares_memory(got, a)
+        np.testing.assert_array_equal(got, expected, strict=True)
+        t = yaad.tensor(a, requires_grad=True)
+        out = yaad.moveaxis(t, source, destination)
+        cot = np.arange(expected.size, dtype=float).reshape(expected.shape)
+        (g,) = yaad.autograd.grad(out, [t], cot)
+        np.testing.assert_array_equal(np.asarray(g), np.moveaxis(cot, destination, source))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from functools import lru_cache
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -295,8 +296,39 @@ def matrix_transpose(x: Any) -> Any:
     return swapaxes(x, -1, -2)
 
 
-moveaxis = _linear(lambda a, source, destination: np.moveaxis(a, source, destination),
-                   "moveaxis",
+def _moveaxis(a, source, destination):
+    # numpy.moveaxis normalises its axes and works out the order in Python on every call;
+    # the order depends on the number of axes and the axes alone: cached, then NumPy's
+    # own transpose (the same view). Axes it reads another way take numpy.moveaxis.
+    if type(a) is np.ndarray:
+        try:
+            order = _moveaxis_order(a.ndim, source if type(source) is int else tuple(source),
+                                    destination if type(destination) is int
+                                    else tuple(destination))
+        except TypeError:
+            order = None
+        if order is not None:
+            return a.transpose(order)
+    return np.moveaxis(a, source, destination)
+
+
+@lru_cache(maxsize=1024)
+def _moveaxis_order(ndim: int, source: Any, destination: Any) -> tuple | None:
+    """numpy.moveaxis's transpose order; None where NumPy raises (NumPy's error)."""
+    try:
+        source = normalize_axis_tuple(source, ndim, "source")
+        destination = normalize_axis_tuple(destination, ndim, "destination")
+    except (ValueError, TypeError):  # (AxisError is a ValueError)
+        return None
+    if len(source) != len(destination):
+        return None
+    order = [n for n in range(ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return tuple(order)
+
+
+moveaxis = _linear(_moveaxis, "moveaxis",
                    lambda g, ans, a, source, destination: moveaxis(g, destination, source),
                    batch=_first_batched(lambda a, nd, source, destination: moveaxis(
                        a, _shifted(source, nd), _shifted(destination, nd))))
