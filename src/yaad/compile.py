@@ -431,6 +431,13 @@ class Compiled:
                               f"these inputs", CompileWarning, stacklevel=3)
         return result
 
+    def outside_tensors(self) -> list[Tensor]:
+        """The tensors that its recordings read from outside its arguments (a closure, a
+        global), every recorded path of every signature: what a caller that runs it on
+        values (a solver) checks for one that requires grad. Calls that ran eagerly
+        (``stats["eager"]``) are not covered."""
+        return [t for tree in self._trees.values() for t in tree.outside()]
+
     def native(self, *args: Tensor) -> tuple[Any, list[int], list[int]] | None:
         """For tensor arguments: ``(program, params, outputs)`` where the replay for their
         signature is one native program (see ``Tree.native``; the function compiled with

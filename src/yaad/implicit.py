@@ -19,13 +19,15 @@ too (exact at convergence, at the cost of double-backward through ``F``). Forwar
 (``jvp``) does not go through these solvers.
 
 The functions may use tensors they do not receive as arguments (a closure over the
-parameters): those that require grad are found while ``F`` runs once, as
-``yaad.checkpoint`` does, and get their gradients too.
+parameters): those that require grad are found while ``F`` runs, as ``yaad.checkpoint``
+finds them, on every call of the forward solve (a tensor used only on a branch taken
+after the first call too), and get their gradients too.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import scipy  # (scipy.optimize is imported where first used)
@@ -34,6 +36,7 @@ import scipy.sparse.linalg as spla
 from .core.arguments import no_derivative
 from .core.engine import run_backward
 from .core.grad_mode import enable_grad, no_grad, state
+from .core.graph import clock
 from .core.levels import tangent_of, with_tangent
 from .core.tensor import Tensor, make_tensor
 from .function import Function, FunctionCtx
@@ -73,6 +76,8 @@ class Closure:
         self.f = f
         self.name = name
         self.found: dict = {}  # id(tensor as f uses it) -> (that tensor, as the ops saw it)
+        self.grew = False  # whether the last watch found a tensor not found before
+        self.calls = 0  # calls running (a watch does not look inside them)
 
     @property
     def captured(self) -> list:
@@ -81,16 +86,30 @@ class Closure:
 
     def discover(self, *args: Any) -> Any:
         """``f(*args)`` under ``no_grad``, noting the captured tensors."""
+        return self.watch(lambda: self.f(*args))
+
+    def watch(self, body: Callable) -> Any:
+        """``body()`` (which calls ``f`` on values without a graph) under ``no_grad``,
+        noting the captured tensors found so far and any it uses besides: a solver wraps
+        each run of ``f`` in it, so that a tensor used only on a branch taken after the
+        first call (``-y if t < 0.5 else -c * y``) is found too. ``grew`` says whether
+        this call found one."""
+        self.grew = False
         outer = state.substitute
+        clock[0] += 1  # (a node's epoch is the clock when it was recorded)
+        start = clock[0]
 
         def hook(a: tuple, kw: dict) -> tuple:
             a, kw = outer(a, kw) if outer is not None else (a, kw)
+            if self.calls:  # (the solver's own recorded call inside: all substituted)
+                return a, kw
             # the tensor the graph will know: after a checkpointed segment's substitution
             segment = state.segment
             ea, ekw = segment(a, kw) if segment is not None else (a, kw)
             for raw, eff in zip((*a, *kw.values()), (*ea, *ekw.values())):
-                if differentiable(eff):
-                    self.found.setdefault(id(raw), (raw, eff))
+                if differentiable(eff) and id(raw) not in self.found and _before(raw, start):
+                    self.found[id(raw)] = (raw, eff)
+                    self.grew = True
             return a, kw
 
         # Values only: no forward mode (whose rules would run ops on the tangents).
@@ -99,7 +118,7 @@ class Closure:
         state.refresh()
         try:
             with no_grad():
-                return with_substitute(hook, lambda: self.f(*args))
+                return with_substitute(hook, body)
         finally:
             state.levels = levels
             state.refresh()
@@ -108,6 +127,20 @@ class Closure:
         """``body()`` (which calls ``f``) with grad enabled and the captured tensors
         replaced by ``substitutes`` (before any mode sees them: a substitute's forward-mode
         tangent is propagated, the replaced tensor's is not)."""
+        with self.own():
+            return self._call(body, substitutes)
+
+    @contextlib.contextmanager
+    def own(self) -> Iterator[None]:
+        """A stretch of the solver's own recorded calls of ``f`` (its leaves, and ``f``'s
+        captured tensors substituted), which a :meth:`watch` around it does not look into."""
+        self.calls += 1
+        try:
+            yield
+        finally:
+            self.calls -= 1
+
+    def _call(self, body: Callable, substitutes: Sequence) -> Any:
         if not self.found:
             with enable_grad():
                 return body()
@@ -123,6 +156,17 @@ class Closure:
 
         with enable_grad():
             return with_substitute(hook, body)
+
+
+def _before(t: Tensor, start: int) -> bool:
+    """Whether ``t`` was made before the clock ``start``: a leaf, or a node recorded
+    before (not a result of a recorded call inside the function, such as a solver's own
+    :meth:`Closure.call`, whose tensors are not captured ones)."""
+    node = t._node
+    if node is None:
+        return True
+    node = node[0] if type(node) is tuple else node
+    return bool(node.epoch < start)
 
 
 def differentiable(x: Any) -> bool:
@@ -402,12 +446,16 @@ class _Implicit:
     def solve(self, forward: Callable, likes: list) -> list:
         """The solution as tensors: ``forward(param arrays)`` computes it (no graph); the
         result is one recorded node when an input requires grad."""
+        arrays = [data_of(p) if isinstance(p, Tensor) else p for p in self.params]
+        if self.closure is not None:  # (every call of f: a tensor used on a later branch)
+            xs = [np.asarray(x) for x in self.closure.watch(lambda: forward(arrays))]
+            self.tensors |= bool(self.closure.found)
+        else:
+            with no_grad():
+                xs = [np.asarray(x) for x in forward(arrays)]
         inputs = [self.params[k] for k in self.slots]
         if self.closure is not None:
             inputs += self.closure.captured
-        arrays = [data_of(p) if isinstance(p, Tensor) else p for p in self.params]
-        with no_grad():
-            xs = [np.asarray(x) for x in forward(arrays)]
         for x, like in zip(xs, likes):
             if x.shape != like.shape:
                 raise ValueError(f"{self.name}: the solution has shape {x.shape}, the "

@@ -27,6 +27,7 @@ decaying mode ``lambda`` and the gradient is then wrong or NaN.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -261,22 +262,40 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, rtol: float = 
     if np.iscomplexobj(data_of(first)) and y0a.dtype.kind != "c":
         raise TypeError(f"{name}: func returned complex values for a real y0; "
                         f"start from a complex y0 (y0 + 0j)")
-    field = Field(func, args, slots, closure, y0a.shape, need_t,
-                  compiled and not forward_mode)
+    m = method_of(method, rtol, atol, name) if adjoint != "backsolve" else None
+    if m is not None and m.name == "radau" and y0a.dtype.kind == "c":
+        raise TypeError(f"{name}: method='Radau' takes a real state, not {y0a.dtype}; "
+                        f"integrate the real and imaginary parts as a real state of twice "
+                        f"the size, or use method='dopri5'")
+    compiled = compiled and not forward_mode
+    for _ in range(3):
+        field = Field(func, args, slots, closure, y0a.shape, need_t, compiled)
+        if adjoint == "backsolve":
+            problem: Any = _Backsolve(field, times, method, rtol, atol, need_t, y0a.shape)
+            run = functools.partial(problem.forward, y0a)
+        else:
+            trajectory = Trajectory(m, field, times, checkpoints, max_steps, name)
+            run = functools.partial(trajectory.run, y0a.reshape(-1))
+        if forward_mode:  # (the replay below records what func uses)
+            outs = run()
+            break
+        # every call of func is checked for a tensor requiring grad from outside that the
+        # first call did not use (a branch taken later): the solve is run again with it
+        outs, grew = field.watched(run)
+        if not grew:
+            break
+        compiled = False
+    else:
+        raise RuntimeError(f"{name}: func uses a new tensor that requires grad from outside "
+                           f"on every solve (one made inside func?); pass the tensors it "
+                           f"needs as arguments (odeint(func, y0, t, args=(...)))")
+    outs = outs.reshape((len(times),) + y0a.shape)
     y0t = y0 if isinstance(y0, Tensor) else make_tensor(y0a)
     inputs = [y0t, *([t] if need_t else []), *[args[k] for k in slots], *closure.captured]
     tensors = isinstance(y0, Tensor) or bool(slots) or bool(closure.found) or need_t
     if adjoint == "backsolve":
-        problem: Any = _Backsolve(field, times, method, rtol, atol, need_t, y0a.shape)
-        problem.xs = [problem.forward(y0a).reshape((len(times),) + y0a.shape)]
+        problem.xs = [outs]
         return record(problem, inputs, tensors)[0]
-    m = method_of(method, rtol, atol, name)
-    if m.name == "radau" and y0a.dtype.kind == "c":
-        raise TypeError(f"{name}: method='Radau' takes a real state, not {y0a.dtype}; "
-                        f"integrate the real and imaginary parts as a real state of twice "
-                        f"the size, or use method='dopri5'")
-    trajectory = Trajectory(m, field, times, checkpoints, max_steps, name)
-    outs = trajectory.run(y0a.reshape(-1)).reshape((len(times),) + y0a.shape)
     if forward_mode:
         params = [args[k] for k in slots]
         with enable_grad():

@@ -767,6 +767,15 @@ class Tree:
         self.records = 0
         self.state = None  # the check of what the function reads besides its arguments
 
+    def outside(self) -> list[Tensor]:
+        """The tensors its recorded paths read from outside the arguments (closures)."""
+        found, todo = [], [self.root] if self.root is not None else []
+        while todo:
+            seg = todo.pop()
+            found += [it.tensor for it in seg.items if type(it) is Load]
+            todo += seg.children.values()
+        return found
+
     def use_library(self, array: Any) -> None:
         """Record and replay on the library of ``array`` (None: NumPy's): when it is
         another one, the replay calls each op as eager mode does on its arrays (see

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.grad_mode import no_grad
 from ..core.tensor import Tensor, make_tensor
-from ..implicit import Closure, data_of, leaf, vjp_of
+from ..implicit import Closure, data_of, differentiable, leaf, vjp_of
 from ..ops.shape import stack
 
 # the Jacobian-based adjoint (Field.linearizable): states up to this size, and this many
@@ -148,12 +148,19 @@ def _programs(func: Callable, shape: tuple, slots: tuple, args: list,
 
 def vmap_jacobians(g: Callable, Y: Any, T: Any, params: Sequence, need_t: bool) -> list:
     """The Jacobians of ``g(y, t, *params)`` (flat) at the points ``(Y[k], T[k])``: for
-    ``y``, ``t`` if ``need_t``, and each of ``params``; one ``vmap`` of ``jacrev``."""
+    ``y``, ``t`` if ``need_t``, and each of ``params``; one ``vmap`` of ``jacrev``, or
+    a ``jacrev`` per point where ``g`` reads a value as a Python number (``float(t)`` in
+    a branch), which ``vmap`` refuses."""
     from ..func import jacrev, vmap
 
     nums = (0,) + ((1,) if need_t else ()) + tuple(range(2, 2 + len(params)))
-    jac = vmap(jacrev(g, argnums=nums), in_dims=(0, 0) + (None,) * len(params))
-    return list(jac(Y, T, *params))
+    try:
+        jac = vmap(jacrev(g, argnums=nums), in_dims=(0, 0) + (None,) * len(params))
+        return list(jac(Y, T, *params))
+    except TypeError:  # (the error of a value read inside vmap; a point's own re-raises)
+        one = jacrev(g, argnums=nums)
+        rows = [one(Y[k], T[k], *params) for k in range(Y.shape[0])]
+        return [stack([r[j] for r in rows]) for j in range(len(nums))]
 
 
 class Field:
@@ -217,6 +224,28 @@ class Field:
         return self.closure.call(lambda: self.func(y, t, *full), params[ns:])
 
     # ---- on arrays ------------------------------------------------------------------------
+
+    def watched(self, body: Callable) -> tuple[Any, bool]:
+        """``body()`` (a forward solve: calls of :meth:`value` and :meth:`run_step`) under
+        ``no_grad``, and whether ``func`` used a tensor requiring grad from outside that is
+        not among the captured ones found so far (now added to them): eagerly, every op's
+        arguments are checked (:meth:`Closure.watch`); compiled, the recorded paths'
+        outside tensors are, and a call that ran eagerly counts as one (the solve is then
+        run again uncompiled)."""
+        if not self.compiled:
+            out = self.closure.watch(body)
+            return out, self.closure.grew
+        progs = list(self.programs.values())
+        eager = sum(p.stats["eager"] for p in progs)
+        with no_grad():
+            out = body()
+        grew = sum(p.stats["eager"] for p in progs) > eager
+        for p in progs:
+            for t in p.outside_tensors():
+                if differentiable(t) and id(t) not in self.closure.found:
+                    self.closure.found[id(t)] = (t, t)
+                    grew = True
+        return out, grew
 
     def value(self, y: np.ndarray, t: float) -> np.ndarray:
         """``func(y, t)`` as a flat array."""
@@ -345,7 +374,8 @@ class Field:
             full = ps if need_p else [make_tensor(p) for p in self.params]
             return self.call(y.reshape(shape), t, full).reshape(-1)
 
-        blocks = vmap_jacobians(g, Yt, Tt, params, need_t)
+        with self.closure.own():  # (its leaves are not captured tensors)
+            blocks = vmap_jacobians(g, Yt, Tt, params, need_t)
         blocks = [np.asarray(data_of(b)) for b in blocks]
         Jy = blocks[0].reshape(P, n, n)
         Jt = blocks[1].reshape(P, n) if need_t else None

@@ -44,9 +44,19 @@ class ArrayOperator:
         return n
 
     def mv(self, v: np.ndarray) -> np.ndarray:
-        """``A v`` for arrays ``(n,)`` or ``(n, m)``."""
-        with no_grad():
-            return np.asarray(data_of(self.s @ v))
+        """``A v`` for arrays ``(n,)`` or ``(n, m)``; every product is checked for a tensor
+        requiring grad that the first one (at zeros) did not use: refused, as its gradient
+        would be lost."""
+        out = self.closure.watch(lambda: self.s @ v)
+        if self.closure.grew:
+            t = self.closure.captured[-1]
+            raise TypeError(
+                f"{self.name}: the operator uses a tensor that requires grad (shape "
+                f"{tuple(t.shape)}, {t.dtype}) in a product with some vectors but not in its "
+                f"first one (at zeros), so the solver's result would miss its gradient. "
+                f"Make the operator use it on every product (a branch on the vector's "
+                f"values: yaad.where), or detach it if no gradient is wanted")
+        return np.asarray(data_of(out))
 
     def rmv(self, u: np.ndarray) -> np.ndarray:
         """``A^H u`` for arrays ``(n,)`` or ``(n, m)``."""
