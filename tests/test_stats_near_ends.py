@@ -45,17 +45,23 @@ def test_beta_sf_just_above_the_lower_end(x, a, b):
     np.testing.assert_allclose(float(np.asarray(jvp)), dwant[1], rtol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="log-cdf where the cdf underflows inside the support: "
-                   "yaad (as SciPy) returns -inf and the end's derivatives (gamma.logsf(800, 2): "
-                   "x -1.0 for -0.99875, a inf for 6.263; beta.logcdf(0.01, 200, 2): b 4.883 "
-                   "for 4.873); the finite value needs the tails in log space (the series of "
-                   "P(a, x), the continued fraction of Q(a, x), and those of I_x(a, b))")
+# gamma.logsf(800, 2) was -inf with the end's derivatives (x -1.0 for -0.99875, a inf for
+# 6.263), beta.logcdf(0.01, 200, 2) likewise (b 4.883 for 4.873): now the continued
+# fractions in log space; (710, 0.5) has a subnormal Q (log q and 1 / q lose digits there).
 @pytest.mark.parametrize("name, method, args", [("gamma", "logsf", (800.0, 2.0)),
-                                                ("beta", "logcdf", (0.01, 200.0, 2.0))])
+                                                ("gamma", "logsf", (1000.0, 500.0)),
+                                                ("gamma", "logsf", (710.0, 0.5)),
+                                                ("chi2", "logsf", (1700.0, 4.0)),
+                                                ("beta", "logcdf", (0.01, 200.0, 2.0)),
+                                                ("beta", "logcdf", (0.3, 1000.0, 1000.0)),
+                                                ("beta", "logcdf", (1e-5, 80.0, 0.5))])
 def test_a_log_cdf_where_the_cdf_underflows_inside_the_support(name, method, args):
     def exact(*v):
         if name == "gamma":
             return mpmath.log(mpmath.gammainc(v[1], v[0], mpmath.inf, regularized=True))
+        if name == "chi2":
+            return mpmath.log(mpmath.gammainc(v[1] / 2, v[0] / 2, mpmath.inf,
+                                              regularized=True))
         return mpmath.log(mpmath.betainc(v[1], v[2], 0, v[0], regularized=True))
 
     ts = [yaad.tensor(np.array(v), requires_grad=True) for v in args]
@@ -65,6 +71,12 @@ def test_a_log_cdf_where_the_cdf_underflows_inside_the_support(name, method, arg
         want = float(exact(*point))  # (-793.314, -915.741)
         dwant = [float(mpmath.diff(lambda u, i=i: exact(*(point[:i] + [u] + point[i + 1:])),
                                    point[i])) for i in range(len(args))]
+    assert out.shape == () and out.dtype == np.float64
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
     out.backward()
     np.testing.assert_allclose([float(t.grad) for t in ts], dwant, rtol=1e-8)
-    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
+    # forward mode: the last shape parameter's derivative
+    fn = getattr(getattr(S, name), method)
+    tangents = tuple(np.array(float(k == len(args) - 1)) for k in range(len(args)))
+    _, jvp = yaad.func.jvp(lambda *v: fn(*v), tuple(np.array(v) for v in args), tangents)
+    np.testing.assert_allclose(float(np.asarray(jvp)), dwant[-1], rtol=1e-8)

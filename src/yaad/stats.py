@@ -435,15 +435,82 @@ t = _Continuous("t", ("df",), {
     "logpdf": lambda z, df: _t_log_density(df, z),
     "cdf": lambda z, df: stdtr(df, z), "sf": lambda z, df: stdtr(df, -z),
 }, valid=lambda df: df > 0, safe=(1.0,), doc="Student's t")
+# Log tails where the probability underflows inside the support (log 0 = -inf, with the
+# end's derivatives, was wrong in every derivative): continued fractions in log space, a
+# fixed number of modified-Lentz steps written with yaad functions, so that their
+# derivatives (any order, both modes) are those of the converged fraction. They are used
+# only there, far out in the tail, where they converge within these steps to rounding
+# (tests/test_stats_near_ends.py, against mpmath).
+_TAIL_STEPS = 20
+_TAIL_BELOW = 1e-280  # (and in the subnormal numbers, where log q and 1 / q lose digits)
+
+
+def _gamma_logsf_cf(z: Any, a: Any) -> Any:
+    """``log Q(a, z)`` from Legendre's continued fraction (for ``z > a + 1``)."""
+    b = z + 1 - a
+    d = 1 / b
+    c = 1e300  # (1 / tiny: the first step's c is b)
+    h = d
+    for i in range(1, _TAIL_STEPS + 1):
+        an = -i * (i - a)
+        b = b + 2
+        d = 1 / (an * d + b)
+        c = b + an / c
+        h = h * (d * c)
+    return _xlogy(a, z) - z - gammaln(a) + log(h)
+
+
+def _gamma_logsf(z: Any, a: Any) -> Any:
+    """``log Q(a, z)``: from ``gammaincc``, or from the continued fraction where it
+    underflows or nearly (``gamma.logsf(800, 2)``: -793.314, not -inf)."""
+    q = gammaincc(a, z)
+    under = q < _TAIL_BELOW
+    tail = _gamma_logsf_cf(where(under, z, 1000.0), where(under, a, 1.0))
+    # (a half where unused: no overflow in the derivatives of a branch not taken)
+    return where(under, tail, _log_of(lambda v, s: where(under, 0.5, q),
+                                      lambda v, s: where(under, 0.5, gammainc(s, v)), z, a))
+
+
+def _beta_logcdf_cf(z: Any, a: Any, b: Any) -> Any:
+    """``log I_z(a, b)`` from its continued fraction (for ``z < (a + 1) / (a + b + 2)``)."""
+    qab, qap, qam = a + b, a + 1, a - 1
+    c = 1.0
+    d = 1 / (1 - qab * z / qap)
+    h = d
+    for m in range(1, _TAIL_STEPS + 1):
+        aa = m * (b - m) * z / ((qam + 2 * m) * (a + 2 * m))
+        d = 1 / (1 + aa * d)
+        c = 1 + aa / c
+        h = h * (d * c)
+        aa = -(a + m) * (qab + m) * z / ((a + 2 * m) * (qap + 2 * m))
+        d = 1 / (1 + aa * d)
+        c = 1 + aa / c
+        h = h * (d * c)
+    return _xlogy(a, z) + xlog1py(b, -z) - log(a) - betaln(a, b) + log(h)
+
+
+def _beta_logcdf(z: Any, a: Any, b: Any) -> Any:
+    """``log I_z(a, b)``: from ``betainc``, or from the continued fraction where it
+    underflows or nearly (``beta.logcdf(0.01, 200, 2)``: -915.741, not -inf)."""
+    p = betainc(a, b, z)
+    under = p < _TAIL_BELOW
+    tail = _beta_logcdf_cf(where(under, z, 0.5), where(under, a, 1.0), where(under, b, 1.0))
+    return where(under, tail, _log_of(lambda v, s, t: where(under, 0.5, p),
+                                      lambda v, s, t: where(under, 0.5, _beta_sf(v, s, t)),
+                                      z, a, b))
+
+
 gamma = _Continuous("gamma", ("a",), {
     "logpdf_u": lambda u, s, a: _xlogy(a - 1, u) - (a - 1) * log(s) - u / s - gammaln(a),
     "cdf": lambda z, a: gammainc(a, z), "sf": lambda z, a: gammaincc(a, z),
+    "logsf": _gamma_logsf,
 }, lo=0.0, valid=lambda a: a > 0, safe=(1.0,), doc="gamma")
 chi2 = _Continuous("chi2", ("df",), {
     "logpdf_u": lambda u, s, df: (_xlogy(0.5 * df - 1, u) - (0.5 * df - 1) * log(s)
                                   - 0.5 * u / s - gammaln(0.5 * df) - 0.5 * df * _LOG2),
     "cdf": lambda z, df: gammainc(0.5 * df, 0.5 * z),
     "sf": lambda z, df: gammaincc(0.5 * df, 0.5 * z),
+    "logsf": lambda z, df: _gamma_logsf(0.5 * z, 0.5 * df),
 }, lo=0.0, valid=lambda df: df > 0, safe=(1.0,), doc="chi-squared")
 def _beta_sf(z: Any, a: Any, b: Any) -> Any:
     # 1 - I_z(a, b) where that is at least 1/2 (no cancellation) or where 1 - z rounds to 1;
@@ -458,7 +525,7 @@ def _beta_sf(z: Any, a: Any, b: Any) -> Any:
 beta = _Continuous("beta", ("a", "b"), {
     "logpdf_u": lambda u, s, a, b: (_xlogy(a - 1, u) + _xlogy(b - 1, _upper_gap(u, s))
                                     - (a + b - 2) * log(s) - betaln(a, b)),
-    "cdf": lambda z, a, b: betainc(a, b, z), "sf": _beta_sf,
+    "cdf": lambda z, a, b: betainc(a, b, z), "sf": _beta_sf, "logcdf": _beta_logcdf,
 }, lo=0.0, hi=1.0, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), doc="beta")
 expon = _Continuous("expon", (), {
     "logpdf": lambda z: -z, "cdf": lambda z: -expm1(-z), "sf": lambda z: exp(-z),
