@@ -98,3 +98,22 @@ def test_a_sparse_operator_using_a_tensor_on_some_products_is_refused():
     op = yaad.sparse.linalg.LinearOperator((n, n), matvec)
     with pytest.raises(TypeError, match=r"cg: the operator uses a tensor that requires grad"):
         yaad.sparse.linalg.cg(op, np.ones(n))
+
+
+@pytest.mark.parametrize("method", ["BFGS", "Nelder-Mead", "trust-ncg"])
+def test_minimize_refuses_a_tensor_used_after_the_first_call(method):
+    """minimize has no derivative for such a tensor (its result is SciPy's): refused at the
+    first call that uses it, as at the first call."""
+    c = yaad.tensor(0.5, requires_grad=True)
+
+    def loss(x):
+        return yaad.sum((x - 1) ** 2) * (1.0 if x.detach().numpy()[0] < 0.5 else c)
+
+    with pytest.raises(TypeError, match=r"optimize.minimize: fun uses a tensor that requires "
+                                        r"grad from outside \(shape \(\), float64\)"):
+        yaad.optimize.minimize(loss, np.zeros(2), method=method)
+    # without a gradient being recorded, nothing is refused: the minimum of either branch
+    with yaad.no_grad():
+        res = yaad.optimize.minimize(loss, np.zeros(2), method=method)
+    np.testing.assert_allclose(res.x, [1.0, 1.0], atol=1e-4)
+    assert c.grad is None

@@ -88,13 +88,15 @@ class Closure:
         """``f(*args)`` under ``no_grad``, noting the captured tensors."""
         return self.watch(lambda: self.f(*args))
 
-    def watch(self, body: Callable) -> Any:
+    def watch(self, body: Callable, known: Sequence = ()) -> Any:
         """``body()`` (which calls ``f`` on values without a graph) under ``no_grad``,
         noting the captured tensors found so far and any it uses besides: a solver wraps
         each run of ``f`` in it, so that a tensor used only on a branch taken after the
         first call (``-y if t < 0.5 else -c * y``) is found too. ``grew`` says whether
-        this call found one."""
+        this call found one. With ``known`` (the leaves ``body`` differentiates for), it
+        runs with grad enabled instead, and those are not captured ones."""
         self.grew = False
+        skip = {id(t) for t in known}
         outer = state.substitute
         clock[0] += 1  # (a node's epoch is the clock when it was recorded)
         start = clock[0]
@@ -107,7 +109,8 @@ class Closure:
             segment = state.segment
             ea, ekw = segment(a, kw) if segment is not None else (a, kw)
             for raw, eff in zip((*a, *kw.values()), (*ea, *ekw.values())):
-                if differentiable(eff) and id(raw) not in self.found and _before(raw, start):
+                if (differentiable(eff) and id(raw) not in self.found and id(raw) not in skip
+                        and _before(raw, start)):
                     self.found[id(raw)] = (raw, eff)
                     self.grew = True
             return a, kw
@@ -117,7 +120,7 @@ class Closure:
         state.levels = ()
         state.refresh()
         try:
-            with no_grad():
+            with enable_grad() if known else no_grad():
                 return with_substitute(hook, body)
         finally:
             state.levels = levels

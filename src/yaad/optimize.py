@@ -150,37 +150,59 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), metho
     def tensors(vec: np.ndarray, requires_grad: bool) -> list[Tensor]:
         return [Tensor(a, requires_grad=requires_grad) for a in layout.split(vec)]
 
-    if state.enabled:  # a tensor requiring grad that fun uses from outside: refused too
-        closure = Closure(fun, "optimize.minimize")
+    closure = Closure(fun, "optimize.minimize")
+
+    def refuse_captured() -> None:
+        if not closure.found:
+            return
+        t = closure.captured[0]
+        raise TypeError(
+            f"optimize.minimize: fun uses a tensor that requires grad from outside "
+            f"(shape {tuple(t.shape)}, {t.dtype}), but minimize has no derivative with "
+            f"respect to it (the result is SciPy's, not recorded), so its gradient would "
+            f"be lost. Detach it inside fun (t.detach()) if no gradient is wanted; for "
+            f"the derivative of a minimizer, solve its gradient with yaad.implicit.root. "
+            f"(see docs/errors.md#no-derivative)")
+
+    # every call of fun is checked (a tensor used only on a branch taken later too), where
+    # a gradient is being recorded
+    watching = state.enabled
+    if watching:
         closure.discover(layout.build(tensors(start, False)), *args)
-        if closure.found:
-            t = closure.captured[0]
-            raise TypeError(
-                f"optimize.minimize: fun uses a tensor that requires grad from outside "
-                f"(shape {tuple(t.shape)}, {t.dtype}), but minimize has no derivative with "
-                f"respect to it (the result is SciPy's, not recorded), so its gradient would "
-                f"be lost. Detach it inside fun (t.detach()) if no gradient is wanted; for "
-                f"the derivative of a minimizer, solve its gradient with yaad.implicit.root. "
-                f"(see docs/errors.md#no-derivative)")
+        refuse_captured()
+
+    def loss_of(leaves: list[Tensor]) -> Any:
+        body = lambda: _scalar_loss(fun(layout.build(leaves), *args))  # noqa: E731
+        if not watching:
+            with enable_grad():
+                return body()
+        loss = closure.watch(body, known=leaves)
+        refuse_captured()
+        return loss
 
     def value_and_grad(vec: np.ndarray) -> tuple[float, np.ndarray]:
+        leaves = tensors(vec, True)
+        loss = loss_of(leaves)
         with enable_grad():
-            leaves = tensors(vec, True)
-            loss = _scalar_loss(fun(layout.build(leaves), *args))
             if not (isinstance(loss, Tensor) and loss.requires_grad):
                 return float(np.real(_data(loss))), np.zeros(layout.size)
             grads = _grad(loss, leaves, allow_unused=True)
         return float(loss.data), layout.flatten(list(grads))
 
     def value(vec: np.ndarray) -> float:
-        with no_grad():
-            return float(np.real(_data(_scalar_loss(fun(layout.build(tensors(vec, False)),
-                                                        *args)))))
+        body = lambda: _scalar_loss(fun(layout.build(tensors(vec, False)), *args))  # noqa: E731
+        if watching:
+            loss = closure.watch(body)
+            refuse_captured()
+        else:
+            with no_grad():
+                loss = body()
+        return float(np.real(_data(loss)))
 
     def hessp(vec: np.ndarray, p: np.ndarray) -> np.ndarray:
+        leaves = tensors(vec, True)
+        loss = loss_of(leaves)
         with enable_grad():
-            leaves = tensors(vec, True)
-            loss = _scalar_loss(fun(layout.build(leaves), *args))
             if not (isinstance(loss, Tensor) and loss.requires_grad):
                 return np.zeros(layout.size)
             grads = _grad(loss, leaves, create_graph=True, allow_unused=True)
