@@ -385,14 +385,8 @@ def _call_first(spec: Op, args: tuple[Any, ...]) -> Any:
     if type(xd) is not ndarray:
         return apply(spec, args, {})
     arrays = (xd,) + args[1:]
-    try:
-        ans = spec.forward(*arrays)
-    except Exception as e:
-        raise with_op_name(e, spec.name) from e
+    ans = _forward(spec, arrays, None)
     array = type(ans) is ndarray
-    if array and ans.dtype.hasobject:
-        for a in arrays:
-            _refuse_object_operand(spec, a)
     node = None
     rec = st.enabled
     if rec and x.requires_grad and (ans.dtype.kind in "fc" if array else is_inexact(ans)):
@@ -400,6 +394,19 @@ def _call_first(spec: Op, args: tuple[Any, ...]) -> Any:
         parents[0] = x._node or x
         node = _record(spec, arrays, None, ans, tuple(parents))
     return _output(spec, args, ans, node, rec, not spec.save_args and array)
+
+
+def _forward(spec: Op, arrays: tuple[Any, ...], kw: dict[str, Any] | None) -> Any:
+    """``spec``'s forward on NumPy operands (the fast paths'): its error named by the op,
+    an object array refused unless every operand allows it."""
+    try:
+        ans = spec.forward(*arrays, **kw) if kw else spec.forward(*arrays)
+    except Exception as e:
+        raise with_op_name(e, spec.name) from e
+    if type(ans) is ndarray and ans.dtype.hasobject:
+        for a in arrays:
+            _refuse_object_operand(spec, a)
+    return ans
 
 
 def _call_variadic(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
@@ -429,14 +436,8 @@ def _call_variadic(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     if st.modes_on:
         return run_modes(spec, args, kw)
     arrays = tuple(arrays)
-    try:
-        ans = spec.forward(*arrays, **kw)
-    except Exception as e:
-        raise with_op_name(e, spec.name) from e
+    ans = _forward(spec, arrays, kw)
     array = type(ans) is ndarray
-    if array and ans.dtype.hasobject:
-        for a in arrays:
-            _refuse_object_operand(spec, a)
     node = None
     rec = st.enabled
     if rec and (ans.dtype.kind in "fc" if array else is_inexact(ans)):
