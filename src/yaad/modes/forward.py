@@ -22,6 +22,7 @@ from ..core.op import Op, apply
 from ..core.tensor import Tensor
 from ..core.views import note_views
 from ..ops.shape import broadcast_to
+from ..ops.strong_zero import strong_zero
 from .registry import register_mode, run_modes
 
 
@@ -84,6 +85,11 @@ def _apply_forward_mode(op: Op, args: tuple[Any, ...], kw: dict[str, Any], level
         contrib = _jvp_rule(op, i, t, rule_out, rule_args, rule_kw)
         if contrib is None:
             continue
+        if op.elementwise and not multi:
+            # A zero tangent contributes 0, also where the partial is infinite (gammainc's
+            # in x at 0 for a < 1: inf * 0 was NaN where reverse mode gives the limit), as
+            # in PyTorch's forward AD and JAX; a finite contribution is kept as it is.
+            contrib = strong_zero(t, contrib)
         if total is None:
             total = contrib
         elif multi:
