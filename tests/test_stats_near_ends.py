@@ -45,32 +45,61 @@ def test_beta_sf_just_above_the_lower_end(x, a, b):
     np.testing.assert_allclose(float(np.asarray(jvp)), dwant[1], rtol=1e-10)
 
 
+def _t_tail(z, df):
+    return mpmath.betainc(df / 2, mpmath.mpf(1) / 2, 0, df / (df + z * z), regularized=True) / 2
+
+
+_EXACT = {
+    ("gamma", "logsf"): lambda x, a: mpmath.gammainc(a, x, mpmath.inf, regularized=True),
+    ("chi2", "logsf"): lambda x, k: mpmath.gammainc(k / 2, x / 2, mpmath.inf, regularized=True),
+    ("beta", "logcdf"): lambda x, a, b: mpmath.betainc(a, b, 0, x, regularized=True),
+    ("gamma", "logcdf"): lambda x, a: mpmath.gammainc(a, 0, x, regularized=True),
+    ("chi2", "logcdf"): lambda x, k: mpmath.gammainc(k / 2, 0, x / 2, regularized=True),
+    ("beta", "logsf"): lambda x, a, b: mpmath.betainc(b, a, 0, 1 - x, regularized=True),
+    ("t", "logcdf"): _t_tail,
+    ("t", "logsf"): lambda x, df: _t_tail(-x, df),
+}
+
+
 # gamma.logsf(800, 2) was -inf with the end's derivatives (x -1.0 for -0.99875, a inf for
 # 6.263), beta.logcdf(0.01, 200, 2) likewise (b 4.883 for 4.873): now the continued
 # fractions in log space; (710, 0.5) has a subnormal Q (log q and 1 / q lose digits there).
+# Then the other tails: t.logcdf(-1e300, 3) was -inf (-2072.23; in df 0 for -689.87),
+# gamma.logcdf(1e-300, 2.5) -inf (-1728.14; in a -inf for -691.88), beta.logsf(0.99, 2,
+# 200) -inf (-915.74; in b -inf for -4.600): the series of P(a, x), the fraction of
+# I_w(df / 2, 1 / 2) and of I_(1-x)(b, a).
 @pytest.mark.parametrize("name, method, args", [("gamma", "logsf", (800.0, 2.0)),
                                                 ("gamma", "logsf", (1000.0, 500.0)),
                                                 ("gamma", "logsf", (710.0, 0.5)),
                                                 ("chi2", "logsf", (1700.0, 4.0)),
                                                 ("beta", "logcdf", (0.01, 200.0, 2.0)),
                                                 ("beta", "logcdf", (0.3, 1000.0, 1000.0)),
-                                                ("beta", "logcdf", (1e-5, 80.0, 0.5))])
+                                                ("beta", "logcdf", (1e-5, 80.0, 0.5)),
+                                                ("t", "logcdf", (-1e300, 3.0)),
+                                                ("t", "logsf", (1e300, 3.0)),
+                                                ("t", "logcdf", (-1e20, 30.0)),
+                                                ("t", "logcdf", (-45.0, 1000.0)),
+                                                ("t", "logsf", (1e155, 0.5)),
+                                                ("gamma", "logcdf", (1e-300, 2.5)),
+                                                ("gamma", "logcdf", (30.0, 400.0)),
+                                                ("gamma", "logcdf", (900.0, 3000.0)),
+                                                ("gamma", "logcdf", (1e-310, 0.7)),
+                                                ("chi2", "logcdf", (1e-300, 3.0)),
+                                                ("beta", "logsf", (0.99, 2.0, 200.0)),
+                                                ("beta", "logsf", (0.7, 1000.0, 1000.0)),
+                                                ("beta", "logsf", (1 - 1e-5, 0.5, 80.0))])
 def test_a_log_cdf_where_the_cdf_underflows_inside_the_support(name, method, args):
     def exact(*v):
-        if name == "gamma":
-            return mpmath.log(mpmath.gammainc(v[1], v[0], mpmath.inf, regularized=True))
-        if name == "chi2":
-            return mpmath.log(mpmath.gammainc(v[1] / 2, v[0] / 2, mpmath.inf,
-                                              regularized=True))
-        return mpmath.log(mpmath.betainc(v[1], v[2], 0, v[0], regularized=True))
+        return mpmath.log(_EXACT[name, method](*v))
 
     ts = [yaad.tensor(np.array(v), requires_grad=True) for v in args]
     out = getattr(getattr(S, name), method)(*ts)
-    with mpmath.workdps(50):
+    with mpmath.workdps(60):
         point = [mpmath.mpf(v) for v in args]
         want = float(exact(*point))  # (-793.314, -915.741)
         dwant = [float(mpmath.diff(lambda u, i=i: exact(*(point[:i] + [u] + point[i + 1:])),
-                                   point[i])) for i in range(len(args))]
+                                   point[i], h=abs(point[i]) * mpmath.mpf(10) ** -25))
+                 for i in range(len(args))]
     assert out.shape == () and out.dtype == np.float64
     np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
     out.backward()

@@ -56,6 +56,7 @@ from .ops.elementwise import (
     xlogy,
 )
 from .ops.elementwise import abs as _abs
+from .ops.reductions import any as _any
 from .ops.reductions import sum as _sum
 from .ops.shape import concatenate, diagonal, expand_dims, matrix_transpose, squeeze
 
@@ -434,6 +435,7 @@ norm = _Continuous("norm", (), {
 t = _Continuous("t", ("df",), {
     "logpdf": lambda z, df: _t_log_density(df, z),
     "cdf": lambda z, df: stdtr(df, z), "sf": lambda z, df: stdtr(df, -z),
+    "logcdf": lambda z, df: _t_logcdf(z, df), "logsf": lambda z, df: _t_logcdf(-z, df),
 }, valid=lambda df: df > 0, safe=(1.0,), doc="Student's t")
 # Log tails where the probability underflows inside the support (log 0 = -inf, with the
 # end's derivatives, was wrong in every derivative): continued fractions in log space, a
@@ -443,6 +445,22 @@ t = _Continuous("t", ("df",), {
 # (tests/test_stats_near_ends.py, against mpmath).
 _TAIL_STEPS = 20
 _TAIL_BELOW = 1e-280  # (and in the subnormal numbers, where log q and 1 / q lose digits)
+
+
+def _anywhere(mask: Any) -> bool:
+    """Whether any entry of ``mask`` holds (True where that cannot be read: inside vmap).
+    The tails below are computed only then: twenty steps of a continued fraction cost as
+    much as the rest of the function, and the common case is well inside."""
+    try:
+        return bool(_any(mask))
+    except TypeError:
+        return True
+
+
+def _in_tail(under: Any, tail: Callable[[], Any], usual: Any) -> Any:
+    """``tail()`` where ``under``, ``usual`` elsewhere (``tail`` is not called where no
+    entry is under)."""
+    return where(under, tail(), usual) if _anywhere(under) else usual
 
 
 def _gamma_logsf_cf(z: Any, a: Any) -> Any:
@@ -465,14 +483,43 @@ def _gamma_logsf(z: Any, a: Any) -> Any:
     underflows or nearly (``gamma.logsf(800, 2)``: -793.314, not -inf)."""
     q = gammaincc(a, z)
     under = q < _TAIL_BELOW
-    tail = _gamma_logsf_cf(where(under, z, 1000.0), where(under, a, 1.0))
     # (a half where unused: no overflow in the derivatives of a branch not taken)
-    return where(under, tail, _log_of(lambda v, s: where(under, 0.5, q),
-                                      lambda v, s: where(under, 0.5, gammainc(s, v)), z, a))
+    usual = _log_of(lambda v, s: where(under, 0.5, q),
+                    lambda v, s: where(under, 0.5, gammainc(s, v)), z, a)
+    return _in_tail(under, lambda: _gamma_logsf_cf(where(under, z, 1000.0),
+                                                   where(under, a, 1.0)), usual)
 
 
-def _beta_logcdf_cf(z: Any, a: Any, b: Any) -> Any:
-    """``log I_z(a, b)`` from its continued fraction (for ``z < (a + 1) / (a + b + 2)``)."""
+_SERIES_TERMS = 40
+
+
+def _gamma_logcdf_series(z: Any, a: Any) -> Any:
+    """``log P(a, z)`` from the series ``z^a e^-z / Gamma(a + 1) sum_n z^n / ((a + 1) ...
+    (a + n))``: its terms shrink by ``z / (a + n)`` (converged to rounding in these terms
+    where ``z < (a + 1) / 3``, which holds wherever ``P`` underflows for ``a < 1500``)."""
+    term = 1.0 + 0.0 * z
+    total = term
+    for n in range(1, _SERIES_TERMS + 1):
+        term = term * (z / (a + n))
+        total = total + term
+    return _xlogy(a, z) - z - gammaln(a + 1) + log(total)
+
+
+def _gamma_logcdf(z: Any, a: Any) -> Any:
+    """``log P(a, z)``: from ``gammainc``, or from the series where it underflows or
+    nearly (``gamma.logcdf(1e-300, 2.5)``: -748.82, not -inf)."""
+    p = gammainc(a, z)
+    under = p < _TAIL_BELOW
+    usual = _log_of(lambda v, s: where(under, 0.5, p),
+                    lambda v, s: where(under, 0.5, gammaincc(s, v)), z, a)
+    return _in_tail(under, lambda: _gamma_logcdf_series(where(under, z, 1.0),
+                                                        where(under, a, 1.0)), usual)
+
+
+def _beta_logcdf_cf(z: Any, a: Any, b: Any, log_z: Any = None, log1m_z: Any = None) -> Any:
+    """``log I_z(a, b)`` from its continued fraction (for ``z < (a + 1) / (a + b + 2)``);
+    ``log_z`` and ``log1m_z``, where given, are ``log z`` and ``log(1 - z)`` computed
+    without rounding ``z`` (t's ``w``, which underflows; beta's ``1 - x``)."""
     qab, qap, qam = a + b, a + 1, a - 1
     c = 1.0
     d = 1 / (1 - qab * z / qap)
@@ -486,7 +533,9 @@ def _beta_logcdf_cf(z: Any, a: Any, b: Any) -> Any:
         d = 1 / (1 + aa * d)
         c = 1 + aa / c
         h = h * (d * c)
-    return _xlogy(a, z) + xlog1py(b, -z) - log(a) - betaln(a, b) + log(h)
+    head = _xlogy(a, z) if log_z is None else a * log_z
+    head = head + (xlog1py(b, -z) if log1m_z is None else b * log1m_z)
+    return head - log(a) - betaln(a, b) + log(h)
 
 
 def _beta_logcdf(z: Any, a: Any, b: Any) -> Any:
@@ -494,16 +543,55 @@ def _beta_logcdf(z: Any, a: Any, b: Any) -> Any:
     underflows or nearly (``beta.logcdf(0.01, 200, 2)``: -915.741, not -inf)."""
     p = betainc(a, b, z)
     under = p < _TAIL_BELOW
-    tail = _beta_logcdf_cf(where(under, z, 0.5), where(under, a, 1.0), where(under, b, 1.0))
-    return where(under, tail, _log_of(lambda v, s, t: where(under, 0.5, p),
-                                      lambda v, s, t: where(under, 0.5, _beta_sf(v, s, t)),
-                                      z, a, b))
+    usual = _log_of(lambda v, s, t: where(under, 0.5, p),
+                    lambda v, s, t: where(under, 0.5, _beta_sf(v, s, t)), z, a, b)
+    return _in_tail(under, lambda: _beta_logcdf_cf(
+        where(under, z, 0.5), where(under, a, 1.0), where(under, b, 1.0)), usual)
+
+
+def _beta_logsf(z: Any, a: Any, b: Any) -> Any:
+    """``log(1 - I_z(a, b))``: as :func:`_beta_logcdf`, the upper tail being ``I_(1-z)(b,
+    a)`` (``beta.logsf(0.99, 2, 200)``: -903.78, not -inf), with ``log(1 - z)`` as
+    ``log1p(-z)``."""
+    q = _beta_sf(z, a, b)
+    under = q < _TAIL_BELOW
+    usual = _log_of(lambda v, s, t: where(under, 0.5, q),
+                    lambda v, s, t: where(under, 0.5, betainc(s, t, v)), z, a, b)
+
+    def tail() -> Any:
+        zs = where(under, z, 0.5)
+        return _beta_logcdf_cf(1 - zs, where(under, b, 1.0), where(under, a, 1.0),
+                               log1p(-zs), log(zs))
+    return _in_tail(under, tail, usual)
+
+
+def _t_logcdf(z: Any, df: Any) -> Any:
+    """``log stdtr(df, z)``: where it underflows (``z`` far below 0), ``log(I_w(df / 2,
+    1 / 2) / 2)`` for ``w = df / (df + z^2)``, with ``log w`` computed from ``r = sqrt(df) /
+    |z|`` (``z^2`` overflows, ``w`` underflows: ``t.logcdf(-1e300, 3)`` is -2072.0, not
+    -inf); the normal's ``log_ndtr`` at ``df = inf``."""
+    p = stdtr(df, z)
+    under = p < _TAIL_BELOW
+    usual = _log_of(lambda v, s: where(under, 0.5, p),
+                    lambda v, s: where(under, 0.5, stdtr(s, -v)), z, df)
+
+    def tail() -> Any:
+        normal = df == _INF
+        zs = where(under, z, -1e300)
+        dfs = where(under & ~normal, df, 3.0)
+        r = dfs ** 0.5 / -zs
+        r2 = r * r
+        w = r2 / (1 + r2)
+        log_w = log(dfs) - 2 * log(-zs) - log1p(r2)  # (2 log r lost d/dz: z^2 overflows)
+        out = _beta_logcdf_cf(w, 0.5 * dfs, 0.5, log_w, -log1p(r2)) - _LOG2
+        return where(normal, log_ndtr(where(normal, zs, -40.0)), out)
+    return _in_tail(under, tail, usual)
 
 
 gamma = _Continuous("gamma", ("a",), {
     "logpdf_u": lambda u, s, a: _xlogy(a - 1, u) - (a - 1) * log(s) - u / s - gammaln(a),
     "cdf": lambda z, a: gammainc(a, z), "sf": lambda z, a: gammaincc(a, z),
-    "logsf": _gamma_logsf,
+    "logsf": _gamma_logsf, "logcdf": _gamma_logcdf,
 }, lo=0.0, valid=lambda a: a > 0, safe=(1.0,), doc="gamma")
 chi2 = _Continuous("chi2", ("df",), {
     "logpdf_u": lambda u, s, df: (_xlogy(0.5 * df - 1, u) - (0.5 * df - 1) * log(s)
@@ -511,6 +599,7 @@ chi2 = _Continuous("chi2", ("df",), {
     "cdf": lambda z, df: gammainc(0.5 * df, 0.5 * z),
     "sf": lambda z, df: gammaincc(0.5 * df, 0.5 * z),
     "logsf": lambda z, df: _gamma_logsf(0.5 * z, 0.5 * df),
+    "logcdf": lambda z, df: _gamma_logcdf(0.5 * z, 0.5 * df),
 }, lo=0.0, valid=lambda df: df > 0, safe=(1.0,), doc="chi-squared")
 def _beta_sf(z: Any, a: Any, b: Any) -> Any:
     # 1 - I_z(a, b) where that is at least 1/2 (no cancellation) or where 1 - z rounds to 1;
@@ -526,6 +615,7 @@ beta = _Continuous("beta", ("a", "b"), {
     "logpdf_u": lambda u, s, a, b: (_xlogy(a - 1, u) + _xlogy(b - 1, _upper_gap(u, s))
                                     - (a + b - 2) * log(s) - betaln(a, b)),
     "cdf": lambda z, a, b: betainc(a, b, z), "sf": _beta_sf, "logcdf": _beta_logcdf,
+    "logsf": _beta_logsf,
 }, lo=0.0, hi=1.0, valid=lambda a, b: (a > 0) & (b > 0), safe=(1.0, 1.0), doc="beta")
 expon = _Continuous("expon", (), {
     "logpdf": lambda z: -z, "cdf": lambda z: -expm1(-z), "sf": lambda z: exp(-z),
