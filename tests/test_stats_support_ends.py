@@ -236,3 +236,69 @@ def test_forward_mode_agrees_with_reverse_mode_at_an_end(case):
         fwd.append(float(np.asarray(d)))
     assert not any(np.isnan(fwd)), (name, shapes, method, end, fwd)
     np.testing.assert_array_equal(fwd, rev, err_msg=str((name, shapes, method, end)))
+
+
+def _mp_logpdf(name):
+    """The standard ``logpdf(z, *shapes)`` in mpmath (at ``z`` inside the support)."""
+    half_log_2pi = mpmath.log(2 * mpmath.pi) / 2
+    return {
+        "norm": lambda z: -z * z / 2 - half_log_2pi,
+        "t": lambda z, df: (mpmath.loggamma((df + 1) / 2) - mpmath.loggamma(df / 2)
+                            - mpmath.log(df * mpmath.pi) / 2
+                            - (df + 1) / 2 * mpmath.log1p(z * z / df)),
+        "cauchy": lambda z: -mpmath.log(mpmath.pi) - mpmath.log1p(z * z),
+        "laplace": lambda z: -abs(z) - mpmath.log(2),
+        "gamma": lambda z, a: (a - 1) * mpmath.log(z) - z - mpmath.loggamma(a),
+        "chi2": lambda z, k: ((k / 2 - 1) * mpmath.log(z) - z / 2 - mpmath.loggamma(k / 2)
+                              - k / 2 * mpmath.log(2)),
+        "expon": lambda z: -z,
+        "lognorm": lambda z, s: (-mpmath.log(s) - half_log_2pi - mpmath.log(z)
+                                 - mpmath.log(z) ** 2 / (2 * s * s)),
+    }[name]
+
+
+FAR = [(name, shapes, end) for name, shapes, lo, hi in DISTRIBUTIONS
+       for end, edge in (("lower", lo), ("upper", hi)) if math.isinf(edge)]
+
+
+@pytest.mark.parametrize("name, shapes, end", FAR)
+def test_logpdf_at_an_infinite_end(name, shapes, end):
+    # logpdf at x = -inf or +inf: -inf (SciPy's value; SciPy's gamma and chi2 give inf - inf
+    # = NaN for a > 1, the limit is -inf), each derivative the limit as x goes there (against
+    # mpmath at 1e12 and 1e24), both modes. They were NaN (lognorm in x and loc, gamma and
+    # chi2 everywhere) or another limit (t and cauchy in the scale: 0 and -1 / scale for df /
+    # scale and 1 / scale).
+    sign = -1.0 if end == "lower" else 1.0
+    at = [np.array(a) for a in _args(name, shapes, sign * math.inf)]
+    ts = [yaad.tensor(a, requires_grad=True) for a in at]
+    out = getattr(S, name).logpdf(*ts)
+    want = getattr(ss, name).logpdf(*at)
+    assert out.dtype == np.float64 and out.detach().numpy() == -np.inf
+    assert want == -np.inf or (name in ("gamma", "chi2") and np.isnan(want))
+    out.backward()
+    std = _mp_logpdf(name)
+
+    def f(x, *params):
+        *sh, loc, scale = params
+        return std((x - loc) / scale, *sh) - mpmath.log(scale)
+
+    got = [float(t.grad) for t in ts]
+    for i in range(len(at)):
+        near, nearer = (_oracle_derivative(
+            f, [LOC + SCALE * sign * d, *shapes, LOC, SCALE], i,
+            (d if i == 0 else 1.0) * 1e-20) for d in (1e12, 1e24))
+        label = (name, shapes, end, i, got[i], near, nearer)
+        if abs(nearer) > abs(near) + 1:
+            assert np.sign(near) == np.sign(nearer) != 0, label
+            assert got[i] == np.sign(nearer) * np.inf, label
+        else:
+            np.testing.assert_allclose(got[i], nearer, rtol=1e-6, atol=1e-9,
+                                       err_msg=str(label))
+        tangents = tuple(np.array(float(k == i)) for k in range(len(at)))
+        _, d = yaad.func.jvp(lambda *v: getattr(S, name).logpdf(*v), tuple(at), tangents)
+        assert float(np.asarray(d)) == got[i], label
+    # pdf: 0, every derivative 0
+    ts = [yaad.tensor(a, requires_grad=True) for a in at]
+    p = getattr(S, name).pdf(*ts)
+    p.backward()
+    assert p.detach().numpy() == 0 and all(float(t.grad) == 0 for t in ts)

@@ -20,7 +20,8 @@ extension; ``dirichlet`` returns NaN for invalid ``alpha`` and -inf for ``x`` ou
 the simplex's bounds instead of raising, and does not check that ``x`` sums to one (its
 gradient in ``x`` is that of the formula off the simplex); ``multivariate_normal`` also
 broadcasts ``mean`` and ``cov`` over leading batch axes, reads ``cov`` through its
-symmetric part, and does not take ``allow_singular=True``.
+symmetric part, and does not take ``allow_singular=True``; ``gamma.logpdf`` and
+``chi2.logpdf`` at ``x = inf`` are ``-inf`` (the limit; SciPy's is NaN for ``a > 1``).
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ class _Continuous(_Distribution):
                  doc: str = "") -> None:
         self.name = name
         self.ends = _ENDS[name]
+        self.far = _FAR.get(name)
         self.params = _Params(name, shapes, (("loc", 0.0), ("scale", 1.0)))
         self.std = std
         self.lo, self.hi, self.open_lo = lo, hi, open_lo
@@ -232,13 +234,29 @@ class _Continuous(_Distribution):
     def logpdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the probability density at ``x``."""
         # (an open edge, lognorm's 0, is computed as the limit from inside: -inf)
-        ok, below, above, zs, shapes, scale, us, _ = self._standard(
-            "logpdf", x, args, kwds, closed="logpdf_u" in self.std, end=None)
+        ok, below, above, zs, shapes, scale, us, z = self._standard(
+            "logpdf", x, args, kwds, closed="logpdf_u" in self.std, end="far")
         if "logpdf_u" in self.std:
             inside = self.std["logpdf_u"](us, scale, *shapes) - log(scale)
         else:
             inside = self.std["logpdf"](zs, *shapes) - log(scale)
-        return where(ok, where(below | above, -_INF, inside), _NAN)
+        out = where(below | above, -_INF, inside)
+        if self.far is not None:
+            # x = +-inf at an infinite end: -inf (the density's limit 0; SciPy's gamma and
+            # chi2 give inf - inf = NaN for a > 1), with each derivative the limit of the
+            # derivative as x goes there (the formula at inf gave NaN or the wrong limit:
+            # lognorm in x, t and cauchy in the scale)
+            far = (z == -_INF) | (z == _INF)
+            if _anywhere(far):
+                *_, loc, _ = self.params.parse("logpdf", args, kwds, x)
+                for end, at in (("lo", z == -_INF), ("hi", z == _INF)):
+                    if end in self.far:
+                        value = -_INF
+                        for arg, slope in zip([x, loc, scale, *shapes],
+                                              self.far[end](scale, *shapes)):
+                            value = value + _end_slope(arg, slope)
+                        out = where(at, value, out)
+        return where(ok, out, _NAN)
 
     def pdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Probability density at ``x``."""
@@ -425,6 +443,31 @@ _ENDS: dict[str, dict[str, Callable[..., tuple[Any, ...]]]] = {
     # cdf = ndtr(log z / s): the normal's tail in log z (0 in x and loc at z = inf)
     "lognorm": {"lo": lambda scale, s: (_I, -_I, -_I, _I),
                 "hi": lambda scale, s: (0.0, 0.0, _I, _I)},
+}
+
+
+def _t_far_end(sign: float) -> Callable[..., tuple[Any, ...]]:
+    # logpdf ~ -(df + 1) log|z|: 0 in x and loc, df / scale in the scale, -inf in df; at
+    # df = inf the normal's (0 in df, as inside)
+    def slopes(s: Any, df: Any) -> tuple[Any, ...]:
+        normal, zero = df == _INF, 0.0 * s
+        dx = where(normal, -sign * _I + zero, zero)
+        return dx, -dx, where(normal, _I + zero, df / s), where(normal, zero, -_I + zero)
+    return slopes
+
+
+# The derivatives of logpdf at x = -inf ("lo") and x = +inf ("hi"), at an infinite end of
+# the support, in (x, loc, scale, *shapes): the limits as x goes there.
+_FAR: dict[str, dict[str, Callable[..., tuple[Any, ...]]]] = {
+    "norm": {"lo": lambda s: (_I, -_I, _I), "hi": lambda s: (-_I, _I, _I)},
+    "t": {"lo": _t_far_end(-1.0), "hi": _t_far_end(1.0)},
+    "cauchy": {"lo": lambda s: (0.0, 0.0, 1 / s), "hi": lambda s: (0.0, 0.0, 1 / s)},
+    "laplace": {"lo": lambda s: (1 / s, -1 / s, _I), "hi": lambda s: (-1 / s, 1 / s, _I)},
+    "gamma": {"hi": lambda s, a: (-1 / s, 1 / s, _I, _I)},
+    "chi2": {"hi": lambda s, df: (-0.5 / s, 0.5 / s, _I, _I)},
+    "expon": {"hi": lambda s: (-1 / s, 1 / s, _I)},
+    # -log z - log(z)^2 / (2 s^2): 0 in x and loc, +inf in the scale and in s
+    "lognorm": {"hi": lambda scale, s: (0.0, 0.0, _I, _I)},
 }
 
 
