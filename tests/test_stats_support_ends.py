@@ -302,3 +302,49 @@ def test_logpdf_at_an_infinite_end(name, shapes, end):
     p = getattr(S, name).pdf(*ts)
     p.backward()
     assert p.detach().numpy() == 0 and all(float(t.grad) == 0 for t in ts)
+
+
+_MP_PDF = {
+    "gamma": lambda z, a: z ** (a - 1) * mpmath.exp(-z) / mpmath.gamma(a),
+    "chi2": lambda z, k: (z / 2) ** (k / 2 - 1) * mpmath.exp(-z / 2) / (2 * mpmath.gamma(k / 2)),
+    "beta": lambda z, a, b: z ** (a - 1) * (1 - z) ** (b - 1) / mpmath.beta(a, b),
+}
+
+
+@pytest.mark.parametrize("name, shapes, end", [
+    ("gamma", (2.0,), "lower"), ("gamma", (1.5,), "lower"), ("gamma", (3.0,), "lower"),
+    ("chi2", (4.0,), "lower"), ("chi2", (3.0,), "lower"), ("chi2", (5.0,), "lower"),
+    ("beta", (2.0, 3.0), "lower"), ("beta", (3.0, 2.0), "upper"), ("beta", (1.5, 1.5), "lower"),
+    ("beta", (1.5, 1.5), "upper"), ("beta", (2.5, 2.0), "upper"), ("beta", (2.0, 0.5), "lower")])
+def test_a_density_that_vanishes_at_an_end(name, shapes, end):
+    # pdf = C z^c near an end with c > 0: its value 0 (SciPy's), its slope in x and loc the
+    # limit from inside: C / scale^2 at c = 1 (gamma.pdf(0, a=2) in x: 1 / scale^2; it was
+    # 0, exp(-inf) * inf), +-inf for c < 1, 0 for c > 1; 0 in the scale and the shapes.
+    # Against mpmath approaching the end; both modes.
+    edge = 0.0 if end == "lower" else 1.0
+    at = [np.array(a) for a in _args(name, shapes, edge)]
+    ts = [yaad.tensor(a, requires_grad=True) for a in at]
+    out = getattr(S, name).pdf(*ts)
+    assert out.dtype == np.float64 and out.detach().numpy() == getattr(ss, name).pdf(*at) == 0
+    out.backward()
+    std = _MP_PDF[name]
+
+    def f(x, *params):
+        *sh, loc, scale = params
+        return std((x - loc) / scale, *sh) / scale
+
+    got = [float(t.grad) for t in ts]
+    fn = getattr(S, name).pdf
+    for i in range(len(at)):
+        near, nearer = (_oracle_derivative(f, (shapes, edge, end, d), i, SCALE * d * 1e-12)
+                        for d in (1e-12, 1e-24))
+        label = (name, shapes, end, i, got[i], near, nearer)
+        if abs(nearer) > abs(near) + 1:
+            assert np.sign(near) == np.sign(nearer) != 0, label
+            assert got[i] == np.sign(nearer) * np.inf, label
+        else:
+            np.testing.assert_allclose(got[i], nearer, rtol=1e-6, atol=1e-9,
+                                       err_msg=str(label))
+        tangents = tuple(np.array(float(k == i)) for k in range(len(at)))
+        _, d = yaad.func.jvp(lambda *v: fn(*v), tuple(at), tangents)
+        assert float(np.asarray(d)) == got[i], label

@@ -174,6 +174,7 @@ class _Continuous(_Distribution):
         self.name = name
         self.ends = _ENDS[name]
         self.far = _FAR.get(name)
+        self.vanish = _VANISH.get(name)
         self.params = _Params(name, shapes, (("loc", 0.0), ("scale", 1.0)))
         self.std = std
         self.lo, self.hi, self.open_lo = lo, hi, open_lo
@@ -202,13 +203,18 @@ class _Continuous(_Distribution):
         z = where(u == 0, u / _constant(scale), u / scale)
         below = (z <= self.lo) if self.open_lo and not closed or end == "lo" else (z < self.lo)
         above = (z >= self.hi) if end == "hi" else (z > self.hi)
-        if end is not None:  # (a cdf at x = +-inf: constant in every argument, its limit)
+        far: Any = False
+        if end == "far":  # (logpdf at x = +-inf: the limits of self.far, in place of z)
+            if self.far is not None:
+                far = _abs(z) == _INF
+                below = below | far
+        elif end is not None:  # (a cdf at x = +-inf: constant in every argument, its limit)
             below, above = below | (z == -_INF), above | (z == _INF)
         inside = ~(below | above)
         mid = 1.0 if self.lo == -_INF or self.hi == _INF else 0.5 * (self.lo + self.hi)
         zs = where(inside, z, self.lo + 1.0 if self.hi == _INF and self.lo > -_INF else mid)
         us = where(inside, u, zs * scale) if "logpdf_u" in self.std else None
-        return ok, below, above, zs, shapes, scale, us, z
+        return ok, below, above, zs, shapes, scale, us, far if end == "far" else z
 
     def _piecewise(self, method: str, x: Any, args: tuple[Any, ...], kwds: dict[str, Any],
                    f: Callable[..., Any], low: Any, high: Any, end: str = "") -> Any:
@@ -234,7 +240,7 @@ class _Continuous(_Distribution):
     def logpdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the probability density at ``x``."""
         # (an open edge, lognorm's 0, is computed as the limit from inside: -inf)
-        ok, below, above, zs, shapes, scale, us, z = self._standard(
+        ok, below, above, zs, shapes, scale, us, far = self._standard(
             "logpdf", x, args, kwds, closed="logpdf_u" in self.std, end="far")
         if "logpdf_u" in self.std:
             inside = self.std["logpdf_u"](us, scale, *shapes) - log(scale)
@@ -246,10 +252,9 @@ class _Continuous(_Distribution):
             # chi2 give inf - inf = NaN for a > 1), with each derivative the limit of the
             # derivative as x goes there (the formula at inf gave NaN or the wrong limit:
             # lognorm in x, t and cauchy in the scale)
-            far = (z == -_INF) | (z == _INF)
             if _anywhere(far):
                 *_, loc, _ = self.params.parse("logpdf", args, kwds, x)
-                for end, at in (("lo", z == -_INF), ("hi", z == _INF)):
+                for end, at in (("lo", far & (x < loc)), ("hi", far & (x > loc))):
                     if end in self.far:
                         value = -_INF
                         for arg, slope in zip([x, loc, scale, *shapes],
@@ -260,7 +265,33 @@ class _Continuous(_Distribution):
 
     def pdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Probability density at ``x``."""
-        return exp(self.logpdf(x, *args, **kwds))
+        out = exp(self.logpdf(x, *args, **kwds))
+        if self.vanish is None:
+            return out
+        # A density ~ C z^c at an end (c = a - 1), c > 0: exp(logpdf) had the gradient 0
+        # there (exp(-inf) * inf), the limit of the slope from inside is C / scale^2 for
+        # c = 1, +-inf for 0 < c < 1, 0 for c > 1 (in the scale 0 at the lower end and
+        # minus that at the upper one, in the shapes 0)
+        *shapes, loc, scale = self.params.parse("pdf", args, kwds, x)
+        u = x - loc
+        for end in self.vanish:
+            at = (u == 0) if end == "lo" else (u / scale == 1)  # (as _standard's edges)
+            if _anywhere(at):
+                ok = scale > 0
+                if self.valid is not None:
+                    ok = ok & self.valid(*shapes)
+                sc = _guard(ok, scale, 1.0)
+                sh = [_guard(ok, v, d) for v, d in zip(shapes, self.safe)]
+                c, const = self.vanish[end](*sh)
+                sign = 1.0 if end == "lo" else -1.0
+                zero = at & ok & (c > 0)  # (exp(logpdf) there: 0 * inf in forward mode)
+                slope = where(zero, where(
+                    c == 1, sign * const / (sc * sc), where(c < 1, sign * _INF, 0.0)), 0.0)
+                value = _end_slope(x, slope) + _end_slope(loc, -slope)
+                if end == "hi":  # (the scale moves the upper end: -slope there, 0 at loc)
+                    value = value + _end_slope(scale, -slope)
+                out = where(zero, value, out)
+        return out
 
     def cdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Cumulative distribution function, P(X <= x)."""
@@ -468,6 +499,15 @@ _FAR: dict[str, dict[str, Callable[..., tuple[Any, ...]]]] = {
     "expon": {"hi": lambda s: (-1 / s, 1 / s, _I)},
     # -log z - log(z)^2 / (2 s^2): 0 in x and loc, +inf in the scale and in s
     "lognorm": {"hi": lambda scale, s: (0.0, 0.0, _I, _I)},
+}
+
+
+# Densities that vanish (or not) at a finite end as C z^c in the distance z to it: (c, C)
+# from the shapes (C only where c = 1 is needed).
+_VANISH: dict[str, dict[str, Callable[..., tuple[Any, Any]]]] = {
+    "gamma": {"lo": lambda a: (a - 1, 1.0)},
+    "chi2": {"lo": lambda df: (0.5 * df - 1, 0.25)},
+    "beta": {"lo": lambda a, b: (a - 1, b * (b + 1)), "hi": lambda a, b: (b - 1, a * (a + 1))},
 }
 
 
