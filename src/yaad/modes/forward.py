@@ -9,6 +9,7 @@ by the same dispatch), then sums the JVP rules of the inputs with tangents.
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any, Iterator
 
 import numpy as np
@@ -80,23 +81,13 @@ def _apply_forward_mode(op: Op, args: tuple[Any, ...], kw: dict[str, Any], level
         tangents = [(i, t._data if isinstance(t, Tensor) else t) for i, t in tangents]
     else:
         rule_out, rule_args, rule_kw = out, base_args, base_kw
-    total = None
-    for i, t in tangents:
-        contrib = _jvp_rule(op, i, t, rule_out, rule_args, rule_kw)
-        if contrib is None:
-            continue
-        if op.elementwise and not multi:
-            # A zero tangent contributes 0, also where the partial is infinite (gammainc's
-            # in x at 0 for a < 1: inf * 0 was NaN where reverse mode gives the limit), as
-            # in PyTorch's forward AD and JAX; a finite contribution is kept as it is.
-            contrib = strong_zero(t, contrib)
-        if total is None:
-            total = contrib
-        elif multi:
-            total = tuple(b if a is None else a if b is None else a + b
-                          for a, b in zip(total, contrib))
-        else:
-            total = total + contrib
+    total = _sum_contributions(op, tangents, rule_out, rule_args, rule_kw, multi, False)
+    if op.elementwise and not multi and total is not None and _not_finite(total):
+        # A zero tangent contributes 0, also where the partial is infinite (gammainc's in x
+        # at 0 for a < 1: inf * 0 was NaN where reverse mode gives the limit), as in
+        # PyTorch's forward AD and JAX; a finite contribution is kept as it is. (One check
+        # of the sum; the contributions again only where it is not finite.)
+        total = _sum_contributions(op, tangents, rule_out, rule_args, rule_kw, multi, True)
     if total is None:
         return out
     out_tangents: dict[int, Any] | tuple[dict[int, Any] | None, ...]
@@ -118,6 +109,41 @@ def _apply_forward_mode(op: Op, args: tuple[Any, ...], kw: dict[str, Any], level
     if not op.save_args:  # (the views apply() noted are of the stripped copies)
         note_views(op, args, kw, out, state.enabled)
     return out
+
+
+def _sum_contributions(op: Op, tangents: list[Any], rule_out: Any, rule_args: tuple[Any, ...],
+                       rule_kw: dict[str, Any], multi: bool, strong: bool) -> Any:
+    """The sum of the inputs' JVP rules (``strong``: each with exact zeros where its tangent
+    is zero and the rule gave an inf or a NaN)."""
+    total = None
+    for i, t in tangents:
+        contrib = _jvp_rule(op, i, t, rule_out, rule_args, rule_kw)
+        if contrib is None:
+            continue
+        if strong:
+            contrib = strong_zero(t, contrib)
+        if total is None:
+            total = contrib
+        elif multi:
+            total = tuple(b if a is None else a if b is None else a + b
+                          for a, b in zip(total, contrib))
+        else:
+            total = total + contrib
+    return total
+
+
+def _not_finite(c: Any) -> bool:
+    """Whether a tangent may hold an inf or a NaN (one sum; True where it cannot be read
+    cheaply, as a lazy array: strong_zero then decides)."""
+    if isinstance(c, Tensor):
+        c = c._data
+    if type(c) is np.ndarray:
+        c = c.sum()
+    if isinstance(c, float):  # (np.float64 too; math's test is the cheap one)
+        return not math.isfinite(c)
+    if isinstance(c, (np.floating, np.complexfloating, complex)):
+        return not np.isfinite(c)
+    return True
 
 
 def _plain(base_args: tuple[Any, ...], out: Any, tangents: list[Any], multi: bool) -> bool:
