@@ -175,6 +175,7 @@ class _Continuous(_Distribution):
         self.ends = _ENDS[name]
         self.far = _FAR.get(name)
         self.vanish = _VANISH.get(name)
+        self.vanish_shapes = _VANISH_SHAPES.get(name, {})
         self.params = _Params(name, shapes, (("loc", 0.0), ("scale", 1.0)))
         self.std = std
         self.lo, self.hi, self.open_lo = lo, hi, open_lo
@@ -291,6 +292,16 @@ class _Continuous(_Distribution):
                 if end == "hi":  # (the scale moves the upper end: -slope there, 0 at loc)
                     value = value + _end_slope(scale, -slope)
                 out = where(zero, value, out)
+                # c < 0: the density is +inf there, each derivative +-inf (the sign of the
+                # log-density's: -inf in the scale, in x toward the inside; exp(logpdf)
+                # gave NaN in the shapes and the scale)
+                up = at & ok & (c < 0)
+                value = (_INF + _end_slope(x, -sign * _INF + 0.0 * sc)
+                         + _end_slope(loc, sign * _INF + 0.0 * sc)
+                         + _end_slope(scale, -_INF + 0.0 * sc))
+                for v, d in zip(shapes, self.vanish_shapes[end]):
+                    value = value + _end_slope(v, d * _INF + 0.0 * sc)
+                out = where(up, value, out)
         return out
 
     def cdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
@@ -508,6 +519,12 @@ _VANISH: dict[str, dict[str, Callable[..., tuple[Any, Any]]]] = {
     "gamma": {"lo": lambda a: (a - 1, 1.0)},
     "chi2": {"lo": lambda df: (0.5 * df - 1, 0.25)},
     "beta": {"lo": lambda a, b: (a - 1, b * (b + 1)), "hi": lambda a, b: (b - 1, a * (a + 1))},
+}
+# where c < 0 (the density infinite at the end): the signs of its derivatives in the shapes
+# there (log z's -inf in the exponent's parameter, digamma(a + b) - digamma(b) > 0 in b)
+_VANISH_SHAPES: dict[str, dict[str, tuple[float, ...]]] = {
+    "gamma": {"lo": (-1.0,)}, "chi2": {"lo": (-1.0,)},
+    "beta": {"lo": (-1.0, 1.0), "hi": (1.0, -1.0)},
 }
 
 
