@@ -303,15 +303,16 @@ def second_order_guard(name: str, what: str, values: Any, flat: Any, coupled: An
             raise GaugeError(_SECOND.format(name=name, what=what))
 
 
-def degenerate_pairs(values: Any, tol: Any, nonzero: bool = True) -> Any:
+def degenerate_pairs(values: Any, tol: Any, nonzero: bool = True, chain: bool = False) -> Any:
     """``(i, j)``, ``i != j``, with ``|values_i - values_j| <= tol`` (and ``values_i`` not
-    zero if ``nonzero``): a mask of shape ``(..., k, k)``."""
+    zero if ``nonzero``): a mask of shape ``(..., k, k)``; with ``chain`` (forward mode's
+    rules, whose turn mixes a whole chain) its transitive closure (:func:`same_level`)."""
     v = data_of(values)
     xp = namespace(v)
     k = v.shape[-1]
     t = tol[..., None]
-    pairs = same_level((xp.abs(v[..., None, :] - v[..., :, None]) <= t)
-                       & ~xp.eye(k, dtype=xp.bool))
+    pairs = (xp.abs(v[..., None, :] - v[..., :, None]) <= t) & ~xp.eye(k, dtype=xp.bool)
+    pairs = same_level(pairs) if chain else pairs
     return pairs & (xp.abs(v[..., :, None]) > t) if nonzero else pairs
 
 
@@ -322,7 +323,11 @@ def same_level(flat: Any) -> Any:
     turn of a level (:func:`level_rotation`, :func:`_components`) mixes the whole chain, so
     the masks of the rules must cover it too: a gap ``1.2 tol`` left unmasked inside a
     turned level made the tangent of ``V diag(w) V^H`` wrong by O(1) (``U diag(S) Vh``'s by
-    1e9). Lazy (Dask) masks are left as they are (no value is read inside a rule)."""
+    1e9). Reverse mode keeps the pairs: its rules turn nothing, and a chain there is a
+    run of pairs at the edge of working precision (the small singular values of a
+    truncated tensor network: a closure made the second-order guard refuse TRG's
+    specific heat). Lazy (Dask) masks are left as they are (no value is read inside a
+    rule)."""
     if is_lazy(flat) or not _any(flat):
         return flat
     xp = namespace(flat)
@@ -375,11 +380,12 @@ def _lorentz(x: Any, eps: float) -> Any:
 
 
 def inverse_gaps(diff: Any, tol: Any, eps: Any, num: Any = None, scale: float = 0.0,
-                 message: str = "") -> Any:
+                 message: str = "", chain: bool = False) -> Any:
     """``1 / diff`` off the diagonal and 0 on it, with degenerate entries masked.
 
     Where ``|diff| <= tol`` the entry is 0, after checking that ``num`` (the matrix the
-    result will multiply) vanishes there; with ``eps`` the Lorentzian replaces ``1/x``.
+    result will multiply) vanishes there; with ``eps`` the Lorentzian replaces ``1/x``;
+    with ``chain`` the mask is closed transitively, as :func:`degenerate_pairs`'.
     """
     n = diff.shape[-1]
     d = data_of(diff)
@@ -387,7 +393,8 @@ def inverse_gaps(diff: Any, tol: Any, eps: Any, num: Any = None, scale: float = 
     off = ~xp.eye(n, dtype=xp.bool)
     if eps is not None:
         return _lorentz(diff, eps) * (off if xp is np else xp.astype(off, d.dtype))
-    flat = same_level((xp.abs(d) <= tol[..., None]) & off)
+    flat = (xp.abs(d) <= tol[..., None]) & off
+    flat = same_level(flat) if chain else flat
     if num is not None:
         require_negligible(num, flat, scale, message)
     zero = flat | ~off
@@ -658,7 +665,7 @@ def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: Any = "L", eps: Any = None) -> Any
     w, v = ans
     dp = matmul(mH(v), matmul(herm(t), v))
     tol = degeneracy_tol(w, w.shape[-1])
-    f = inverse_gaps(row(w) - col(w), tol, eps)
+    f = inverse_gaps(row(w) - col(w), tol, eps, chain=True)
     dv = matmul(v, f * dp)
     if eps is None:
         r = level_rotation(w, v, t, tol)
@@ -682,10 +689,10 @@ def _turn_inside_levels(dp: Any, f: Any, w: Any, tol: Any) -> Any:
     same for eig, with ``dp = X^-1 V^-1 t V X`` (the left eigenvectors in ``V^-1``)."""
     mu = diag(dp)
     mu = real(mu) if is_complex(mu) and not is_complex(w) else mu  # (eig: complex values)
-    inside = degenerate_pairs(w, tol, nonzero=False)
+    inside = degenerate_pairs(w, tol, nonzero=False, chain=True)
     # (equal to working precision relative to the whole tangent, not to mu alone: a tangent
     # that leaves a level degenerate, zero on its block, gives mu of rounding noise)
-    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, mu.shape[-1], dp), None)
+    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, mu.shape[-1], dp), None, chain=True)
     return where(inside, matmul(dp, f * dp) * split, 0)
 
 
@@ -707,7 +714,7 @@ def level_rotation(w: Any, v: Any, t: Any, tol: Any) -> Any:
     if not _plain_tangent(t, w, v, tol) or tuple(data_of(v).shape) != tuple(v.shape):
         return None
     wd, vd, td, tl = _on_host(w, v, t, tol)
-    flat = degenerate_pairs(wd, tl, nonzero=False)
+    flat = degenerate_pairs(wd, tl, nonzero=False, chain=True)
     if not flat.any():
         return None
     p = _conj_t(vd) @ ((td + _conj_t(td)) / 2) @ vd
@@ -805,7 +812,7 @@ def _gauge_check(name: str, values: str, what: str, tans: dict[int, Any],
 
 def _eigh_mixing(td: np.ndarray, wd: np.ndarray, vd: np.ndarray) -> Any:
     """The off-diagonal entries of ``V^H herm(t) V`` on the degenerate levels, and the scale."""
-    flat = degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1]), nonzero=False)
+    flat = degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1]), nonzero=False, chain=True)
     p = _conj_t(vd) @ ((td + _conj_t(td)) / 2) @ vd
     return np.where(flat, p, 0), magnitude(td)
 
@@ -820,7 +827,7 @@ def eigh_along_tangent(a: Any, w: Any, v: Any) -> Any:
     if not tans:
         return v
     wd = data_of(w)
-    if not _any(degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1]), nonzero=False)):
+    if not _any(degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1]), nonzero=False, chain=True)):
         return v
     if len(tans) == 1:
         (t,) = tans.values()
@@ -1059,7 +1066,7 @@ def _eig_jvp(t: Any, ans: Any, a: Any, eps: Any = None) -> Any:
     w, v = ans
     dp = solve(v, matmul(t, v))
     tol = degeneracy_tol(w, w.shape[-1], a)
-    c = inverse_gaps(row(w) - col(w), tol, eps) * dp
+    c = inverse_gaps(row(w) - col(w), tol, eps, chain=True) * dp
     dw = diag(dp)
     split = _eig_level_split(w, dp, t, tol) if eps is None else None
     if split is None:
@@ -1071,7 +1078,7 @@ def _eig_jvp(t: Any, ans: Any, a: Any, eps: Any = None) -> Any:
     x, x_inv = split
     turned = matmul(x_inv, matmul(dp, x))
     dw = diag(turned)
-    f = inverse_gaps(row(w) - col(w), tol, None)
+    f = inverse_gaps(row(w) - col(w), tol, None, chain=True)
     cw = matmul(x_inv, matmul(c, x)) + _turn_inside_levels(turned, f, w, tol)
     (vd,) = _on_host(v)
     n = _like(np.sqrt(np.sum(np.abs(vd @ data_of(x)) ** 2, axis=-2)), t)
@@ -1149,7 +1156,7 @@ def _eig_level_split(w: Any, dp: Any, t: Any, tol: Any) -> Any:
     if not _plain_tangent(t, w, dp, tol):
         return None
     wd, pd, tl = _on_host(w, dp, tol)
-    flat = degenerate_pairs(wd, tl, nonzero=False)
+    flat = degenerate_pairs(wd, tl, nonzero=False, chain=True)
     if not flat.any():
         return None
     n = wd.shape[-1]
@@ -1173,7 +1180,7 @@ def _eig_level_split(w: Any, dp: Any, t: Any, tol: Any) -> Any:
 
 def _eig_mixing(td: np.ndarray, wd: np.ndarray, vd: np.ndarray, ad: np.ndarray) -> Any:
     """The off-diagonal entries of ``V^-1 t V`` on the degenerate levels, and the scale."""
-    flat = degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1], ad), nonzero=False)
+    flat = degenerate_pairs(wd, degeneracy_tol(wd, wd.shape[-1], ad), nonzero=False, chain=True)
     return np.where(flat, np.linalg.solve(vd, td @ vd), 0), magnitude(td)
 
 
@@ -1191,7 +1198,7 @@ def eig_along_tangent(a: Any, w: Any, v: Any) -> Any:
         return v
     wd = data_of(w)
     tol = degeneracy_tol(w, w.shape[-1], a)
-    flat = degenerate_pairs(wd, data_of(tol), nonzero=False)
+    flat = degenerate_pairs(wd, data_of(tol), nonzero=False, chain=True)
     if not _any(flat):
         return v
     if len(tans) == 1:
@@ -1450,8 +1457,8 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any
     dp = matmul(mH(u1), matmul(t, v1))
     dph = mH(dp)
     sym, asym = dp + dph, dp - dph
-    fm = inverse_gaps(row(s) - col(s), tol, eps)
-    fp = inverse_gaps(row(s) + col(s), tol, eps)
+    fm = inverse_gaps(row(s) - col(s), tol, eps, chain=True)
+    fp = inverse_gaps(row(s) + col(s), tol, eps, chain=True)
     om_u = (fm * sym + fp * asym) * 0.5
     om_v = (fm * sym - fp * asym) * 0.5
     sinv = inverse_values(s, tol, eps)
@@ -1494,7 +1501,7 @@ def _svd_turn(s: Any, u: Any, vh: Any, t: Any, dp: Any, fm: Any, fp: Any, sinv: 
     ``1 / 2s`` on its diagonal, each member's mirror at ``-s``), and the turn
     is ``N_mn / (mu_n - mu_m)`` (``mu = Re diag dq``, pairs with equal ``mu`` get 0); both
     ``U_B`` and ``V_B`` turn by it."""
-    flat = degenerate_pairs(s, tol, nonzero=True)
+    flat = degenerate_pairs(s, tol, nonzero=True, chain=True)
     if not _any(flat):
         return None
     rot = svd_rotation(s, u, vh, t)
@@ -1518,7 +1525,8 @@ def _svd_turn(s: Any, u: Any, vh: Any, t: Any, dp: Any, fm: Any, fp: Any, sinv: 
     nmat = nmat + (matmul(mH(y), y) + matmul(mH(z), z)) * row(sinv) * 0.5
     mu = diag(dq)
     mu = real(mu) if is_complex(mu) else mu
-    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, k, t), None)  # (as for eigh)
+    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, k, t), None,  # (as eigh's)
+                         chain=True)
     return matmul(q, matmul(where(flat, nmat * split, 0), mH(q)))
 
 
@@ -1536,7 +1544,7 @@ def _svd_level_values(s: Any, u1: Any, v1: Any, t: Any, dp: Any, tol: Any, ds: A
     if not _plain_tangent(t, s, u1, v1, dp, tol):
         return ds
     sd, ud, vd, td, pd, tl = _on_host(s, u1, v1, t, dp, tol)
-    flat = degenerate_pairs(sd, tl, nonzero=True)
+    flat = degenerate_pairs(sd, tl, nonzero=True, chain=True)
     zero = sd <= tl
     if not (flat.any() or zero.any()):
         return ds
@@ -1585,7 +1593,7 @@ def svd_rotation(s: Any, u: Any, vh: Any, t: Any) -> Any:
     sd, ud, vhd, td = _on_host(s, u, vh, t)
     k, m, n = sd.shape[-1], ud.shape[-2], vhd.shape[-1]
     tol = degeneracy_tol(sd, max(m, n))
-    flat = degenerate_pairs(sd, tol, nonzero=True)
+    flat = degenerate_pairs(sd, tol, nonzero=True, chain=True)
     zero = sd <= tol
     if not (flat.any() or zero.any()):
         return None
@@ -1618,7 +1626,7 @@ def _svd_mixing(td: np.ndarray, sd: np.ndarray, ud: np.ndarray, vhd: np.ndarray)
     and the part of ``t`` between the null spaces that ``diag(U_z^H t V_z)`` misses."""
     m, n = ud.shape[-2], vhd.shape[-1]
     tol = degeneracy_tol(sd, max(m, n))
-    flat = degenerate_pairs(sd, tol, nonzero=True)
+    flat = degenerate_pairs(sd, tol, nonzero=True, chain=True)
     zero = sd <= tol
     k = sd.shape[-1]
     u1, v1 = ud[..., :k], _conj_t(vhd)[..., :k]
@@ -1651,7 +1659,7 @@ def svd_along_tangent(a: Any, out: tuple[Any, Any, Any], full_matrices: bool,
     m, n = u.shape[-2], vh.shape[-1]
     tol = degeneracy_tol(sd, max(m, n))
     zero = _any(sd <= tol)
-    if not (zero or _any(degenerate_pairs(sd, tol, nonzero=True))):
+    if not (zero or _any(degenerate_pairs(sd, tol, nonzero=True, chain=True))):
         return out
     if len(tans) == 1:
         (t,) = tans.values()
