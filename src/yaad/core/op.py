@@ -425,8 +425,8 @@ def _call_variadic(spec: Op, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         a = args[i]
         if isinstance(a, Tensor):
             a = arrays[i] = a._data
-            if type(a) is not ndarray:
-                return apply(spec, args, {})
+            if type(a) is not ndarray:  # (another library's array: the general path)
+                return apply(spec, args, kw)
             tensors = True
         elif type(a) not in PLAIN_TYPES:
             return _call_any(spec, args, kw)
