@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.backend import namespace
 from ..core.lazy import is_lazy
 from ..core.op import Op, apply
 from ..core.tensor import Tensor
@@ -21,6 +22,12 @@ def _strong_zero(g: Any, gi: Any) -> Any:
     # (no errstate around the sum: it would double the cost of the common case; an inf and
     # a -inf in gi make it warn, once) A lazy gi is not looked at: the mask is computed
     # with the rest.
+    if type(gi) is not np.ndarray and not is_lazy(gi):
+        xp = namespace(gi)
+        if xp is not np:  # (another library's array, e.g. forward mode's tangents on one)
+            if bool(xp.all(xp.isfinite(gi))):
+                return gi
+            return xp.where((g == 0) & ~xp.isfinite(gi), xp.zeros_like(gi), gi)
     if not is_lazy(gi) and np.isfinite(gi.sum() if type(gi) is np.ndarray else np.sum(gi)):
         return gi
     with np.errstate(invalid="ignore"):
