@@ -911,6 +911,10 @@ def test_jvp_of_functions_of_repeated_and_zero_singular_values_is_exact(shape, c
                 np.testing.assert_allclose(got, want, atol=1e-8, err_msg=f"{name} {full}")
 
 
+@pytest.mark.xfail(strict=True, reason="svd's vectors do not turn inside a level in forward "
+                   "mode: the turn reached the next SVD's input in forward over reverse (TRG's "
+                   "specific heat) as a mix its second-order guard refuses; a single pair's "
+                   "projector is off its one-sided derivative (docs/linalg.md)")
 @pytest.mark.parametrize("c", [False, True])
 @pytest.mark.parametrize("shape", [(4, 4), (6, 4), (4, 5)])
 def test_jvp_of_a_single_pair_of_a_repeated_singular_value_is_its_one_sided_derivative(

@@ -741,8 +741,10 @@ def level_rotation(w: Any, v: Any, t: Any, tol: Any) -> Any:
 # turn the level's vectors to that basis (an equally valid eigenbasis of ``a``, by a
 # constant unitary, so the tangent turns with them) and the rules, which choose the same
 # rotation, give the eigenvalues in the same order, and the vectors' turn inside the level
-# (second-order perturbation theory: _turn_inside_levels, _svd_turn), which no function of
-# the level's span sees and a single member's vector needs.
+# (second-order perturbation theory, eigh and eig: _turn_inside_levels), which no function
+# of the level's span sees and a single member's vector needs. svd's vectors get no such
+# turn: in forward over reverse (TRG's specific heat) its in-level tangent reached the next
+# SVD's input as a mix of that SVD's degenerate levels, which its second-order guard refuses.
 
 
 def _forward_tangents(a: Any) -> dict[int, Any]:
@@ -1472,11 +1474,6 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any
         ds = _svd_level_values(s, u1, v1, t, dp, tol, ds)
     du = matmul(u1, om_u)
     dv = matmul(v1, om_v)
-    if eps is None:  # a repeated value's vectors turn inside the level as they split
-        turn = _svd_turn(s, u, vh, t, dp, fm, fp, sinv, tol)
-        if turn is not None:
-            du = du + matmul(u1, turn)
-            dv = dv + matmul(v1, turn)
     if m > k:
         du = du + (matmul(t, v1) - matmul(u1, dp)) * row(sinv)
     if n > k:
@@ -1486,48 +1483,6 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any
     if v.shape[-1] > k:
         dv = _extend_complement(v, dv, k)
     return du, ds, mH(dv)
-
-
-def _svd_turn(s: Any, u: Any, vh: Any, t: Any, dp: Any, fm: Any, fp: Any, sinv: Any,
-              tol: Any) -> Any:
-    """The turn inside each repeated nonzero singular value (coefficients on the level's
-    own columns, in the solver's basis; None where there is none) that makes ``U_B Q`` and
-    ``V_B Q`` (:func:`svd_rotation`, the basis ``svd()`` returns in forward mode) follow the
-    members' split: second-order perturbation theory of the Hermitian dilation
-    ``[[0, a], [a^H, 0]]``, whose level ``s`` has the vectors ``(u; v) / sqrt(2)``. In the
-    turned basis, with ``dq = Q^H U^H t V Q``, ``sym, asym = dq +- dq^H``,
-    ``N = (sym (fm o sym) - asym (fp o asym)) / 4 + (y^H y + z^H z) / 2s`` (``y = t V_1 Q -
-    U_1 Q dq``, ``z = t^H U_1 Q - V_1 Q dq^H``: the parts outside the columns; ``fp`` with
-    ``1 / 2s`` on its diagonal, each member's mirror at ``-s``), and the turn
-    is ``N_mn / (mu_n - mu_m)`` (``mu = Re diag dq``, pairs with equal ``mu`` get 0); both
-    ``U_B`` and ``V_B`` turn by it."""
-    flat = degenerate_pairs(s, tol, nonzero=True, chain=True)
-    if not _any(flat):
-        return None
-    rot = svd_rotation(s, u, vh, t)
-    if rot is None:
-        return None
-    k = s.shape[-1]
-    ru = data_of(rot[0])[..., :k, :k]
-    xp = namespace(ru)
-    eye = xp.eye(k, dtype=xp.bool)
-    member = xp.any(flat, axis=-1)
-    q = xp.where(flat | (eye & member[..., :, None]), ru, xp.eye(k, dtype=ru.dtype))
-    u1, v1 = u[..., :k], mH(vh)[..., :k]
-    dq = matmul(mH(q), matmul(dp, q))
-    dqh = mH(dq)
-    sym, asym = dq + dqh, dq - dqh
-    fp = fp + diag_matrix(sinv * 0.5)  # (a member's own mirror at -s: 1 / 2s)
-    nmat = (matmul(sym, fm * sym) - matmul(asym, fp * asym)) * 0.25
-    uq, vq = matmul(u1, q), matmul(v1, q)
-    y = matmul(t, vq) - matmul(uq, dq)
-    z = matmul(mH(t), uq) - matmul(vq, dqh)
-    nmat = nmat + (matmul(mH(y), y) + matmul(mH(z), z)) * row(sinv) * 0.5
-    mu = diag(dq)
-    mu = real(mu) if is_complex(mu) else mu
-    split = inverse_gaps(row(mu) - col(mu), degeneracy_tol(mu, k, t), None,  # (as eigh's)
-                         chain=True)
-    return matmul(q, matmul(where(flat, nmat * split, 0), mH(q)))
 
 
 def _svd_level_values(s: Any, u1: Any, v1: Any, t: Any, dp: Any, tol: Any, ds: Any) -> Any:
