@@ -109,3 +109,29 @@ def test_a_log_cdf_where_the_cdf_underflows_inside_the_support(name, method, arg
     tangents = tuple(np.array(float(k == len(args) - 1)) for k in range(len(args)))
     _, jvp = yaad.func.jvp(lambda *v: fn(*v), tuple(np.array(v) for v in args), tangents)
     np.testing.assert_allclose(float(np.asarray(jvp)), dwant[-1], rtol=1e-8)
+
+
+@pytest.mark.parametrize("name, method, args", [("t", "logcdf", (-1e30, 3.0)),
+                                                ("t", "logsf", (1e30, 3.0)),
+                                                ("gamma", "logcdf", (1e-20, 2.5)),
+                                                ("gamma", "logsf", (150.0, 2.5)),
+                                                ("chi2", "logcdf", (1e-20, 3.0)),
+                                                ("beta", "logsf", (0.9999, 2.0, 30.0)),
+                                                ("beta", "logcdf", (1e-4, 30.0, 2.0))])
+def test_a_float32_tail(name, method, args):
+    # float32's probabilities underflow below 1e-45 (its 1e-280 is 0): the tails were -inf
+    # with the end's derivatives (t.logcdf(-1e30, 3): -inf for -207.13), and t's came out
+    # float64. SciPy in float64 at the same point: the value, and the derivative in x as
+    # +-pdf / cdf (pdf / sf).
+    a32 = [np.float32(v) for v in args]
+    x = yaad.tensor(np.array(a32[0]), requires_grad=True)
+    out = getattr(getattr(S, name), method)(x, *a32[1:])
+    assert out.dtype == np.float32 and out.shape == ()
+    at = [float(v) for v in a32]
+    dist = getattr(ss, name)
+    want = getattr(dist, method)(*at)
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=2e-6)
+    out.backward()
+    assert x.grad.dtype == np.float32
+    sign = 1.0 if method == "logcdf" else -1.0
+    np.testing.assert_allclose(x.grad, sign * np.exp(dist.logpdf(*at) - want), rtol=1e-4)

@@ -547,6 +547,12 @@ _TAIL_STEPS = 20
 _TAIL_BELOW = 1e-280  # (and in the subnormal numbers, where log q and 1 / q lose digits)
 
 
+def _underflows(p: Any) -> Any:
+    """Where the probability ``p`` is in the tail: below ``1e-280`` in float64, ``1e-30`` in
+    float32 (whose 1e-280 is 0: a float32 tail was the end's)."""
+    return p < (1e-30 if getattr(p, "dtype", None) == np.float32 else _TAIL_BELOW)
+
+
 def _anywhere(mask: Any) -> bool:
     """Whether any entry of ``mask`` holds (True where that cannot be read: inside vmap).
     The tails below are computed only then: twenty steps of a continued fraction cost as
@@ -582,7 +588,7 @@ def _gamma_logsf(z: Any, a: Any) -> Any:
     """``log Q(a, z)``: from ``gammaincc``, or from the continued fraction where it
     underflows or nearly (``gamma.logsf(800, 2)``: -793.314, not -inf)."""
     q = gammaincc(a, z)
-    under = q < _TAIL_BELOW
+    under = _underflows(q)
     # (a half where unused: no overflow in the derivatives of a branch not taken)
     usual = _log_of(lambda v, s: where(under, 0.5, q),
                     lambda v, s: where(under, 0.5, gammainc(s, v)), z, a)
@@ -609,7 +615,7 @@ def _gamma_logcdf(z: Any, a: Any) -> Any:
     """``log P(a, z)``: from ``gammainc``, or from the series where it underflows or
     nearly (``gamma.logcdf(1e-300, 2.5)``: -748.82, not -inf)."""
     p = gammainc(a, z)
-    under = p < _TAIL_BELOW
+    under = _underflows(p)
     usual = _log_of(lambda v, s: where(under, 0.5, p),
                     lambda v, s: where(under, 0.5, gammaincc(s, v)), z, a)
     return _in_tail(under, lambda: _gamma_logcdf_series(where(under, z, 1.0),
@@ -642,7 +648,7 @@ def _beta_logcdf(z: Any, a: Any, b: Any) -> Any:
     """``log I_z(a, b)``: from ``betainc``, or from the continued fraction where it
     underflows or nearly (``beta.logcdf(0.01, 200, 2)``: -915.741, not -inf)."""
     p = betainc(a, b, z)
-    under = p < _TAIL_BELOW
+    under = _underflows(p)
     usual = _log_of(lambda v, s, t: where(under, 0.5, p),
                     lambda v, s, t: where(under, 0.5, _beta_sf(v, s, t)), z, a, b)
     return _in_tail(under, lambda: _beta_logcdf_cf(
@@ -654,7 +660,7 @@ def _beta_logsf(z: Any, a: Any, b: Any) -> Any:
     a)`` (``beta.logsf(0.99, 2, 200)``: -903.78, not -inf), with ``log(1 - z)`` as
     ``log1p(-z)``."""
     q = _beta_sf(z, a, b)
-    under = q < _TAIL_BELOW
+    under = _underflows(q)
     usual = _log_of(lambda v, s, t: where(under, 0.5, q),
                     lambda v, s, t: where(under, 0.5, betainc(s, t, v)), z, a, b)
 
@@ -671,19 +677,20 @@ def _t_logcdf(z: Any, df: Any) -> Any:
     |z|`` (``z^2`` overflows, ``w`` underflows: ``t.logcdf(-1e300, 3)`` is -2072.0, not
     -inf); the normal's ``log_ndtr`` at ``df = inf``."""
     p = stdtr(df, z)
-    under = p < _TAIL_BELOW
+    under = _underflows(p)
     usual = _log_of(lambda v, s: where(under, 0.5, p),
                     lambda v, s: where(under, 0.5, stdtr(s, -v)), z, df)
 
     def tail() -> Any:
         normal = df == _INF
-        zs = where(under, z, -1e300)
+        zs = where(under, z, -1e10)  # (a safe value, also in float32)
         dfs = where(under & ~normal, df, 3.0)
         r = dfs ** 0.5 / -zs
         r2 = r * r
         w = r2 / (1 + r2)
         log_w = log(dfs) - 2 * log(-zs) - log1p(r2)  # (2 log r lost d/dz: z^2 overflows)
-        out = _beta_logcdf_cf(w, 0.5 * dfs, 0.5, log_w, -log1p(r2)) - _LOG2
+        half = 0.0 * _constant(r2) + 0.5  # (b = 1/2 in the precision of z: float32 stays)
+        out = _beta_logcdf_cf(w, 0.5 * dfs, half, log_w, -log1p(r2)) - _LOG2
         return where(normal, log_ndtr(where(normal, zs, -40.0)), out)
     return _in_tail(under, tail, usual)
 
