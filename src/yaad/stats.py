@@ -33,6 +33,7 @@ import numpy as np
 import scipy.special as sp
 
 from . import linalg
+from .core.grad_mode import state
 from .core.op import Op, apply
 from .core.tensor import Tensor
 from .ops.elementwise import (
@@ -241,14 +242,19 @@ class _Continuous(_Distribution):
     def logpdf(self, x: Any, *args: Any, **kwds: Any) -> Any:
         """Log of the probability density at ``x``."""
         # (an open edge, lognorm's 0, is computed as the limit from inside: -inf)
+        check = self.far is not None
+        if check:  # (skipped, with its ops, where no entry of x is infinite: the common case)
+            vals = _values(x)
+            check = vals is None or bool(np.isinf(vals[0]).any())
         ok, below, above, zs, shapes, scale, us, far = self._standard(
-            "logpdf", x, args, kwds, closed="logpdf_u" in self.std, end="far")
+            "logpdf", x, args, kwds, closed="logpdf_u" in self.std,
+            end="far" if check else None)
         if "logpdf_u" in self.std:
             inside = self.std["logpdf_u"](us, scale, *shapes) - log(scale)
         else:
             inside = self.std["logpdf"](zs, *shapes) - log(scale)
         out = where(below | above, -_INF, inside)
-        if self.far is not None:
+        if check:
             # x = +-inf at an infinite end: -inf (the density's limit 0; SciPy's gamma and
             # chi2 give inf - inf = NaN for a > 1), with each derivative the limit of the
             # derivative as x goes there (the formula at inf gave NaN or the wrong limit:
@@ -274,8 +280,15 @@ class _Continuous(_Distribution):
         # c = 1, +-inf for 0 < c < 1, 0 for c > 1 (in the scale 0 at the lower end and
         # minus that at the upper one, in the shapes 0)
         *shapes, loc, scale = self.params.parse("pdf", args, kwds, x)
-        u = x - loc
+        vals = _values(x, loc, scale)
+        u = None
         for end in self.vanish:
+            if vals is not None:  # (no op where no entry is at the end: the common case)
+                xv, lv, sv = vals
+                with np.errstate(all="ignore"):
+                    if not np.any(xv == lv if end == "lo" else (xv - lv) / sv == 1):
+                        continue
+            u = x - loc if u is None else u
             at = (u == 0) if end == "lo" else (u / scale == 1)  # (as _standard's edges)
             if _anywhere(at):
                 ok = scale > 0
@@ -561,6 +574,21 @@ def _anywhere(mask: Any) -> bool:
         return bool(_any(mask))
     except TypeError:
         return True
+
+
+def _values(*vs: Any) -> list[Any] | None:
+    """The arrays of ``vs``, read without an op, for a decision in Python that skips work
+    (infinite inputs, inputs at an end); None while yaad.compile records (a read is then a
+    guarded op: ``_anywhere``) or for an array that is not NumPy's."""
+    if state.tracer is not None:
+        return None
+    out = []
+    for v in vs:
+        d = v._data if isinstance(v, Tensor) else v
+        if not isinstance(d, (np.ndarray, np.generic, int, float)):
+            return None
+        out.append(d)
+    return out
 
 
 def _in_tail(under: Any, tail: Callable[[], Any], usual: Any) -> Any:
