@@ -570,6 +570,9 @@ def _anywhere(mask: Any) -> bool:
     """Whether any entry of ``mask`` holds (True where that cannot be read: inside vmap).
     The tails below are computed only then: twenty steps of a continued fraction cost as
     much as the rest of the function, and the common case is well inside."""
+    vals = _values(mask)
+    if vals is not None:
+        return bool(np.any(vals[0]))
     try:
         return bool(_any(mask))
     except TypeError:
