@@ -172,7 +172,8 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), metho
         refuse_captured()
 
     def loss_of(leaves: list[Tensor]) -> Any:
-        body = lambda: _scalar_loss(fun(layout.build(leaves), *args))  # noqa: E731
+        body: Callable[[], Any] = lambda: _scalar_loss(  # noqa: E731
+            fun(layout.build(leaves), *args))
         if not watching:
             with enable_grad():
                 return body()
@@ -190,7 +191,8 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), metho
         return float(loss.data), layout.flatten(list(grads))
 
     def value(vec: np.ndarray) -> float:
-        body = lambda: _scalar_loss(fun(layout.build(tensors(vec, False)), *args))  # noqa: E731
+        body: Callable[[], Any] = lambda: _scalar_loss(  # noqa: E731
+            fun(layout.build(tensors(vec, False)), *args))
         if watching:
             loss = closure.watch(body)
             refuse_captured()

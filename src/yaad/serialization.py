@@ -130,18 +130,19 @@ def _encode(obj: Any, arrays: list[np.ndarray], where: str, seen: dict[int, dict
                 ref["parameter"] = True
         return ref
     if isinstance(obj, (Tensor, np.ndarray)) and id(obj) in shared:
-        data = obj.data if isinstance(obj, Tensor) else obj
+        viewed = obj.data if isinstance(obj, Tensor) else obj
         entry, start = shared[id(obj)]
-        node = {"view": entry, "dtype": data.dtype.str, "shape": list(data.shape),
-                "strides": list(data.strides),
-                "offset": data.__array_interface__["data"][0] - start,
-                "object": len(seen)}  # (two equal views of one tensor load as two objects)
-        seen[id(obj)] = dict(node)
+        view: dict[str, Any] = {
+            "view": entry, "dtype": viewed.dtype.str, "shape": list(viewed.shape),
+            "strides": list(viewed.strides),
+            "offset": viewed.__array_interface__["data"][0] - start,
+            "object": len(seen)}  # (two equal views of one tensor load as two objects)
+        seen[id(obj)] = dict(view)
         if isinstance(obj, Tensor):
-            node["tensor"] = bool(obj.requires_grad)
+            view["tensor"] = bool(obj.requires_grad)
             if isinstance(obj, Parameter):
-                node["parameter"] = True
-        return node
+                view["parameter"] = True
+        return view
     if isinstance(obj, (Tensor, np.ndarray, np.generic)):
         data = obj.data if isinstance(obj, Tensor) else obj
         if is_foreign(data):

@@ -261,11 +261,12 @@ class _Continuous(_Distribution):
             # lognorm in x, t and cauchy in the scale)
             if _anywhere(far):
                 *_, loc, _ = self.params.parse("logpdf", args, kwds, x)
+                ends = self.far or {}
                 for end, at in (("lo", far & (x < loc)), ("hi", far & (x > loc))):
-                    if end in self.far:
+                    if end in ends:
                         value = -_INF
                         for arg, slope in zip([x, loc, scale, *shapes],
-                                              self.far[end](scale, *shapes)):
+                                              ends[end](scale, *shapes)):
                             value = value + _end_slope(arg, slope)
                         out = where(at, value, out)
         return where(ok, out, _NAN)
