@@ -261,6 +261,16 @@ FAR = [(name, shapes, end) for name, shapes, lo, hi in DISTRIBUTIONS
        for end, edge in (("lower", lo), ("upper", hi)) if math.isinf(edge)]
 
 
+def _assert_the_limit(got: float, near: float, nearer: float, label: tuple) -> None:
+    """``got`` is the limit of the derivatives ``near`` and ``nearer`` (the oracle's, at two
+    distances from the end): +-inf where they grow, else ``nearer`` to rounding."""
+    if abs(nearer) > abs(near) + 1:
+        assert np.sign(near) == np.sign(nearer) != 0, label
+        assert got == np.sign(nearer) * np.inf, label
+    else:
+        np.testing.assert_allclose(got, nearer, rtol=1e-6, atol=1e-9, err_msg=str(label))
+
+
 @pytest.mark.parametrize("name, shapes, end", FAR)
 def test_logpdf_at_an_infinite_end(name, shapes, end):
     # logpdf at x = -inf or +inf: -inf (SciPy's value; SciPy's gamma and chi2 give inf - inf
@@ -288,12 +298,7 @@ def test_logpdf_at_an_infinite_end(name, shapes, end):
             f, [LOC + SCALE * sign * d, *shapes, LOC, SCALE], i,
             (d if i == 0 else 1.0) * 1e-20) for d in (1e12, 1e24))
         label = (name, shapes, end, i, got[i], near, nearer)
-        if abs(nearer) > abs(near) + 1:
-            assert np.sign(near) == np.sign(nearer) != 0, label
-            assert got[i] == np.sign(nearer) * np.inf, label
-        else:
-            np.testing.assert_allclose(got[i], nearer, rtol=1e-6, atol=1e-9,
-                                       err_msg=str(label))
+        _assert_the_limit(got[i], near, nearer, label)
         tangents = tuple(np.array(float(k == i)) for k in range(len(at)))
         _, d = yaad.func.jvp(lambda *v: getattr(S, name).logpdf(*v), tuple(at), tangents)
         assert float(np.asarray(d)) == got[i], label
@@ -342,12 +347,7 @@ def test_a_density_that_vanishes_at_an_end(name, shapes, end):
         near, nearer = (_oracle_derivative(f, (shapes, edge, end, d), i, SCALE * d * 1e-12)
                         for d in (1e-12, 1e-24))
         label = (name, shapes, end, i, got[i], near, nearer)
-        if abs(nearer) > abs(near) + 1:
-            assert np.sign(near) == np.sign(nearer) != 0, label
-            assert got[i] == np.sign(nearer) * np.inf, label
-        else:
-            np.testing.assert_allclose(got[i], nearer, rtol=1e-6, atol=1e-9,
-                                       err_msg=str(label))
+        _assert_the_limit(got[i], near, nearer, label)
         tangents = tuple(np.array(float(k == i)) for k in range(len(at)))
         _, d = yaad.func.jvp(lambda *v: fn(*v), tuple(at), tangents)
         assert float(np.asarray(d)) == got[i], label
