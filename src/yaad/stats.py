@@ -583,12 +583,13 @@ def _anywhere(mask: Any) -> bool:
 def _values(*vs: Any) -> list[Any] | None:
     """The arrays of ``vs``, read without an op, for a decision in Python that skips work
     (infinite inputs, inputs at an end); None while yaad.compile records (a read is then a
-    guarded op: ``_anywhere``) or for an array that is not NumPy's."""
-    if state.tracer is not None:
+    guarded op: ``_anywhere``), under a mode (vmap, forward mode) or for an array that is
+    not NumPy's."""
+    if state.tracer is not None or state.modes_on:  # (vmap's arrays hold every example)
         return None
     out = []
     for v in vs:
-        d = v._data if isinstance(v, Tensor) else v
+        d = v.data if isinstance(v, Tensor) else v
         if not isinstance(d, (np.ndarray, np.generic, int, float)):
             return None
         out.append(d)
