@@ -19,7 +19,6 @@ if TYPE_CHECKING:  # the methods yaad.methods installs, declared for type checke
     import weakref
 
     from .._tensor_methods import TensorMethods
-    from .views import View
 else:
     TensorMethods = object
 
@@ -61,7 +60,7 @@ class Tensor(ArrayFace, TensorMethods):
     _grad: Any
     _hooks: list[Callable[[Any], Any]] | None
     _tangents: dict[Any, Any]
-    _base: View
+    _base: Any  # a views.View (not imported: views imports this module)
     _views: list[weakref.ref[Tensor]]
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
