@@ -411,11 +411,10 @@ def _colsum_loop(dtype: np.dtype) -> Callable:
     return run
 
 
-def _last_axis_sum(it: Entry, info: Any) -> int | None:
-    """The slot summed if entry ``it`` is ``sum(a, axis=-1, keepdims=True)`` of a real
-    C-shaped array with rows of at most ``rowwise.MAX_ROW`` elements, else None."""
+def _sum_call(it: Entry, info: Any) -> tuple[Any, ...] | None:
+    """``(a, axis, dtype, out, keepdims, shape)`` if entry ``it`` is a plain ``sum`` of one
+    output over a slot ``a`` whose shape is known, else None."""
     from .codegen import _axis_arg
-    from .rowwise import MAX_ROW
 
     if not _plain_kw(it) or _registry_name(it) != "sum" or len(it.outs) != 1:
         return None
@@ -423,8 +422,18 @@ def _last_axis_sum(it: Entry, info: Any) -> int | None:
     a = it.args[0]
     if got is None or type(a) is not Slot or not info(a.i, True):
         return None
-    axis, dtype, out, keepdims = got
-    shape = info(a.i)
+    return (a, *got, info(a.i))
+
+
+def _last_axis_sum(it: Entry, info: Any) -> int | None:
+    """The slot summed if entry ``it`` is ``sum(a, axis=-1, keepdims=True)`` of a real
+    C-shaped array with rows of at most ``rowwise.MAX_ROW`` elements, else None."""
+    from .rowwise import MAX_ROW
+
+    got = _sum_call(it, info)
+    if got is None:
+        return None
+    a, axis, dtype, out, keepdims, shape = got
     nd = len(shape)
     if type(axis) is tuple and len(axis) == 1:
         axis = axis[0]
@@ -587,16 +596,10 @@ def _colsum_exact(dtype: np.dtype, shape: tuple) -> bool:
 def _axis0_sum(it: Entry, info: Any) -> int | None:
     """The slot summed if entry ``it`` is ``sum(a, axis=0)`` (no keepdims) of a real float
     array with more than one element a row, else None."""
-    from .codegen import _axis_arg
-
-    if not _plain_kw(it) or _registry_name(it) != "sum" or len(it.outs) != 1:
+    got = _sum_call(it, info)
+    if got is None:
         return None
-    got = _axis_arg(it, ("axis", "dtype", "out", "keepdims"), (None, None, None, False))
-    a = it.args[0]
-    if got is None or type(a) is not Slot or not info(a.i, True):
-        return None
-    axis, dtype, out, keepdims = got
-    shape = info(a.i)
+    a, axis, dtype, out, keepdims, shape = got
     if (dtype is not None or out is not None or keepdims is not False
             or axis not in (0, (0,)) or len(shape) < 2 or math.prod(shape[1:]) < 2
             or shape[0] < 1
